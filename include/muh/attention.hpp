@@ -1,0 +1,97 @@
+// attention.hpp — muh's public host API: prefill() (flash attention over a varlen batch) and
+// paged_decode() (one query token per sequence over a paged KV cache), with plan_decode().
+//
+// Every entry point validates its inputs first and returns a Status with one clear line; on a
+// non-ok Status no kernel was launched. All pointers are device pointers unless said otherwise;
+// tensors are contiguous in the shapes given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "muh/config.hpp"
+#include "muh/dtype.hpp"
+#include "muh/hardware.hpp"
+#include "muh/kernels/paged_kv.hpp"
+#include "muh/status.hpp"
+
+namespace muh {
+
+// How a call runs. A forced target picks the policy of that dispatch target instead of the
+// present device's: e.g. 0 runs the portable agent (the BI-V100 profile) with its 48 KB cap,
+// 75 the T4 rows, 80 the A100 rows. The target must be compiled in (MUH_TARGETS) and not newer
+// than the device. A policy only changes speed, never the result.
+struct RunOptions {
+  int force_target = -1;        // -1: the present device's best compiled target
+  cudaStream_t stream = nullptr;
+  bool debug_checks = false;    // extra input checks that need a device→host copy (block ids)
+};
+
+// ---- Prefill ------------------------------------------------------------------------------------
+// q   [total_q, num_q_heads, head_dim]         k, v [total_k, num_kv_heads, head_dim]
+// out [total_q, num_q_heads, head_dim]         lse  [num_q_heads, total_q] fp32, or nullptr
+// cu_seqlens_q / cu_seqlens_k: device int32 [batch + 1], FlashAttention's varlen convention.
+// Causal masks are bottom-right aligned (query i sees keys j <= i + len_k − len_q).
+struct PrefillParams {
+  DType dtype = DType::bf16;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  float* lse = nullptr;
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int batch = 0;
+  int total_q = 0;
+  int total_k = 0;
+  int max_seqlen_q = 0;
+  int max_seqlen_k = 0;
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  float softmax_scale = 0.f;  // 0 → 1/sqrt(head_dim)
+  bool causal = false;
+};
+
+Status prefill(const PrefillParams& p, const RunOptions& opt = {});
+
+// ---- Decode -------------------------------------------------------------------------------------
+// q [num_seqs, num_q_heads, head_dim]; out [num_seqs, num_q_heads, head_dim];
+// lse [num_seqs, num_q_heads] fp32 or nullptr; block_table [num_seqs, max_blocks_per_seq] int32;
+// seq_lens [num_seqs] int32; k_cache / v_cache in `layout` (kernels/paged_kv.hpp).
+// A sequence of length 0 yields out = 0 and lse = −inf (padded CUDA-graph batches rely on it).
+struct DecodeParams {
+  DType dtype = DType::bf16;
+  KVLayout layout = KVLayout::nhd;
+  const void* q = nullptr;
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  void* out = nullptr;
+  float* lse = nullptr;
+  const int* block_table = nullptr;
+  const int* seq_lens = nullptr;
+  int num_seqs = 0;
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int page_size = 16;
+  int num_pages = 0;            // pages in the cache (bounds for debug_checks)
+  int max_blocks_per_seq = 0;
+  int max_seq_len = 0;          // host-known upper bound of seq_lens (sizes the plan)
+  float softmax_scale = 0.f;    // 0 → 1/sqrt(head_dim)
+};
+
+}  // namespace muh
+
+#include "muh/plan.hpp"
+
+namespace muh {
+
+// Decode with a plan made by plan_decode() for this shape; `workspace` (device) must hold
+// plan.workspace_bytes (V2 partials), or be null when that is 0.
+Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace,
+                    std::size_t workspace_bytes, const RunOptions& opt = {});
+
+}  // namespace muh

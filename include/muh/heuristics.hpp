@@ -1,0 +1,56 @@
+// heuristics.hpp — pure functions that turn hardware figures into decode decisions
+// (the V1/V2 threshold here; the per-batch split count lives in plan.hpp and uses these).
+#pragma once
+
+#include "muh/dtype.hpp"
+#include "muh/hardware.hpp"
+#include "muh/tuning/policy.hpp"
+
+namespace muh {
+
+// Which native backends exist. The seed's deployment had no usable native V2 ("native V2 has
+// correctness issues on BI-V100"); muh ships V1, V2 and the prefill kernel everywhere.
+struct Backends {
+  bool native_v1 = true;
+  bool native_v2 = true;
+  bool native_prefill = true;
+  friend constexpr bool operator==(const Backends& a, const Backends& b) {
+    return a.native_v1 == b.native_v1 && a.native_v2 == b.native_v2 &&
+           a.native_prefill == b.native_prefill;
+  }
+};
+inline constexpr Backends kSeedBackends{true, false, true};
+inline constexpr Backends kMuhBackends{true, true, true};
+
+// Cost of going split-KV: the merge kernel's launch plus writing and re-reading the (o, lse)
+// partials. ~4 µs is one short kernel launch plus a few µs of partial traffic on a busy GPU.
+inline constexpr double kSplitOverheadSeconds = 4e-6;
+
+// V1/V2 threshold: the sequence length from which V2 (split-KV) beats V1 for a batch of one.
+// V2 is used when seq_len >= threshold; the seed's "force V1" is threshold = max_seq_len + 1.
+//
+// Model: V1 runs one CTA per KV head, each streaming L tokens of K and V (B = 2·head_dim·elem
+// bytes per token) at about one SM's share of HBM, bw_sm = bw / sm_count. V2 gives each CTA one
+// partition of P tokens and spreads the bytes over slots = sm_count × ctas_per_sm CTAs, so the
+// stream it saves is (L − P)·B/bw_sm, scaled by (1 − kv_heads/slots) for the SMs V1 already
+// kept busy; it costs kSplitOverheadSeconds. Splitting pays from
+//     L* = P + overhead · bw_sm / (B · (1 − kv_heads / slots)).
+// Edges: when kv_heads alone fill every slot (a tiny GPU) splitting never pays; when
+// L* > max_seq_len (short contexts) V2 is never used: both give max_seq_len + 1.
+// Examples: H200 bf16 hd256 kv4 → 656; BI-V100 bf16 hd256 kv4 → 763; A100 → 587.
+constexpr int v1_v2_threshold(const HardwareCapability& hw, const DecodePolicy& p, DType t,
+                              int head_dim, int num_kv_heads, int max_seq_len, Backends b) {
+  const int never = max_seq_len + 1;
+  if (!b.native_v2) return never;
+  if (!b.native_v1) return 0;
+  const double slots = double(hw.sm_count) * p.ctas_per_sm;
+  if (num_kv_heads >= slots) return never;
+  const double bytes_per_token = 2.0 * head_dim * dtype_size(t);
+  const double bw_sm = hw.memory_bandwidth_gbps * 1e9 / hw.sm_count;
+  const double l_star = p.partition_size + kSplitOverheadSeconds * bw_sm /
+                                               (bytes_per_token * (1.0 - num_kv_heads / slots));
+  const long long threshold = static_cast<long long>(l_star) + 1;
+  return threshold > max_seq_len ? never : static_cast<int>(threshold);
+}
+
+}  // namespace muh

@@ -1,0 +1,51 @@
+// reference.hpp — CPU reference attention: the one answer every compiled policy is checked
+// against. Inputs are float (tests round them to the storage dtype first), accumulation is
+// double, output float. Slow and obvious on purpose.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "muh/kernels/paged_kv.hpp"
+
+namespace muh::ref {
+
+// Dense varlen prefill (FlashAttention's convention).
+//   q   [total_q, num_q_heads, head_dim]      k, v [total_k, num_kv_heads, head_dim]
+//   cu_seqlens_q/k [batch + 1]                out  [total_q, num_q_heads, head_dim]
+//   lse [num_q_heads, total_q] (natural log of Σ exp(scale·q·k)); nullptr to skip.
+// GQA: query head h reads KV head h / (num_q_heads / num_kv_heads).
+// Causal is bottom-right aligned: query i of a sequence with lengths (sq, sk) sees keys
+// j <= i + sk − sq. A query that sees no key gets out = 0 and lse = −inf.
+void prefill(const float* q, const float* k, const float* v, const int* cu_seqlens_q,
+             const int* cu_seqlens_k, int batch, int num_q_heads, int num_kv_heads, int head_dim,
+             float softmax_scale, bool causal, float* out, float* lse);
+
+// Paged decode: one query token per sequence.
+//   q [num_seqs, num_q_heads, head_dim], block_table [num_seqs, max_blocks_per_seq],
+//   seq_lens [num_seqs], k_cache / v_cache in kv.layout, out [num_seqs, num_q_heads, head_dim],
+//   lse [num_seqs, num_q_heads] or nullptr. A sequence of length 0 gives out = 0, lse = −inf.
+// [kv_begin, kv_end) restricts every sequence to a key range (a V2 partition); kv_end < 0 means
+// the whole sequence.
+void paged_decode(const float* q, const float* k_cache, const float* v_cache,
+                  const PagedKVShape& kv, const int* block_table, int max_blocks_per_seq,
+                  const int* seq_lens, int num_seqs, int num_q_heads, float softmax_scale,
+                  float* out, float* lse, int kv_begin = 0, int kv_end = -1);
+
+// Gathers one sequence's K and V from the paged cache into dense [seq_len, num_kv_heads, head_dim]
+// (used to check paged == dense).
+void gather_kv(const float* k_cache, const float* v_cache, const PagedKVShape& kv,
+               const int* block_row, int seq_len, float* k_dense, float* v_dense);
+
+// Rounds float values to the storage type's precision, in place (fp32: unchanged).
+void round_to_bf16(float* x, std::size_t n);
+void round_to_fp16(float* x, std::size_t n);
+
+// Storage conversions for tests and tools that build device inputs: float ↔ 16-bit bit patterns
+// (round to nearest even; NaN stays NaN).
+std::uint16_t float_to_bf16_bits(float f);
+float bf16_bits_to_float(std::uint16_t h);
+std::uint16_t float_to_fp16_bits(float f);
+float fp16_bits_to_float(std::uint16_t h);
+
+}  // namespace muh::ref

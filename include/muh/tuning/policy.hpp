@@ -1,0 +1,107 @@
+// tuning/policy.hpp — the policy structs the tuning tables are made of.
+//
+// A policy is a literal value with ==, a name and a constexpr footprint: it says how a kernel
+// family runs (which agent, tiles, warps, pipeline depth, shared-memory cap) and never what it
+// computes. Every compiled policy is tested against the one CPU reference by forcing it.
+#pragma once
+
+#include <string_view>
+
+#include "muh/dtype.hpp"
+
+namespace muh {
+
+// An agent is one kernel implementation of a family for one arch class (CCCL's "agent" layer).
+enum class Agent : unsigned char {
+  portable = 0,  // plain CUDA C++, synchronous copies, no inline PTX: BI-V100 (own arch), fits 48 KB
+  sm75 = 1,      // Turing: fp16 tensor cores (m16n8k8), no cp.async
+  sm80 = 2,      // Ampere/Ada (and Hopper for now): mma.sync m16n8k16, ldmatrix, cp.async pipeline
+  sm90 = 3,      // Hopper-specific (TMA / wgmma) — reserved for a later issue
+};
+
+constexpr std::string_view agent_name(Agent a) {
+  switch (a) {
+    case Agent::portable: return "portable";
+    case Agent::sm75: return "sm75";
+    case Agent::sm80: return "sm80";
+    case Agent::sm90: return "sm90";
+  }
+  return "?";
+}
+
+// Prefill (flash attention) policy: one CTA computes a block_m × head_dim tile of O, streaming
+// K/V in block_n-token tiles through num_stages shared-memory buffers.
+struct PrefillPolicy {
+  Agent agent = Agent::portable;
+  int block_m = 32;
+  int block_n = 32;
+  int num_warps = 4;
+  int num_stages = 1;
+  int smem_cap_bytes = 48 * 1024;  // the shared memory the profile grants one block
+  const char* evidence = "";       // where the numbers come from (not part of ==)
+
+  friend constexpr bool operator==(const PrefillPolicy& a, const PrefillPolicy& b) {
+    return a.agent == b.agent && a.block_m == b.block_m && a.block_n == b.block_n &&
+           a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
+           a.smem_cap_bytes == b.smem_cap_bytes;
+  }
+  friend constexpr bool operator!=(const PrefillPolicy& a, const PrefillPolicy& b) { return !(a == b); }
+};
+
+// Decode policy: one CTA serves all query heads of one KV head of one sequence (or of one
+// partition of it, for V2), streaming tile_tokens tokens of K and V per shared-memory stage.
+struct DecodePolicy {
+  Agent agent = Agent::portable;
+  int num_warps = 4;
+  int tile_tokens = 32;         // tokens of K/V staged per pipeline stage
+  int num_stages = 1;
+  int partition_size = 512;     // V2 partitions are multiples of this many tokens
+  int ctas_per_sm = 2;          // occupancy the kernel is built for (feeds the V1/V2 heuristics)
+  int smem_cap_bytes = 48 * 1024;
+  const char* evidence = "";    // where the numbers come from (not part of ==)
+
+  friend constexpr bool operator==(const DecodePolicy& a, const DecodePolicy& b) {
+    return a.agent == b.agent && a.num_warps == b.num_warps && a.tile_tokens == b.tile_tokens &&
+           a.num_stages == b.num_stages && a.partition_size == b.partition_size &&
+           a.ctas_per_sm == b.ctas_per_sm && a.smem_cap_bytes == b.smem_cap_bytes;
+  }
+  friend constexpr bool operator!=(const DecodePolicy& a, const DecodePolicy& b) { return !(a == b); }
+};
+
+// ---- Shared-memory footprints: the exact bytes each agent's kernel allocates. ----------------
+// The kernels static_assert their allocation against these, so a table row that passes validate()
+// can always launch.
+
+// Portable prefill stages the Q tile and one K and one V tile (scores stay in registers):
+// (block_m + 2·block_n) · head_dim · elem_size.
+// Tensor-core prefill (sm75/sm80): Q tile + num_stages × (K tile + V tile), 16-bit elements.
+constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
+  const int e = dtype_size(t);
+  if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
+  return (p.block_m + p.num_stages * 2 * p.block_n) * head_dim * e;
+}
+
+// Decode: num_stages × (K tile + V tile) of tile_tokens tokens.
+constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
+  return p.num_stages * 2 * p.tile_tokens * head_dim * dtype_size(t);
+}
+
+constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// A row is valid when its tiles fit the profile's shared memory and its shape is one the agent
+// can run. Checked with static_assert on every table row.
+constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
+  return p.block_m >= 16 && p.block_n >= 8 && is_pow2(p.block_n) && p.num_warps >= 1 &&
+         p.num_warps <= 16 && p.num_stages >= 1 &&
+         (p.agent != Agent::portable || p.num_stages == 1) &&
+         prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
+}
+
+constexpr bool validate(const DecodePolicy& p, DType t, int head_dim) {
+  return p.num_warps >= 1 && p.num_warps <= 16 && p.tile_tokens >= 1 && p.num_stages >= 1 &&
+         (p.agent != Agent::portable || p.num_stages == 1) && p.partition_size > 0 &&
+         p.partition_size % p.tile_tokens == 0 && p.ctas_per_sm >= 1 &&
+         decode_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
+}
+
+}  // namespace muh

@@ -1,0 +1,43 @@
+// tuning/tuning_portable.hpp — rows for the portable agent: plain CUDA C++, synchronous copies,
+// one stage, 48 KB of shared memory. The BI-V100 profile (own arch) runs these; so does any
+// profile whose own rows fall back here.
+#pragma once
+
+#include "muh/tuning/policy.hpp"
+
+namespace muh::tuning::portable {
+
+// The BI-V100's 48 KB (seed: "48KB — confirmed via ixsmi").
+inline constexpr int kSmemCap = 48 * 1024;
+
+// Prefill tile — the seed's rule (muh_dispatch.py, select_attention_config):
+//   block_n starts at 64 and halves, down to 16, while the tiles exceed shared memory;
+//   block_m = block_n ("square tiles simplify the causal mask"); 4 warps ("8 warps for 32 rows is
+//   wasteful"); 1 stage (no async copy).
+// One deliberate change: the seed measured only K and V (block_n·head_dim·elem·2) and then halved
+// the tile once more for fp32, counting the 4-byte element twice. muh fits the portable kernel's
+// real footprint, prefill_smem_bytes() = (block_m + 2·block_n)·head_dim·elem (it stages Q too),
+// and halves nothing afterwards. For 16-bit types at head_dim 64/128/256 both rules give the
+// seed's tiles (64, 64, 32 — tests/cpu/test_seed_table.cpp holds them); for fp32 muh gives
+// 64/32/16 where the seed gave 32/16/8.
+constexpr PrefillPolicy prefill(DType t, int head_dim) {
+  PrefillPolicy p{Agent::portable, 64, 64, 4, 1, kSmemCap,
+                  "seed rule: largest of 64/32/16 whose Q+K+V tiles fit 48 KB; 4 warps; 1 stage"};
+  while (p.block_n > 16 && prefill_smem_bytes(p, t, head_dim) > kSmemCap) {
+    p.block_n /= 2;
+    p.block_m = p.block_n;
+  }
+  return p;
+}
+
+// Decode: 4 warps, 32-token K/V tiles (two 16-token pages), halved while K+V exceed 48 KB
+// (fp32 at head_dim 256: 16 tokens). Partition 512 is the seed's. ctas_per_sm = 2: a 4-warp CTA
+// with ≤ 32 KB of shared memory leaves room for two on a 48 KB / 64 KB SM.
+constexpr DecodePolicy decode(DType t, int head_dim) {
+  DecodePolicy p{Agent::portable, 4, 32, 1, 512, 2, kSmemCap,
+                 "portable: 32-token K/V tiles within half of 48 KB (2 CTAs/SM), seed's partition 512"};
+  while (p.tile_tokens > 8 && decode_smem_bytes(p, t, head_dim) > kSmemCap / 2) p.tile_tokens /= 2;
+  return p;
+}
+
+}  // namespace muh::tuning::portable

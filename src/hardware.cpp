@@ -1,0 +1,57 @@
+// hardware.cpp — HardwareCapability of the present device, read through the CUDA runtime.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "muh/hardware.hpp"
+
+namespace muh {
+
+DeviceQuery query_current_device(int ordinal) {
+  DeviceQuery r;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    r.status = {StatusCode::no_device,
+                std::string("no CUDA device") + (e != cudaSuccess ? std::string(" (") + cudaGetErrorString(e) + ")" : "")};
+    return r;
+  }
+  if (ordinal < 0 && cudaGetDevice(&ordinal) != cudaSuccess) ordinal = 0;
+  if (ordinal >= count) {
+    r.status = invalid_argument("device ordinal " + std::to_string(ordinal) + " out of range (" +
+                                std::to_string(count) + " devices)");
+    return r;
+  }
+  auto attr = [&](cudaDeviceAttr a) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, a, ordinal) != cudaSuccess) v = 0;
+    return v;
+  };
+  cudaDeviceProp prop{};
+  if ((e = cudaGetDeviceProperties(&prop, ordinal)) != cudaSuccess) {
+    r.status = {StatusCode::cuda_error, std::string("cudaGetDeviceProperties: ") + cudaGetErrorString(e)};
+    return r;
+  }
+  HardwareCapability hw;
+  const std::size_t n = std::min(std::strlen(prop.name), sizeof hw.name - 1);  // truncate long names
+  std::memcpy(hw.name, prop.name, n);
+  hw.name[n] = '\0';
+  hw.warp_size = attr(cudaDevAttrWarpSize);
+  hw.max_threads_per_block = attr(cudaDevAttrMaxThreadsPerBlock);
+  hw.max_shared_memory_per_block = attr(cudaDevAttrMaxSharedMemoryPerBlock);
+  hw.max_shared_memory_per_block_optin = attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  hw.sm_count = attr(cudaDevAttrMultiProcessorCount);
+  // Peak bandwidth = 2 (double data rate) × memory clock (kHz) × bus width (bits) / 8.
+  const double clock_khz = attr(cudaDevAttrMemoryClockRate);
+  const double bus_bits = attr(cudaDevAttrGlobalMemoryBusWidth);
+  hw.memory_bandwidth_gbps = int(2.0 * clock_khz * 1e3 * bus_bits / 8.0 / 1e9 + 0.5);
+  hw.l2_cache_size_bytes = attr(cudaDevAttrL2CacheSize);
+  hw.compute_capability = attr(cudaDevAttrComputeCapabilityMajor) * 10 + attr(cudaDevAttrComputeCapabilityMinor);
+  r.hw = with_arch_flags(hw);
+  return r;
+}
+
+}  // namespace muh

@@ -1,0 +1,169 @@
+// reference.cpp — CPU reference attention (see reference.hpp). Double accumulation.
+#include "muh/reference.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace muh::ref {
+
+namespace {
+
+// Softmax-weighted sum over the keys [0, n) of one query row; scores in double.
+// key(j) / val(j) return pointers to key j's and value j's head_dim floats.
+template <class KeyFn, class ValFn>
+void attend_row(const float* qrow, int n, int head_dim, double scale, KeyFn key, ValFn val,
+                float* out, float* lse) {
+  if (n <= 0) {
+    std::memset(out, 0, sizeof(float) * head_dim);
+    if (lse) *lse = -std::numeric_limits<float>::infinity();
+    return;
+  }
+  std::vector<double> s(n);
+  double m = -std::numeric_limits<double>::infinity();
+  for (int j = 0; j < n; ++j) {
+    const float* kr = key(j);
+    double acc = 0;
+    for (int d = 0; d < head_dim; ++d) acc += double(qrow[d]) * double(kr[d]);
+    s[j] = acc * scale;
+    m = std::max(m, s[j]);
+  }
+  double denom = 0;
+  std::vector<double> o(head_dim, 0.0);
+  for (int j = 0; j < n; ++j) {
+    const double p = std::exp(s[j] - m);
+    denom += p;
+    const float* vr = val(j);
+    for (int d = 0; d < head_dim; ++d) o[d] += p * double(vr[d]);
+  }
+  for (int d = 0; d < head_dim; ++d) out[d] = float(o[d] / denom);
+  if (lse) *lse = float(m + std::log(denom));
+}
+
+}  // namespace
+
+void prefill(const float* q, const float* k, const float* v, const int* cu_q, const int* cu_k,
+             int batch, int hq, int hkv, int d, float scale, bool causal, float* out, float* lse) {
+  const int group = hq / hkv;
+  const int total_q = cu_q[batch];
+  for (int b = 0; b < batch; ++b) {
+    const int q0 = cu_q[b], sq = cu_q[b + 1] - cu_q[b];
+    const int k0 = cu_k[b], sk = cu_k[b + 1] - cu_k[b];
+    for (int i = 0; i < sq; ++i) {
+      // Bottom-right aligned causal mask: keys j <= i + sk − sq.
+      const int n = causal ? std::min(sk, std::max(0, i + sk - sq + 1)) : sk;
+      for (int h = 0; h < hq; ++h) {
+        const int kh = h / group;
+        const float* qrow = q + (std::int64_t(q0 + i) * hq + h) * d;
+        auto key = [&](int j) { return k + (std::int64_t(k0 + j) * hkv + kh) * d; };
+        auto val = [&](int j) { return v + (std::int64_t(k0 + j) * hkv + kh) * d; };
+        attend_row(qrow, n, d, scale, key, val, out + (std::int64_t(q0 + i) * hq + h) * d,
+                   lse ? lse + std::int64_t(h) * total_q + q0 + i : nullptr);
+      }
+    }
+  }
+}
+
+void gather_kv(const float* k_cache, const float* v_cache, const PagedKVShape& kv,
+               const int* block_row, int seq_len, float* k_dense, float* v_dense) {
+  for (int t = 0; t < seq_len; ++t) {
+    const std::int64_t page = block_row[t / kv.page_size];
+    const int slot = t % kv.page_size;
+    for (int h = 0; h < kv.num_kv_heads; ++h)
+      for (int dd = 0; dd < kv.head_dim; ++dd) {
+        const std::int64_t o = (std::int64_t(t) * kv.num_kv_heads + h) * kv.head_dim + dd;
+        k_dense[o] = k_cache[kv.k_offset(page, slot, h, dd)];
+        v_dense[o] = v_cache[kv.v_offset(page, slot, h, dd)];
+      }
+  }
+}
+
+void paged_decode(const float* q, const float* k_cache, const float* v_cache,
+                  const PagedKVShape& kv, const int* block_table, int max_blocks, const int* seq_lens,
+                  int num_seqs, int hq, float scale, float* out, float* lse, int kv_begin, int kv_end) {
+  const int d = kv.head_dim, group = hq / kv.num_kv_heads;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int len = seq_lens[s];
+    const int lo = std::min(kv_begin, len), hi = kv_end < 0 ? len : std::min(kv_end, len);
+    const int* row = block_table + std::int64_t(s) * max_blocks;
+    for (int h = 0; h < hq; ++h) {
+      const int kh = h / group;
+      // Keys are gathered one at a time into kbuf/vbuf (the layouts are strided).
+      std::vector<float> keys(std::size_t(std::max(0, hi - lo)) * d), vals(keys.size());
+      for (int t = lo; t < hi; ++t) {
+        const std::int64_t page = row[t / kv.page_size];
+        for (int dd = 0; dd < d; ++dd) {
+          keys[std::size_t(t - lo) * d + dd] = k_cache[kv.k_offset(page, t % kv.page_size, kh, dd)];
+          vals[std::size_t(t - lo) * d + dd] = v_cache[kv.v_offset(page, t % kv.page_size, kh, dd)];
+        }
+      }
+      attend_row(q + (std::int64_t(s) * hq + h) * d, hi - lo, d, scale,
+                 [&](int j) { return keys.data() + std::size_t(j) * d; },
+                 [&](int j) { return vals.data() + std::size_t(j) * d; },
+                 out + (std::int64_t(s) * hq + h) * d, lse ? lse + std::int64_t(s) * hq + h : nullptr);
+    }
+  }
+}
+
+std::uint16_t float_to_bf16_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return std::uint16_t(u >> 16);
+}
+
+float bf16_bits_to_float(std::uint16_t h) {
+  const std::uint32_t u = std::uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+std::uint16_t float_to_fp16_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t au = u & 0x7fffffffu;
+  if (au > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);  // NaN
+  if (au >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);  // overflow (≥ 65520) → inf
+  if (au < 0x38800000u) {  // subnormal or zero in fp16: scale by 2^24 and round
+    float af;
+    std::memcpy(&af, &au, 4);
+    const float scaled = af * 16777216.0f;  // exact
+    return std::uint16_t(sign | std::uint32_t(std::nearbyint(scaled)));
+  }
+  // normal: rebias exponent, round mantissa to nearest even
+  std::uint32_t m = au + 0xfffu + ((au >> 13) & 1u);
+  m -= (127u - 15u) << 23;
+  return std::uint16_t(sign | (m >> 13));
+}
+
+float fp16_bits_to_float(std::uint16_t h) {
+  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(float(man), -24);
+  } else if (exp == 31) {
+    f = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    const std::uint32_t u = ((exp + 127u - 15u) << 23) | (man << 13);
+    std::memcpy(&f, &u, 4);
+  }
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u |= sign;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+void round_to_bf16(float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = bf16_bits_to_float(float_to_bf16_bits(x[i]));
+}
+void round_to_fp16(float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = fp16_bits_to_float(float_to_fp16_bits(x[i]));
+}
+
+}  // namespace muh::ref
