@@ -37,13 +37,15 @@ struct PrefillPolicy {
   int block_n = 32;
   int num_warps = 4;
   int num_stages = 1;
-  int smem_cap_bytes = 48 * 1024;  // the shared memory the profile grants one block
+  // The shared memory the row's profile grants one block. It bounds the row (validate()) but
+  // does not change the kernel, so it is not part of == and rows that differ only in their cap
+  // share one instantiation. Launches set the max dynamic smem to the footprint.
+  int smem_cap_bytes = 48 * 1024;
   const char* evidence = "";       // where the numbers come from (not part of ==)
 
   friend constexpr bool operator==(const PrefillPolicy& a, const PrefillPolicy& b) {
     return a.agent == b.agent && a.block_m == b.block_m && a.block_n == b.block_n &&
-           a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
-           a.smem_cap_bytes == b.smem_cap_bytes;
+           a.num_warps == b.num_warps && a.num_stages == b.num_stages;
   }
   friend constexpr bool operator!=(const PrefillPolicy& a, const PrefillPolicy& b) { return !(a == b); }
 };
@@ -57,13 +59,13 @@ struct DecodePolicy {
   int num_stages = 1;
   int partition_size = 512;     // V2 partitions are multiples of this many tokens
   int ctas_per_sm = 2;          // occupancy the kernel is built for (feeds the V1/V2 heuristics)
-  int smem_cap_bytes = 48 * 1024;
+  int smem_cap_bytes = 48 * 1024;  // bounds the row; not part of == (see PrefillPolicy)
   const char* evidence = "";    // where the numbers come from (not part of ==)
 
   friend constexpr bool operator==(const DecodePolicy& a, const DecodePolicy& b) {
     return a.agent == b.agent && a.num_warps == b.num_warps && a.tile_tokens == b.tile_tokens &&
            a.num_stages == b.num_stages && a.partition_size == b.partition_size &&
-           a.ctas_per_sm == b.ctas_per_sm && a.smem_cap_bytes == b.smem_cap_bytes;
+           a.ctas_per_sm == b.ctas_per_sm;
   }
   friend constexpr bool operator!=(const DecodePolicy& a, const DecodePolicy& b) { return !(a == b); }
 };

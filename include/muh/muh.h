@@ -1,0 +1,61 @@
+/* muh.h — muh's C ABI: the host API over raw device pointers, for other languages (ctypes,
+ * the comparison scripts). Every function returns 0 on success, otherwise a muh_status code;
+ * muh_last_error() gives the message of the calling thread's last failure. No kernel is launched
+ * when a call fails validation. */
+#ifndef MUH_MUH_H_
+#define MUH_MUH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes (muh::StatusCode). */
+enum muh_status {
+  MUH_OK = 0,
+  MUH_INVALID_ARGUMENT = 1,
+  MUH_UNSUPPORTED = 2,
+  MUH_NOT_COMPILED = 3,
+  MUH_NO_DEVICE = 4,
+  MUH_CUDA_ERROR = 5
+};
+
+/* Storage dtypes (muh::DType). */
+enum muh_dtype { MUH_FP16 = 0, MUH_BF16 = 1, MUH_FP32 = 2 };
+
+/* KV cache layouts (muh::KVLayout). */
+enum muh_kv_layout { MUH_KV_NHD = 0, MUH_KV_VLLM = 1 };
+
+/* The message of this thread's last failed call ("" if none). */
+const char* muh_last_error(void);
+const char* muh_version(void);
+
+/* Prefill; see muh::PrefillParams. force_target: -1 = auto, 0 = portable, 75/80/... */
+int muh_prefill(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
+                const int* cu_seqlens_q, const int* cu_seqlens_k, int batch, int total_q,
+                int total_k, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                int num_kv_heads, int head_dim, float softmax_scale, int causal,
+                int force_target, void* stream);
+
+/* Decode workspace size for a plan of this shape (V2 partials); 0 for V1. */
+int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads,
+                              int num_kv_heads, int head_dim, int page_size, int max_seq_len,
+                              int force_target, int force_splits, int cuda_graph,
+                              size_t* workspace_bytes);
+
+/* Plans and runs one paged decode; workspace may be null when its size is 0. */
+int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,
+                     const void* v_cache, void* out, float* lse, const int* block_table,
+                     const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
+                     int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                     int max_seq_len, float softmax_scale, void* workspace,
+                     size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
+                     void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MUH_MUH_H_ */

@@ -1,0 +1,23 @@
+// commands.hpp — the subcommands of the `muh` program, one file each.
+//
+// Exit codes: 0 success, 1 a check failed (verify), 2 bad input (one line on stderr).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace muh::cli {
+
+// Thrown by a command for bad input: main() prints "muh: error: <message>" and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Set by a command's callback; returned by main().
+int& exit_code();
+
+void add_config_command(CLI::App& app);   // cmd_config.cpp: policy selection, --json, --explain
+void add_hw_command(CLI::App& app);       // cmd_hw.cpp: presets and the present device
+void add_verify_command(CLI::App& app);   // cmd_verify.cpp: forced-policy sweep vs the reference
+void add_bench_command(CLI::App& app);    // cmd_bench.cpp: `bench decode`, `bench prefill`
+
+}  // namespace muh::cli
