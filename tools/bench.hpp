@@ -1,0 +1,11 @@
+// bench.hpp — `muh bench <family>`: one file per family registers its subcommand.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace muh::cli {
+
+void add_bench_decode(CLI::App& bench);   // bench_decode.cu
+void add_bench_prefill(CLI::App& bench);  // bench_prefill.cu
+
+}  // namespace muh::cli

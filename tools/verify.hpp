@@ -1,0 +1,32 @@
+// verify.hpp — `muh verify`: every compiled policy the present device can run, forced, against
+// the CPU reference. One function per kernel family; cmd_verify.cpp prints progress and the table.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace muh::cli {
+
+struct VerifyOptions {
+  bool quick = false;     // fewer shapes per policy
+  unsigned seed = 1;
+};
+
+struct VerifyRow {
+  std::string family;     // "decode" / "prefill"
+  std::string policy;     // target + agent + tiles, e.g. "sm80 target 90: 16 tok x 4 stages"
+  int shapes = 0;         // shapes tried
+  double max_err = 0;     // max |out − ref|
+  double tol = 0;         // the tolerance it was held to
+  bool pass = true;
+  std::string note;
+};
+
+// Called after each shape: done of total, and what ran.
+using VerifyProgress = std::function<void(int done, int total, const std::string& what)>;
+
+std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgress& progress);   // verify_decode.cpp
+std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProgress& progress);  // verify_prefill.cpp
+
+}  // namespace muh::cli
