@@ -1,11 +1,312 @@
-// bench_decode.cu — `muh bench decode` (placeholder until the decode kernels land).
+// bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep]`.
+//
+// The issue's grid: bf16, page 16, NHD, pages in random order over a pool as large as the
+// largest cell; head_dim 128 with 32 q / 8 kv heads and head_dim 256 with 16 q / 4 kv heads;
+// batch {1, 16, 64, 256} × kv_len {512, 2048, 8192, 32768}, every sequence kv_len long, through
+// muh::paged_decode() with the plan it makes for the present device. Each timed iteration starts
+// with a cold L2 (a 256 MB buffer is overwritten first, untimed); the figure is the median of
+// --iters (≥ 30) CUDA-event-timed calls after 3 warm-up calls. Effective bandwidth = (K and V
+// bytes of all tokens + q + out) / time. In the same run: the streaming-read ceiling (8 GiB,
+// 16 CTAs per SM), and — unless --no-split-sweep — forced split counts at batch 1 and 16, the
+// evidence for the plan's choice.
+// Results: a table on stdout (with the ratio to FlashInfer's figures on the same H200, from the
+// issue), decode-<device>-<date>.csv and .json under --out.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "bench.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
+#include "muh/attention.hpp"
+#include "muh/build_config.hpp"
 
 namespace muh::cli {
-void add_bench_decode(CLI::App& bench) {
-  bench.add_subcommand("decode", "decode benchmark (not implemented yet)")->callback([] {
-    throw UsageError("muh bench decode: not implemented yet");
-  });
+namespace {
+
+struct DecodeConfig {
+  const char* name;
+  int head_dim;
+  int q_heads;
+  int kv_heads;
+};
+constexpr DecodeConfig kConfigs[] = {{"hd128_32q_8kv", 128, 32, 8}, {"hd256_16q_4kv", 256, 16, 4}};
+constexpr int kBatches[] = {1, 16, 64, 256};
+constexpr int kLens[] = {512, 2048, 8192, 32768};
+constexpr int kPage = 16;
+
+// FlashInfer on this H200, same method (issue 3): effective TB/s and median µs per cell,
+// [config][batch][kv_len].
+constexpr double kFlashInferTbps[2][4][4] = {
+    {{0.16, 0.55, 1.40, 2.47}, {1.42, 2.49, 3.71, 4.21}, {2.50, 3.70, 4.21, 4.37}, {3.51, 4.18, 4.36, 4.40}},
+    {{0.12, 0.45, 1.14, 2.31}, {1.25, 2.41, 3.67, 4.24}, {2.53, 3.76, 4.22, 4.39}, {3.38, 4.18, 4.39, 4.43}}};
+constexpr double kFlashInferUs[2][4][4] = {
+    {{13, 15, 24, 54}, {24, 54, 145, 510}, {54, 145, 511, 1968}, {154, 515, 1973, 7810}},
+    {{17, 19, 29, 58}, {27, 56, 146, 506}, {53, 143, 509, 1956}, {160, 515, 1958, 7753}}};
+
+struct Cell {
+  std::string config;
+  int head_dim, q_heads, kv_heads, batch, kv_len;
+  int splits, ctas, partition;
+  bool forced;
+  double median_us, min_us, max_us, tbps, model_us;
+  double fi_tbps = 0, fi_us = 0;
+};
+
+struct Pool {
+  bench::DeviceMemory k, v, q, out, table, lens, ws;
+  std::vector<int> perm;  // a random order of all pages
+  long long pages = 0;
+};
+
+double cell_bytes(const DecodeConfig& c, int batch, int len) {
+  const double kv = 2.0 * batch * static_cast<double>(len) * c.kv_heads * c.head_dim * 2;
+  const double qo = 2.0 * batch * static_cast<double>(c.q_heads) * c.head_dim * 2;
+  return kv + qo;
 }
+
+Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, int batch, int len, int force_splits,
+              int iters, bench::L2Flusher& flusher, cudaStream_t stream) {
+  const int blocks = len / kPage;
+  std::vector<int> table(static_cast<std::size_t>(batch) * blocks);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = pool.perm[i];
+  std::vector<int> lens(batch, len);
+  bench::cuda_check(cudaMemcpy(pool.table.ptr, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "table");
+  bench::cuda_check(cudaMemcpy(pool.lens.ptr, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "lens");
+
+  DecodeParams p;
+  p.dtype = DType::bf16;
+  p.layout = KVLayout::nhd;
+  p.q = pool.q.ptr;
+  p.k_cache = pool.k.ptr;
+  p.v_cache = pool.v.ptr;
+  p.out = pool.out.ptr;
+  p.block_table = pool.table.as<int>();
+  p.seq_lens = pool.lens.as<int>();
+  p.num_seqs = batch;
+  p.num_q_heads = c.q_heads;
+  p.num_kv_heads = c.kv_heads;
+  p.head_dim = c.head_dim;
+  p.page_size = kPage;
+  p.num_pages = static_cast<int>(pool.pages);
+  p.max_blocks_per_seq = blocks;
+  p.max_seq_len = len;
+  DecodePlan plan;
+  Status s = plan_decode(p, hw, PlanOptions{-1, force_splits, false}, &plan);
+  if (!s.ok()) throw std::runtime_error("plan_decode: " + s.message());
+  if (plan.workspace_bytes > pool.ws.bytes) pool.ws.reset(plan.workspace_bytes);
+  RunOptions opt;
+  opt.stream = stream;
+  auto call = [&] {
+    const Status r = paged_decode(p, plan, pool.ws.ptr, pool.ws.bytes, opt);
+    if (!r.ok()) throw std::runtime_error("paged_decode: " + r.message());
+  };
+  const auto us = bench::time_calls_us(call, [&] { flusher.flush(stream); }, stream, iters);
+  bench::cuda_check(cudaGetLastError(), "decode");
+  Cell cell;
+  cell.config = c.name;
+  cell.head_dim = c.head_dim;
+  cell.q_heads = c.q_heads;
+  cell.kv_heads = c.kv_heads;
+  cell.batch = batch;
+  cell.kv_len = len;
+  cell.splits = plan.num_splits;
+  cell.ctas = plan.ctas;
+  cell.partition = plan.partition_tokens;
+  cell.forced = force_splits > 0;
+  cell.median_us = bench::median(us);
+  cell.min_us = us.front();
+  cell.max_us = us.back();
+  cell.tbps = cell_bytes(c, batch, len) / (cell.median_us * 1e-6) / 1e12;
+  cell.model_us = plan.est_seconds * 1e6;
+  return cell;
+}
+
+void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw UsageError("muh bench decode: no CUDA device");
+  }
+  const DeviceQuery dq = query_current_device();
+  if (!dq.status.ok()) throw UsageError("muh bench decode: " + dq.status.message());
+  const HardwareCapability& hw = dq.hw;
+  int dev = 0, sm_clock_khz = 0, mem_clock_khz = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, dev);
+  cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev);
+  cudaStream_t stream;
+  bench::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+
+  std::fprintf(stderr, "muh bench decode: %s (sm_%d, %d SMs), %d timed iterations per cell\n", hw.name,
+               hw.compute_capability, hw.sm_count, iters);
+  // The ceiling first, on an idle GPU: a streaming read of 8 GiB with 16 CTAs per SM.
+  const double ceiling = bench::streaming_read_tbps(std::size_t(8) << 30, 16, 20, stream);
+  std::fprintf(stderr, "streaming-read ceiling: %.2f TB/s\n", ceiling);
+
+  // One pool for all cells: the largest cell (256 × 32768 tokens) has 524288 pages of
+  // 16 tokens × 8 heads × 128 (or × 4 × 256) bf16 = 32 KB, i.e. 17.2 GB each of K and V.
+  Pool pool;
+  pool.pages = 256LL * 32768 / kPage;
+  const std::size_t page_bytes = std::size_t(kPage) * 8 * 128 * 2;
+  const std::size_t cache_bytes = static_cast<std::size_t>(pool.pages) * page_bytes;
+  pool.k.reset(cache_bytes);
+  pool.v.reset(cache_bytes);
+  bench::fill_bf16_uniform(pool.k.as<std::uint16_t>(), cache_bytes / 2, 1, stream);
+  bench::fill_bf16_uniform(pool.v.as<std::uint16_t>(), cache_bytes / 2, 2, stream);
+  pool.q.reset(std::size_t(256) * 32 * 128 * 2);
+  pool.out.reset(pool.q.bytes);
+  bench::fill_bf16_uniform(pool.q.as<std::uint16_t>(), pool.q.bytes / 2, 3, stream);
+  pool.table.reset(static_cast<std::size_t>(pool.pages) * 4);
+  pool.lens.reset(256 * 4);
+  pool.perm.resize(pool.pages);
+  std::iota(pool.perm.begin(), pool.perm.end(), 0);
+  std::mt19937 rng(2026);
+  std::shuffle(pool.perm.begin(), pool.perm.end(), rng);
+  bench::cuda_check(cudaStreamSynchronize(stream), "pool fill");
+  bench::L2Flusher flusher;
+
+  std::vector<Cell> cells;
+  for (int ci = 0; ci < 2; ++ci)
+    for (int bi = 0; bi < 4; ++bi)
+      for (int li = 0; li < 4; ++li) {
+        Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream);
+        c.fi_tbps = kFlashInferTbps[ci][bi][li];
+        c.fi_us = kFlashInferUs[ci][bi][li];
+        std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d)\n", c.config.c_str(), c.batch,
+                     c.kv_len, c.median_us, c.tbps, c.splits);
+        cells.push_back(c);
+      }
+  std::vector<Cell> sweep;
+  if (split_sweep) {
+    for (int ci = 0; ci < 2; ++ci)
+      for (int batch : {1, 16})
+        for (int len : {512, 2048, 8192, 32768})
+          for (int s : {1, 2, 4, 8, 16, 32, 64, 128}) {
+            if (s > len / 16 || static_cast<long long>(s) * batch * kConfigs[ci].kv_heads > 8192) continue;
+            sweep.push_back(run_cell(pool, hw, kConfigs[ci], batch, len, s, iters, flusher, stream));
+          }
+  }
+
+  // ---- Table -----------------------------------------------------------------------------------
+  std::printf("\nmuh paged decode on %s (sm_%d, %d SMs; SM clock %d MHz max, memory %d MHz) — bf16, page 16,\n"
+              "random page order, cold L2, median of %d; effective TB/s (median µs) [× FlashInfer]\n"
+              "streaming-read ceiling (8 GiB, same run): %.2f TB/s\n",
+              hw.name, hw.compute_capability, hw.sm_count, sm_clock_khz / 1000, mem_clock_khz / 1000, iters, ceiling);
+  for (int ci = 0; ci < 2; ++ci) {
+    std::printf("\n| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
+    for (int bi = 0; bi < 4; ++bi) {
+      std::printf("| batch %d |", kBatches[bi]);
+      for (int li = 0; li < 4; ++li) {
+        const Cell& c = cells[(ci * 4 + bi) * 4 + li];
+        std::printf(" %.2f (%.0f µs) [%.2f×] |", c.tbps, c.median_us, c.tbps / c.fi_tbps);
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("\nplan per cell (splits × partition tokens → CTAs; model µs):\n");
+  for (const Cell& c : cells)
+    std::printf("  %s b%-3d kv%-5d: %3d × %5d → %5d CTAs; model %.1f µs, measured %.1f µs (min %.1f, max %.1f)\n",
+                c.config.c_str(), c.batch, c.kv_len, c.splits, c.partition, c.ctas, c.model_us, c.median_us, c.min_us,
+                c.max_us);
+  if (!sweep.empty()) {
+    std::printf("\nforced split counts (µs, median; * = the plan's choice):\n");
+    for (int ci = 0; ci < 2; ++ci)
+      for (int batch : {1, 16})
+        for (int len : {512, 2048, 8192, 32768}) {
+          int plan_splits = 0;
+          for (const Cell& c : cells)
+            if (c.config == kConfigs[ci].name && c.batch == batch && c.kv_len == len) plan_splits = c.splits;
+          std::printf("  %s b%-3d kv%-5d:", kConfigs[ci].name, batch, len);
+          for (const Cell& c : sweep)
+            if (c.config == kConfigs[ci].name && c.batch == batch && c.kv_len == len)
+              std::printf(" %d:%.1f%s", c.splits, c.median_us, c.splits == plan_splits ? "*" : "");
+          std::printf("   (plan %d)\n", plan_splits);
+        }
+  }
+
+  // ---- Files ---------------------------------------------------------------------------------------
+  const std::string stem = out_dir + "/decode-" + bench::device_slug(hw.name) + "-" + bench::utc_date();
+  {
+    std::ofstream csv(stem + ".csv");
+    if (!csv) throw UsageError("muh bench decode: cannot write " + stem + ".csv");
+    csv << "kind,config,head_dim,q_heads,kv_heads,batch,kv_len,splits,partition_tokens,ctas,median_us,min_us,max_us,"
+           "tbps,model_us,flashinfer_tbps,flashinfer_us,ratio_vs_flashinfer,ceiling_tbps,fraction_of_ceiling\n";
+    auto row = [&](const char* kind, const Cell& c) {
+      csv << kind << ',' << c.config << ',' << c.head_dim << ',' << c.q_heads << ',' << c.kv_heads << ',' << c.batch
+          << ',' << c.kv_len << ',' << c.splits << ',' << c.partition << ',' << c.ctas << ',' << c.median_us << ','
+          << c.min_us << ',' << c.max_us << ',' << c.tbps << ',' << c.model_us << ',' << c.fi_tbps << ',' << c.fi_us
+          << ',' << (c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0) << ',' << ceiling << ',' << c.tbps / ceiling << '\n';
+    };
+    for (const Cell& c : cells) row("grid", c);
+    for (const Cell& c : sweep) row("forced_splits", c);
+  }
+  {
+    nlohmann::json j;
+    j["device"] = {{"name", hw.name},
+                   {"compute_capability", hw.compute_capability},
+                   {"sm_count", hw.sm_count},
+                   {"l2_bytes", hw.l2_cache_size_bytes},
+                   {"memory_bandwidth_gbps_datasheet", hw.memory_bandwidth_gbps},
+                   {"sm_clock_max_mhz", sm_clock_khz / 1000},
+                   {"memory_clock_mhz", mem_clock_khz / 1000}};
+    j["date_utc"] = bench::utc_date();
+    j["muh_version"] = MUH_VERSION_STRING;
+    j["cuda_architectures"] = MUH_CUDA_ARCHITECTURES_STRING;
+    j["method"] = {{"dtype", "bf16"},
+                   {"layout", "nhd"},
+                   {"page_size", kPage},
+                   {"page_order", "random permutation of a 524288-page pool"},
+                   {"l2", "256 MB buffer overwritten before each timed call (untimed)"},
+                   {"statistic", "median of CUDA-event-timed calls after 3 warm-up calls"},
+                   {"iterations", iters},
+                   {"bytes", "K and V of all tokens + q + out"}};
+    j["ceiling_tbps"] = ceiling;
+    j["ceiling_method"] = "streaming read of 8 GiB, 16-byte loads, 16 CTAs x 256 threads per SM, median of 20";
+    auto to_json = [&](const Cell& c) {
+      return nlohmann::json{{"config", c.config},         {"head_dim", c.head_dim},   {"q_heads", c.q_heads},
+                            {"kv_heads", c.kv_heads},     {"batch", c.batch},         {"kv_len", c.kv_len},
+                            {"splits", c.splits},         {"partition_tokens", c.partition},
+                            {"ctas", c.ctas},             {"median_us", c.median_us}, {"min_us", c.min_us},
+                            {"max_us", c.max_us},         {"tbps", c.tbps},           {"model_us", c.model_us},
+                            {"flashinfer_tbps", c.fi_tbps}, {"flashinfer_us", c.fi_us},
+                            {"ratio_vs_flashinfer", c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0}};
+    };
+    for (const Cell& c : cells) j["cells"].push_back(to_json(c));
+    for (const Cell& c : sweep) j["forced_splits"].push_back(to_json(c));
+    std::ofstream js(stem + ".json");
+    if (!js) throw UsageError("muh bench decode: cannot write " + stem + ".json");
+    js << j.dump(2) << '\n';
+  }
+  std::fprintf(stderr, "wrote %s.csv and %s.json\n", stem.c_str(), stem.c_str());
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+void add_bench_decode(CLI::App& bench) {
+  struct Opts {
+    std::string out = ".";
+    int iters = 30;
+    bool no_sweep = false;
+  };
+  static Opts o;
+  CLI::App* cmd = bench.add_subcommand(
+      "decode", "paged decode: bf16, page 16, hd128 32q/8kv and hd256 16q/4kv, batch {1,16,64,256} x kv_len "
+                "{512..32768}, cold L2, against the streaming-read ceiling (CSV + JSON)");
+  cmd->add_option("--out", o.out, "directory for decode-<device>-<date>.csv/.json")->check(CLI::ExistingDirectory);
+  cmd->add_option("--iters", o.iters, "timed iterations per cell (median; at least 30)")->check(CLI::Range(30, 100000));
+  cmd->add_flag("--no-split-sweep", o.no_sweep, "skip the forced-split-count cells at batch 1 and 16");
+  cmd->callback([] { run_bench_decode(o.out, o.iters, !o.no_sweep); });
+}
+
 }  // namespace muh::cli

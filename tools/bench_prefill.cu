@@ -1,11 +1,291 @@
-// bench_prefill.cu — `muh bench prefill` (placeholder until the prefill kernels land).
+// bench_prefill.cu — `muh bench prefill [--out DIR] [--iters N] [--sweep]`.
+//
+// The issue's grid: bf16, head_dim 128 × 32 heads and head_dim 256 × 16 heads (MHA), seq_len
+// {1024, 4096, 16384} with 16384 tokens per batch (batch = 16384 / seq_len), causal and
+// non-causal, through muh::prefill() with the device's own policy; TFLOP/s = 4·b·h·sq·sk·d / t
+// (halved for causal). In the same run: a cuBLAS bf16 GEMM 8192³ (the ceiling) and the portable
+// agent (forced target 0, the BI-V100 profile) on the seq 1024 cells. --sweep also times candidate
+// sm80-agent tilings at seq 4096 and 16384 — the measurements the sm80/sm90 prefill rows cite.
+// Times are medians of --iters (≥ 20) CUDA-event-timed launches after 5 warm-up launches.
+// Results: a table on stdout, and bench_prefill.csv / bench_prefill.json under --out.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "bench.hpp"
 #include "commands.hpp"
+#include "muh/attention.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/kernels/prefill_launch.cuh"
+#include "muh/tuning/selectors.hpp"
 
 namespace muh::cli {
-void add_bench_prefill(CLI::App& bench) {
-  bench.add_subcommand("prefill", "prefill benchmark (not implemented yet)")->callback([] {
-    throw UsageError("muh bench prefill: not implemented yet");
-  });
+namespace {
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
+
+// Median of `iters` event-timed calls of f after 5 warm-up calls, in milliseconds.
+double median_ms(const std::function<void()>& f, int iters) {
+  for (int i = 0; i < 5; ++i) f();
+  cuda_ok(cudaDeviceSynchronize(), "warm-up");
+  std::vector<cudaEvent_t> ev(2 * iters);
+  for (auto& e : ev) cuda_ok(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < iters; ++i) {
+    cudaEventRecord(ev[2 * i]);
+    f();
+    cudaEventRecord(ev[2 * i + 1]);
+  }
+  cuda_ok(cudaEventSynchronize(ev.back()), "timed launches");
+  std::vector<double> ms(iters);
+  for (int i = 0; i < iters; ++i) {
+    float t = 0;
+    cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
+    ms[i] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  return iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+}
+
+__global__ void fill_uniform(__nv_bfloat16* x, long long n, unsigned seed) {
+  for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n; i += 256LL * gridDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    x[i] = __float2bfloat16(static_cast<float>(h & 0xffffff) / 8388608.f - 1.f);  // [-1, 1)
+  }
+}
+
+struct Row {
+  std::string kind;    // muh | portable | sweep | gemm
+  std::string policy;  // agent + tiles
+  int head_dim = 0, heads = 0, seq = 0, batch = 0;
+  bool causal = false;
+  double ms = 0, tflops = 0;
+};
+
+std::string policy_name(const PrefillPolicy& p) {
+  return std::string(agent_name(p.agent)) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
+         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages);  // s: K/V buffers (sm80)
+}
+
+// Device buffers for the largest cell (16384 tokens × 32 heads × 128 = 16384 × 16 × 256 elements).
+struct Buffers {
+  static constexpr long long kTokens = 16384, kElems = kTokens * 4096;
+  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
+  float* lse = nullptr;
+  int *cu = nullptr;
+  Buffers() {
+    cuda_ok(cudaMalloc(&q, kElems * 2), "cudaMalloc");
+    cuda_ok(cudaMalloc(&k, kElems * 2), "cudaMalloc");
+    cuda_ok(cudaMalloc(&v, kElems * 2), "cudaMalloc");
+    cuda_ok(cudaMalloc(&out, kElems * 2), "cudaMalloc");
+    cuda_ok(cudaMalloc(&lse, kTokens * 32 * 4), "cudaMalloc");
+    cuda_ok(cudaMalloc(&cu, (kTokens + 1) * 4), "cudaMalloc");
+    fill_uniform<<<1024, 256>>>(q, kElems, 1u);
+    fill_uniform<<<1024, 256>>>(k, kElems, 2u);
+    fill_uniform<<<1024, 256>>>(v, kElems, 3u);
+    cuda_ok(cudaDeviceSynchronize(), "fill");
+  }
+  ~Buffers() {
+    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(lse), cudaFree(cu);
+  }
+  void set_seqlens(int batch, int seq) {
+    std::vector<int> h(batch + 1);
+    for (int b = 0; b <= batch; ++b) h[b] = b * seq;
+    cuda_ok(cudaMemcpy(cu, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "cu_seqlens");
+  }
+  PrefillParams params(int hd, int heads, int seq, bool causal) {
+    const int batch = static_cast<int>(kTokens / seq);
+    set_seqlens(batch, seq);
+    PrefillParams p;
+    p.dtype = DType::bf16;
+    p.q = q, p.k = k, p.v = v, p.out = out, p.lse = lse;
+    p.cu_seqlens_q = p.cu_seqlens_k = cu;
+    p.batch = batch;
+    p.total_q = p.total_k = static_cast<int>(kTokens);
+    p.max_seqlen_q = p.max_seqlen_k = seq;
+    p.num_q_heads = p.num_kv_heads = heads;
+    p.head_dim = hd;
+    p.causal = causal;
+    return p;
+  }
+};
+
+double flops(int batch, int heads, int seq, int hd, bool causal) {
+  const double f = 4.0 * batch * heads * double(seq) * seq * hd;
+  return causal ? f / 2 : f;
+}
+
+Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters) {
+  PrefillParams p = buf.params(hd, heads, seq, causal);
+  RunOptions opt;
+  opt.force_target = target;
+  Status s = prefill(p, opt);  // surfaces a bad status before timing
+  if (!s.ok()) throw std::runtime_error("prefill: " + s.message());
+  const double ms = median_ms([&] { (void)prefill(p, opt); }, iters);
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  const int t = target >= 0 ? target : std::max(0, best_compiled_target(major * 10 + minor));
+  Row r{kind, policy_name(prefill_policy(t, DType::bf16, hd)), hd, heads, seq, p.batch, causal, ms, 0};
+  r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;
+  return r;
+}
+
+// ---- Tuning sweep: candidate sm80-agent tilings, launched directly (not through the tables). --
+template <int BM, int BN, int W, int S>
+struct Candidate {
+  constexpr PrefillPolicy operator()() const {
+    return {Agent::sm80, BM, BN, W, S, 232448, "bench sweep candidate"};
+  }
+};
+
+template <class G, int D>
+Row time_candidate(Buffers& buf, int heads, int seq, bool causal, int iters) {
+  PrefillParams p = buf.params(D, heads, seq, causal);
+  const kernels::PrefillArgs a = kernels::make_prefill_args(p);
+  Status s = kernels::launch_prefill<G, DType::bf16, D>(a, nullptr);
+  if (!s.ok()) throw std::runtime_error("sweep: " + s.message());
+  const double ms = median_ms([&] { (void)kernels::launch_prefill<G, DType::bf16, D>(a, nullptr); }, iters);
+  Row r{"sweep", policy_name(G{}()), D, heads, seq, p.batch, causal, ms, 0};
+  r.tflops = flops(p.batch, heads, seq, D, causal) / (ms * 1e-3) / 1e12;
+  return r;
+}
+
+template <int D, class... Gs>
+void sweep(Buffers& buf, int heads, int iters, std::vector<Row>& rows) {
+  for (int seq : {4096, 16384})
+    for (bool causal : {false, true}) (rows.push_back(time_candidate<Gs, D>(buf, heads, seq, causal, iters)), ...);
+}
+
+Row time_gemm(int iters) {
+  const int n = 8192;
+  __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
+  cuda_ok(cudaMalloc(&a, 2LL * n * n), "cudaMalloc");
+  cuda_ok(cudaMalloc(&b, 2LL * n * n), "cudaMalloc");
+  cuda_ok(cudaMalloc(&c, 2LL * n * n), "cudaMalloc");
+  fill_uniform<<<1024, 256>>>(a, 1LL * n * n, 7u);
+  fill_uniform<<<1024, 256>>>(b, 1LL * n * n, 8u);
+  cublasHandle_t h = nullptr;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+  const float one = 1.f, zero = 0.f;
+  auto gemm = [&] {
+    cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
+                 CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  const double ms = median_ms(gemm, iters);
+  cublasDestroy(h);
+  cudaFree(a), cudaFree(b), cudaFree(c);
+  return Row{"gemm", "cublasGemmEx bf16 8192^3", 0, 0, n, 1, false, ms, 2.0 * n * double(n) * n / (ms * 1e-3) / 1e12};
+}
+
+void write_results(const std::vector<Row>& rows, const std::string& dir, const std::string& device) {
+  if (dir.empty()) return;
+  const std::string csv = dir + "/bench_prefill.csv", json = dir + "/bench_prefill.json";
+  if (FILE* f = std::fopen(csv.c_str(), "w")) {
+    std::fprintf(f, "kind,policy,head_dim,heads,seq_len,batch,causal,ms_median,tflops\n");
+    for (const auto& r : rows)
+      std::fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%.4f,%.2f\n", r.kind.c_str(), r.policy.c_str(), r.head_dim, r.heads,
+                   r.seq, r.batch, int(r.causal), r.ms, r.tflops);
+    std::fclose(f);
+  } else {
+    throw std::runtime_error("cannot write " + csv);
+  }
+  if (FILE* f = std::fopen(json.c_str(), "w")) {
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"timing\": \"median of CUDA-event-timed launches after 5 warm-ups\",\n  \"results\": [\n", device.c_str(), date);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      std::fprintf(f,
+                   "    {\"kind\": \"%s\", \"policy\": \"%s\", \"head_dim\": %d, \"heads\": %d, \"seq_len\": %d, "
+                   "\"batch\": %d, \"causal\": %s, \"ms_median\": %.4f, \"tflops\": %.2f}%s\n",
+                   r.kind.c_str(), r.policy.c_str(), r.head_dim, r.heads, r.seq, r.batch, r.causal ? "true" : "false",
+                   r.ms, r.tflops, i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+  }
+}
+
+void print_row(const Row& r) {
+  std::printf("%-9s %-22s hd%-4d h%-3d seq %-6d b%-3d %-10s %9.3f ms %8.1f TFLOP/s\n", r.kind.c_str(), r.policy.c_str(),
+              r.head_dim, r.heads, r.seq, r.batch, r.causal ? "causal" : "non-causal", r.ms, r.tflops);
+  std::fflush(stdout);
+}
+
+struct Options {
+  std::string out;
+  int iters = 25;
+  bool sweep = false;
+  bool portable = true;
+};
+
+void run(const Options& o) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw UsageError("bench prefill: no CUDA device");
+  if (o.iters < 20) throw UsageError("bench prefill: --iters must be >= 20");
+  cudaDeviceProp prop{};
+  cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("muh bench prefill on %s (sm_%d%d), median of %d\n", prop.name, prop.major, prop.minor, o.iters);
+  std::vector<Row> rows;
+  auto add = [&](Row r) {
+    print_row(r);
+    rows.push_back(std::move(r));
+  };
+  // Clocks ramp from idle (345 MHz seen) to 1980 MHz: the first cells of run 1 read ~15 % low
+  // against the same kernel timed later in the run, so the GEMM runs ~0.5 s before anything counts.
+  (void)time_gemm(300);
+  add(time_gemm(o.iters));
+  {
+    Buffers buf;
+    const std::pair<int, int> shapes[] = {{128, 32}, {256, 16}};
+    for (auto [hd, heads] : shapes)
+      for (int seq : {1024, 4096, 16384})
+        for (bool causal : {false, true}) add(time_prefill(buf, "muh", hd, heads, seq, causal, -1, o.iters));
+    if (o.portable)
+      for (auto [hd, heads] : shapes)
+        for (bool causal : {false, true}) add(time_prefill(buf, "portable", hd, heads, 1024, causal, 0, 20));
+    if (o.sweep) {
+      std::vector<Row> s;
+      // Candidates (block_m, block_n, warps, K/V ring buffers) around the table rows.
+      sweep<128, Candidate<128, 64, 4, 4>, Candidate<128, 64, 4, 2>, Candidate<128, 64, 4, 3>,
+            Candidate<128, 64, 8, 4>, Candidate<64, 64, 4, 4>, Candidate<128, 128, 8, 4>,
+            Candidate<128, 32, 4, 6>>(buf, 32, o.iters, s);
+      sweep<256, Candidate<64, 64, 4, 2>, Candidate<64, 64, 4, 3>, Candidate<64, 64, 4, 4>,
+            Candidate<128, 64, 8, 2>, Candidate<128, 64, 8, 3>, Candidate<64, 32, 4, 3>,
+            Candidate<64, 32, 4, 4>>(buf, 16, o.iters, s);
+      for (auto& r : s) add(r);
+    }
+  }
+  write_results(rows, o.out, prop.name);
+}
+
+}  // namespace
+
+void add_bench_prefill(CLI::App& bench) {
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = bench.add_subcommand(
+      "prefill", "prefill TFLOP/s on the issue's grid (bf16, hd128x32 and hd256x16 heads, seq 1k/4k/16k, 16k tokens)");
+  cmd->add_option("--out", opt->out, "directory for bench_prefill.csv and bench_prefill.json");
+  cmd->add_option("--iters", opt->iters, "timed launches per cell (median; >= 20)");
+  cmd->add_flag("--sweep", opt->sweep, "also time candidate sm80-agent tilings (tuning evidence)");
+  cmd->add_flag("!--no-portable", opt->portable, "skip the portable agent's cells");
+  cmd->callback([opt] { run(*opt); });
+}
+
 }  // namespace muh::cli

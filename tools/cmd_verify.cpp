@@ -1,8 +1,80 @@
-// cmd_verify.cpp — `muh verify` (placeholder until implemented).
+// cmd_verify.cpp — `muh verify [--quick] [--seed N]`: every compiled decode and prefill policy the
+// present GPU can run, forced, against the CPU reference (verify_decode.cpp, verify_prefill.cpp),
+// with a progress bar on stderr and a summary table on stdout (policy, shapes tried, max error,
+// tolerance, pass/fail). Exit code 0 when everything passes, 1 on any failure, 2 without a GPU.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "commands.hpp"
+#include "verify.hpp"
 
 namespace muh::cli {
-void add_verify_command(CLI::App& app) {
-  app.add_subcommand("verify", "not implemented yet")->callback([] { throw UsageError("muh verify: not implemented yet"); });
+
+namespace {
+
+// "[########..........]  37/120  decode sm80 target 90 ..." redrawn in place on stderr.
+void draw_progress(int done, int total, const std::string& what) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? done * kWidth / total : kWidth;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
+  std::fprintf(stderr, "\r[%s] %4d/%-4d %-48s", bar.c_str(), done, total, label.c_str());
+  std::fflush(stderr);
 }
+
+void print_table(const std::vector<VerifyRow>& rows) {
+  std::size_t w = 6;
+  for (const auto& r : rows) w = std::max(w, r.policy.size());
+  std::printf("%-8s  %-*s  %6s  %10s  %10s  %s\n", "family", int(w), "policy", "shapes", "max error", "tolerance",
+              "result");
+  for (const auto& r : rows) {
+    std::printf("%-8s  %-*s  %6d  %10.3g  %10.3g  %s", r.family.c_str(), int(w), r.policy.c_str(), r.shapes, r.max_err,
+                r.tol, r.pass ? "pass" : "FAIL");
+    if (!r.note.empty()) std::printf("  %s", r.note.c_str());
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app) {
+  static VerifyOptions opt;
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "run every compiled decode and prefill policy this GPU can run, forced, against the CPU reference");
+  cmd->add_flag("--quick", opt.quick, "fewer shapes per policy");
+  cmd->add_option("--seed", opt.seed, "seed of the random inputs");
+  cmd->callback([] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      throw UsageError("muh verify: no CUDA device (verify runs the kernels on the present GPU)");
+    }
+    std::vector<VerifyRow> rows;
+    for (auto* family : {&verify_decode, &verify_prefill}) {
+      std::string last;
+      auto progress = [&](int done, int total, const std::string& what) {
+        last = what;
+        draw_progress(done, total, what);
+      };
+      auto part = (*family)(opt, progress);
+      std::fprintf(stderr, "\n");
+      rows.insert(rows.end(), part.begin(), part.end());
+    }
+    print_table(rows);
+    const bool ok = std::all_of(rows.begin(), rows.end(), [](const VerifyRow& r) { return r.pass; });
+    int shapes = 0, fails = 0;
+    for (const auto& r : rows) {
+      shapes += r.shapes;
+      fails += r.pass ? 0 : 1;
+    }
+    std::printf("\n%s: %zu policies, %d shapes, %d failing\n", ok ? "PASS" : "FAIL", rows.size(), shapes, fails);
+    exit_code() = ok ? 0 : 1;
+  });
+}
+
 }  // namespace muh::cli

@@ -1,8 +1,85 @@
-// verify_decode.cpp — decode part of `muh verify` (placeholder until the decode kernels land).
+// verify_decode.cpp — the decode part of `muh verify`: every compiled decode policy the present
+// device can run, forced, over the shapes of tools/decode_case.hpp (the very check of
+// tests/gpu/test_decode.cu), against the CPU reference. One row per (target, dtype, head_dim),
+// each covering both KV layouts and every shape family.
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "decode_case.hpp"
+#include "muh/tuning/selectors.hpp"
 #include "verify.hpp"
 
 namespace muh::cli {
-std::vector<VerifyRow> verify_decode(const VerifyOptions&, const VerifyProgress&) {
-  return {VerifyRow{"decode", "(none)", 0, 0, 0, false, "decode kernels not implemented yet"}};
+
+namespace {
+std::string describe(int target, DType t, int d) {
+  const DecodePolicy p = decode_policy(target, t, d);
+  std::string s = std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " +
+                  std::string(dtype_name(t)) + " hd" + std::to_string(d) + " w" + std::to_string(p.num_warps) + " " +
+                  std::to_string(p.tile_tokens) + "tok s" + std::to_string(p.num_stages);
+  return s;
 }
+}  // namespace
+
+std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgress& progress) {
+  std::vector<VerifyRow> rows;
+  int count = 0, dev = 0, major = 0, minor = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    rows.push_back({"decode", "(none)", 0, 0, 0, false, "no CUDA device: nothing verified"});
+    return rows;
+  }
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  const int cc = major * 10 + minor;
+  const DeviceQuery dq = query_current_device(dev);
+  if (!dq.status.ok()) {
+    rows.push_back({"decode", "(none)", 0, 0, 0, false, dq.status.message()});
+    return rows;
+  }
+
+  std::vector<check::DecodeCase> cases;
+  for (const auto& c : check::decode_sweep_cases(opt.quick, opt.seed))
+    if (c.target <= cc) cases.push_back(c);
+  std::map<std::tuple<int, int, int>, std::size_t> row_of;  // (target, dtype, head_dim) → row
+  double* worst = nullptr;
+  std::vector<double> worst_ratio;
+  int done = 0;
+  for (const auto& c : cases) {
+    const auto key = std::make_tuple(c.target, static_cast<int>(c.dtype), c.head_dim);
+    auto it = row_of.find(key);
+    if (it == row_of.end()) {
+      it = row_of.emplace(key, rows.size()).first;
+      rows.push_back({"decode", describe(c.target, c.dtype, c.head_dim), 0, 0, 0, true, ""});
+      worst_ratio.push_back(-1);
+    }
+    VerifyRow& row = rows[it->second];
+    worst = &worst_ratio[it->second];
+    check::DecodeProblem pr(c);
+    std::string err = pr.upload();
+    check::DecodeOutcome r;
+    if (err.empty()) r = pr.run(dq.hw, c.force_splits);
+    else r.error = err;
+    ++row.shapes;
+    const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;
+    if (r.error.empty() && ratio > *worst) {
+      *worst = ratio;
+      row.max_err = r.max_err;
+      row.tol = r.tol;
+    }
+    if (!r.pass()) {
+      row.pass = false;
+      if (row.note.size() < 300)
+        row.note += (c.layout == KVLayout::nhd ? "nhd/" : "vllm/") + c.shape + ": " + r.summary() + "; ";
+    }
+    if (progress) progress(++done, static_cast<int>(cases.size()), c.name());
+  }
+  return rows;
+}
+
 }  // namespace muh::cli

@@ -1,8 +1,79 @@
-// verify_prefill.cpp — prefill part of `muh verify` (placeholder until the prefill kernels land).
+// verify_prefill.cpp — the prefill part of `muh verify`: every compiled prefill policy the present
+// device can run, forced, on the shapes of prefill_check.hpp (the same check as
+// tests/gpu/test_prefill.cu), against the CPU reference. One row per (target, dtype, head_dim).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/tuning/selectors.hpp"
+#include "prefill_check.hpp"
 #include "verify.hpp"
 
 namespace muh::cli {
-std::vector<VerifyRow> verify_prefill(const VerifyOptions&, const VerifyProgress&) {
-  return {VerifyRow{"prefill", "(none)", 0, 0, 0, false, "prefill kernels not implemented yet"}};
+
+namespace {
+std::string describe(int target, DType t, int d) {
+  const PrefillPolicy p = prefill_policy(target, t, d);
+  return std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " + std::string(dtype_name(t)) +
+         " hd" + std::to_string(d) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
+         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages);
 }
+}  // namespace
+
+std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProgress& progress) {
+  std::vector<VerifyRow> rows;
+  int count = 0, dev = 0, major = 0, minor = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    rows.push_back({"prefill", "(none)", 0, 0, 0, false, "no CUDA device: nothing verified"});
+    return rows;
+  }
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  const int cc = major * 10 + minor;
+
+  const std::pair<DType, int> instances[] = {
+#define MUH_X(t, d) {DType::t, d},
+      MUH_FOR_EACH_INSTANCE(MUH_X)
+#undef MUH_X
+  };
+  // --quick: the two varlen shapes (GQA 4 causal, GQA 8 with k ≠ q); otherwise all of them.
+  const std::size_t n_cases = opt.quick ? 2 : check::prefill_cases().size();
+  std::vector<int> targets;
+  for (std::size_t i = 0; i < compiled_targets::size; ++i)
+    if (compiled_targets::values[i] <= cc) targets.push_back(compiled_targets::values[i]);
+  const int total = int(targets.size() * (sizeof instances / sizeof instances[0]) * n_cases);
+  int done = 0;
+  for (int target : targets) {
+    for (const auto& [t, d] : instances) {
+      VerifyRow row{"prefill", describe(target, t, d), 0, 0, 0, true, ""};
+      double worst_ratio = -1;
+      for (std::size_t c = 0; c < n_cases; ++c) {
+        const auto& in = check::cached_prefill_inputs(c, t, d, opt.seed);
+        const check::PrefillResult r = check::run_prefill_case(in, target);
+        ++row.shapes;
+        const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          row.max_err = r.max_err;
+          row.tol = r.tol;
+        }
+        if (!r.pass || !r.status.ok()) {
+          row.pass = false;
+          row.note += std::string(check::prefill_cases()[c].name) + ": " + r.note + " ";
+        }
+        if (progress) progress(++done, total, row.policy + " " + check::prefill_cases()[c].name);
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
 }  // namespace muh::cli

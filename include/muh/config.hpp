@@ -41,6 +41,7 @@ constexpr std::string_view check_config_inputs(const HardwareCapability& hw, int
   if (max_seq_len < 1) return "max_seq_len must be >= 1";
   if (max_seq_len > 0x3fffffff) return "max_seq_len too large (max 2^30 - 1)";
   if (num_kv_heads < 1) return "num_kv_heads must be >= 1";
+  if (num_kv_heads > 0x3fffffff) return "num_kv_heads too large (max 2^30 - 1)";
   if (hw.sm_count < 1 || hw.memory_bandwidth_gbps < 1) return "hardware profile has no SMs or no bandwidth";
   if (hw.smem_limit() < tuning::portable::kSmemCap)
     return "hardware profile has less than 48 KB of shared memory per block (the portable agent's minimum)";
@@ -60,8 +61,16 @@ constexpr AttentionConfig select_attention_config(const HardwareCapability& hw, 
     c.prefill = tuning::portable::prefill(dtype, head_dim);
   if (decode_smem_bytes(c.decode, dtype, head_dim) > hw.smem_limit())
     c.decode = tuning::portable::decode(dtype, head_dim);
-  // Without async copy there is nothing to pipeline: one stage (the seed's rule).
-  if (!hw.async_copy) c.prefill.num_stages = c.decode.num_stages = 1;
+  // Without async copy there is nothing to pipeline: one stage (the seed's rule). The cp.async
+  // agents (sm80, sm90) cannot run single-stage (validate() rejects it, and no such
+  // instantiation exists), so a profile without async copy takes the portable rows instead.
+  if (!hw.async_copy) {
+    if (c.prefill.agent == Agent::sm80 || c.prefill.agent == Agent::sm90)
+      c.prefill = tuning::portable::prefill(dtype, head_dim);
+    if (c.decode.agent == Agent::sm80 || c.decode.agent == Agent::sm90)
+      c.decode = tuning::portable::decode(dtype, head_dim);
+    c.prefill.num_stages = c.decode.num_stages = 1;
+  }
   c.v1_v2_threshold =
       v1_v2_threshold(hw, c.decode, dtype, head_dim, num_kv_heads, max_seq_len, backends);
   c.use_native_v1 = backends.native_v1;

@@ -92,7 +92,7 @@ Status dispatch_target(Selector, int target, F&& f, target_list<Ts...>) {
                detail::describe_targets(resolver::targets, resolver::n) +
                "); rebuild with MUH_TARGETS including it"};
   (void)((target == Ts
-              ? (s = f(policy_getter<Selector, resolver::lowest_with_same_policy(Ts)>{}), true)
+              ? ((void)(s = f(policy_getter<Selector, resolver::lowest_with_same_policy(Ts)>{})), true)
               : false) ||
          ...);
   return s;

@@ -37,7 +37,8 @@ inline constexpr double kSplitOverheadSeconds = 4e-6;
 //     L* = P + overhead · bw_sm / (B · (1 − kv_heads / slots)).
 // Edges: when kv_heads alone fill every slot (a tiny GPU) splitting never pays; when
 // L* > max_seq_len (short contexts) V2 is never used: both give max_seq_len + 1.
-// Examples: H200 bf16 hd256 kv4 → 656; BI-V100 bf16 hd256 kv4 → 763; A100 → 587.
+// Examples with P = 512 and 2 CTAs/SM (threshold = floor(L*) + 1; tests/cpu/test_heuristics.cpp):
+// H200 bf16 hd256 kv4 → L* 656.2, threshold 657; BI-V100 → 764; A100 → 588.
 constexpr int v1_v2_threshold(const HardwareCapability& hw, const DecodePolicy& p, DType t,
                               int head_dim, int num_kv_heads, int max_seq_len, Backends b) {
   const int never = max_seq_len + 1;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
 #include "muh/status.hpp"
 #include "muh/tuning/policy.hpp"
@@ -14,22 +15,35 @@ struct DecodeParams;
 
 struct PlanOptions {
   int force_target = -1;      // as RunOptions::force_target; must match the run's
-  int force_splits = 0;       // > 0: exactly this many partitions per sequence (tests, tuning)
-  bool cuda_graph = false;    // fixed for graph capture: splits and workspace sized for
-                              // max_seq_len and num_seqs, independent of the actual seq_lens
+  int force_splits = 0;       // > 0: exactly this many partitions per sequence (tests, tuning),
+                              // capped at ceil(max_seq_len / 16)
+  bool cuda_graph = false;    // fixed for graph capture: see DecodePlan::cuda_graph
 };
 
+// What plan_decode() decided. A plan depends only on host-known values (shapes, max_seq_len,
+// the hardware), never on the device-side seq_lens, so replaying it is always valid.
 struct DecodePlan {
-  int target = -1;             // dispatch target the kernels run
+  int target = -1;             // dispatch target the kernels run (-1: no plan)
   DecodePolicy policy;         // its decode policy
   bool use_v2 = false;
   int num_splits = 1;          // partitions per sequence (1 for V1)
-  int partition_tokens = 0;    // tokens per partition (multiple of policy.tile_tokens)
+  int partition_tokens = 0;    // tokens per partition (a multiple of 16); max_seq_len for V1
+  int head_chunks = 1;         // CTAs per KV head: ceil(group / 16)
+  int ctas = 0;                // CTAs of the attention kernel (num_seqs · kv heads · chunks · splits)
+  double est_seconds = 0;      // the plan's cost model for this choice (plan.cpp)
+  DType dtype = DType::bf16;
   int num_seqs = 0;
   int num_q_heads = 0;
+  int num_kv_heads = 0;
   int head_dim = 0;
+  int max_seq_len = 0;         // the seq_len bound the plan was made for
+  // false: paged_decode() takes this plan only for exactly its num_seqs and max_seq_len.
+  // true:  the plan is a capacity — paged_decode() takes it for any num_seqs <= num_seqs and
+  //        max_seq_len <= max_seq_len (a padded batch captured once and replayed), and the
+  //        workspace is sized for the capacity.
   bool cuda_graph = false;
-  std::size_t workspace_bytes = 0;  // V2 partials: o fp32 + lse fp32 per (seq, split, q head)
+  std::size_t workspace_bytes = 0;  // V2 partials: o fp32 [num_seqs, splits, q heads, head_dim]
+                                    // then lse fp32 [num_seqs, splits, q heads]
 };
 
 // Chooses the plan for `p` on hardware `hw` (the present device, or a preset for tests).

@@ -76,16 +76,31 @@ struct DecodePolicy {
 
 // Portable prefill stages the Q tile and one K and one V tile (scores stay in registers):
 // (block_m + 2·block_n) · head_dim · elem_size.
-// Tensor-core prefill (sm75/sm80): Q tile + num_stages × (K tile + V tile), 16-bit elements.
+// Tensor-core prefill (kernels/prefill_sm80.cuh): the Q tile + a ring of num_stages block_n-token
+// tiles that K and V take turns in (K0 V0 K1 V1 …), 16-bit elements:
+// (block_m + num_stages·block_n) · head_dim · elem_size. num_stages = 2 is FlashAttention-2's
+// one K + one V buffer (loads overlap compute); 4 double-buffers the pair; 1 is synchronous.
 constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
   if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
-  return (p.block_m + p.num_stages * 2 * p.block_n) * head_dim * e;
+  return (p.block_m + p.num_stages * p.block_n) * head_dim * e;
 }
 
-// Decode: num_stages × (K tile + V tile) of tile_tokens tokens.
+// Decode (kernels/decode_portable.cuh, kernels/decode_sm80.cuh; each static_asserts its
+// allocation against this). kDecodeRows = 16 query heads per CTA (the MMA's m16 rows).
+//   portable: K tile [tile][head_dim + one 4-byte word of padding] (conflict-free column reads),
+//             V tile [tile][head_dim], Q [16][head_dim], scores [16][tile] fp32, and three
+//             [16] fp32 row vectors (rescale factor, running max, running sum).
+//   sm80:     Q [16][head_dim + 8] plus, per warp and stage, a 16-token K tile and V tile of
+//             [16][head_dim + 8] (16 bytes of padding per row: ldmatrix rows on distinct banks);
+//             tile_tokens = 16 · num_warps is one stage of all warps together.
+inline constexpr int kDecodeRows = 16;
 constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
-  return p.num_stages * 2 * p.tile_tokens * head_dim * dtype_size(t);
+  const int e = dtype_size(t);
+  if (p.agent == Agent::portable)
+    return p.tile_tokens * (head_dim * e + 4) + p.tile_tokens * head_dim * e +
+           kDecodeRows * head_dim * e + kDecodeRows * p.tile_tokens * 4 + 3 * kDecodeRows * 4;
+  return (p.num_stages * 2 * p.tile_tokens + kDecodeRows) * (head_dim + 8) * e;
 }
 
 constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
@@ -99,11 +114,18 @@ constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 
+// Decode agents: portable gives one lane per token of a tile (≤ 32 tokens) and needs
+// 16·head_dim to split evenly over its threads; sm80 runs 16-token warp tiles on 16-bit tensor
+// cores with a ≥ 2-stage cp.async pipeline.
 constexpr bool validate(const DecodePolicy& p, DType t, int head_dim) {
-  return p.num_warps >= 1 && p.num_warps <= 16 && p.tile_tokens >= 1 && p.num_stages >= 1 &&
-         (p.agent != Agent::portable || p.num_stages == 1) && p.partition_size > 0 &&
-         p.partition_size % p.tile_tokens == 0 && p.ctas_per_sm >= 1 &&
-         decode_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
+  const bool agent_ok =
+      p.agent == Agent::portable
+          ? (p.num_stages == 1 && p.tile_tokens <= 32 && (kDecodeRows * head_dim) % (32 * p.num_warps) == 0)
+          : (p.agent == Agent::sm80 && t != DType::fp32 && p.tile_tokens == 16 * p.num_warps &&
+             p.num_stages >= 2);
+  return agent_ok && p.num_warps >= 1 && p.num_warps <= 16 && p.tile_tokens >= 1 &&
+         p.num_stages >= 1 && p.partition_size > 0 && p.partition_size % p.tile_tokens == 0 &&
+         p.ctas_per_sm >= 1 && decode_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 
 }  // namespace muh

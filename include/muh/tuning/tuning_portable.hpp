@@ -30,13 +30,16 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
   return p;
 }
 
-// Decode: 4 warps, 32-token K/V tiles (two 16-token pages), halved while K+V exceed 48 KB
-// (fp32 at head_dim 256: 16 tokens). Partition 512 is the seed's. ctas_per_sm = 2: a 4-warp CTA
-// with ≤ 32 KB of shared memory leaves room for two on a 48 KB / 64 KB SM.
+// Decode (kernels/decode_portable.cuh): 4 warps, 32-token K/V tiles (two 16-token pages),
+// halved while the footprint exceeds 32 KB, so two CTAs fit a 64 KB SM (T4) and one fits the
+// BI-V100's 48 KB; fp32 at head_dim 256 bottoms out at 8 tokens (33 KB, inside 48 KB).
+// Resulting tiles: 16-bit hd 64/96/128 → 32, hd 256 → 16; fp32 hd 64 → 32, 96/128 → 16, 256 → 8.
+// Partition 512 is the seed's (V2 partitions are multiples of it). ctas_per_sm = 2 as above.
 constexpr DecodePolicy decode(DType t, int head_dim) {
   DecodePolicy p{Agent::portable, 4, 32, 1, 512, 2, kSmemCap,
-                 "portable: 32-token K/V tiles within half of 48 KB (2 CTAs/SM), seed's partition 512"};
-  while (p.tile_tokens > 8 && decode_smem_bytes(p, t, head_dim) > kSmemCap / 2) p.tile_tokens /= 2;
+                 "portable: largest of 32/16/8-token tiles within 32 KB (2 CTAs on a 64 KB SM); "
+                 "seed's partition 512; correctness-first agent (no H200 speed target)"};
+  while (p.tile_tokens > 8 && decode_smem_bytes(p, t, head_dim) > 32 * 1024) p.tile_tokens /= 2;
   return p;
 }
 

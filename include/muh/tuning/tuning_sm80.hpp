@@ -11,28 +11,75 @@ inline constexpr int kSmemCap99K = 101376;   // 99 KB (sm_86, sm_89)
 
 constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 
-// Prefill tiles. Starting points from FlashAttention-2's sm80 launch templates (128×64 with 4
-// warps up to head_dim 128; 64×64 at 256), fitted to the cap; fp32 stays on the portable agent.
+// Prefill rows (kernels/prefill_sm80.cuh), chosen from `muh bench prefill --sweep` on the H200
+// (bf16, 16384 tokens per batch, MHA; TFLOP/s at seq 4k non-causal / 4k causal / 16k non-causal /
+// 16k causal, median of 25; bench/results/prefill-h200-2026-11-30.md). num_stages counts the K/V
+// ring's tile buffers (policy.hpp). The H200 runs these rows by emulation for sm_80/86/89 (same
+// kernel, same tiles); the caps decide which rows fit. Run-to-run noise at 4k causal was up to
+// ~15 % (the same kernel read 262 and 307 in one run), so only clear gaps decided.
+//   hd 128: 128×64, 4 warps (2 m16 tiles each), 4 buffers = 96 KB: 2 CTAs/SM at 255 registers.
+//           Sweep 2: 346/262/338/328 — vs 3 buffers 316/290/337/338, 2 buffers 297/275/308/316,
+//           128×32 ×6 272/276/304/299, 128×128 w8 ×4 263/237/277/280, 128×64 w8 ×4
+//           242/232/252/253, 64×64 w4 ×4 237/234/263/269. (Sweep 1, before ex2.approx: 4 buffers
+//           318/278/330/318, 2 buffers 294/253/309/322.)
+//   hd 64, 96: the hd-128 tile (FA2's choice up to hd 128); not measured separately.
+//   hd 256: 128×64, 8 warps (1 m16 tile each), 2 buffers = 128 KB: 1 CTA/SM, the K/V of one
+//           tile shared by 8 warps. Sweep 2: 282/275/298/303 — vs 64×64 w4 ×2 (96 KB, FA2's
+//           H100 layout, 2 CTAs/SM) 253/254/284/291, 128×64 w8 ×3 268/258/277/283, 64×64 w4 ×3/×4
+//           206–217, 64×32 ×3/×4 233–256.
+//           It needs 128 KB: on 99 KB parts (sm_86/sm_89) the row is 64×64 w4 ×2 (96 KB), the
+//           best measured row that fits there.
+// fp32 stays on the portable agent (no fp32 tensor-core path).
 constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);
   const int cap = smem_cap(cc);
-  PrefillPolicy p{Agent::sm80, head_dim <= 128 ? 128 : 64, 64, 4, 2, cap,
-                  "FA2 sm80 starting tiles (128x64 to hd128, 64x64 at hd256), fitted to the cap"};
-  // On 99 KB parts shrink block_n, then stages, until the tiles fit.
+  PrefillPolicy p{Agent::sm80, 128, 64, 4, 4, cap,
+                  head_dim == 128 ? "H200 sweep 2: 128x64 w4, 4 K/V buffers (346/262/338/328 TFLOP/s)"
+                                  : "hd128's tile (128x64 w4, 4 K/V buffers); not measured at this head dim"};
+  if (head_dim > 128) {
+    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep 2: 128x64 w8, 2 K/V buffers (282/275/298/303 TFLOP/s)"};
+    if (prefill_smem_bytes(p, t, head_dim) > cap)
+      p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep 2: 64x64 w4, 2 K/V buffers (253/254/284/291), fits 99 KB"};
+  }
+  // A smaller part: shrink block_n, then buffers (not below 2: keep loads overlapping), to fit.
   while (prefill_smem_bytes(p, t, head_dim) > cap && p.block_n > 32) p.block_n /= 2;
-  while (prefill_smem_bytes(p, t, head_dim) > cap && p.num_stages > 1) --p.num_stages;
+  while (prefill_smem_bytes(p, t, head_dim) > cap && p.num_stages > 2) --p.num_stages;
   return p;
 }
 
-// Decode: the tensor-core agent (query-head group on the MMA rows), cp.async pipeline of
-// 16-token tiles; 4 stages keep ≥ 64 KB of K/V in flight per SM at 2 CTAs/SM.
+// Decode (kernels/decode_sm80.cuh): the tensor-core agent. Each warp streams its own 16-token
+// K/V tiles through a num_stages-deep cp.async pipeline (tile_tokens = 16 · num_warps per CTA
+// stage) with the GQA query-head group on the MMA rows. fit_decode() takes 4 warps and 4 stages,
+// 2 CTAs/SM up to head_dim 128 (1 at 256: 128 fp32 accumulators per lane), and drops stages,
+// then CTAs/SM, then warps until the footprint fits cap / ctas_per_sm − 1 KB (the per-CTA
+// reservation). Bytes in flight per SM stay ≥ 64 KB on every row (e.g. H200 hd128: 2 CTAs ×
+// 4 warps × 2 tiles ahead × 8 KB), above the ≈ 34 KB that 4.5 TB/s × ~1 µs / 132 SMs needs.
+// Partitions of V2 are multiples of 128 tokens (two rounds of 4 warps): fine enough for the
+// plan to fill 132 SMs at batch 1 (32k tokens → up to 256 partitions), coarse enough that a
+// partition's pipeline fill (~1 µs) stays small against its stream.
+constexpr DecodePolicy fit_decode(DType t, int head_dim, int cap, const char* evidence) {
+  DecodePolicy p{Agent::sm80, 4, 64, 4, 128, head_dim <= 128 ? 2 : 1, cap, evidence};
+  auto fits = [&p, t, head_dim, cap] {
+    return decode_smem_bytes(p, t, head_dim) <= cap / p.ctas_per_sm - 1024;
+  };
+  while (!fits() && p.num_stages > 2) --p.num_stages;
+  if (!fits() && p.ctas_per_sm > 1) {
+    p.ctas_per_sm = 1;
+    p.num_stages = 4;
+    while (!fits() && p.num_stages > 2) --p.num_stages;
+  }
+  while (!fits() && p.num_warps > 1) {
+    p.num_warps /= 2;
+    p.tile_tokens = 16 * p.num_warps;
+  }
+  return p;
+}
+
 constexpr DecodePolicy decode(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::decode(t, head_dim);
-  DecodePolicy p{Agent::sm80, 4, 16, 4, 512, 2, smem_cap(cc),
-                 "tensor-core GQA decode, 16-token cp.async tiles, 4 stages (initial row)"};
-  while (decode_smem_bytes(p, t, head_dim) > p.smem_cap_bytes / p.ctas_per_sm && p.num_stages > 2)
-    --p.num_stages;
-  return p;
+  return fit_decode(t, head_dim, smem_cap(cc),
+                    "tensor-core GQA decode fitted to the cap (sm_80/86/89 rows are H200 "
+                    "emulations: same tiles, same cap; no measurement on those parts)");
 }
 
 }  // namespace muh::tuning::sm80

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""compare_torch.py — muh prefill side by side with PyTorch SDPA, in one process on one GPU.
+
+muh runs through its C ABI (muh_prefill in libmuh.so, loaded with ctypes) on the very tensors
+torch allocated (Tensor.data_ptr()); torch.nn.functional.scaled_dot_product_attention runs with
+each backend forced (FLASH_ATTENTION = FlashAttention-2, CUDNN_ATTENTION, EFFICIENT_ATTENTION);
+a torch bf16 GEMM 8192^3 gives the ceiling. The grid is the issue's: bf16, head_dim 128 x 32
+heads and head_dim 256 x 16 heads, seq_len 1024 / 4096 / 16384 with 16384 tokens per batch,
+causal and not. TFLOP/s = 4*b*h*sq*sk*d / t, halved for causal. Each time is the median of
+--iters CUDA-event-timed calls after 5 warm-up calls.
+
+Writes prefill-<tag>.csv, prefill-<tag>.json and prefill-<tag>.png (ratios muh / backend) under --out.
+"""
+import argparse
+import csv
+import ctypes
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+MUH_BF16 = 1
+BACKENDS = [("FLASH", SDPBackend.FLASH_ATTENTION), ("CUDNN", SDPBackend.CUDNN_ATTENTION),
+            ("EFFICIENT", SDPBackend.EFFICIENT_ATTENTION)]
+TOKENS = 16384
+
+
+def load_muh(path):
+    lib = ctypes.CDLL(path)
+    c = ctypes
+    lib.muh_prefill.argtypes = [c.c_int, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p,
+                                c.c_void_p, c.c_void_p, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int,
+                                c.c_int, c.c_int, c.c_int, c.c_float, c.c_int, c.c_int, c.c_void_p]
+    lib.muh_prefill.restype = c.c_int
+    lib.muh_last_error.restype = c.c_char_p
+    return lib
+
+
+def median_ms(fn, iters, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for s, e in ev:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in ev)
+
+
+def flops(b, h, s, d, causal):
+    f = 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def clocks():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
+                               "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e:  # noqa: BLE001 — a report line, not a failure
+        return f"nvidia-smi failed: {e}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "build", "libmuh.so"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--tag", default="h200-" + datetime.date.today().isoformat())
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--commit", default="")
+    args = ap.parse_args()
+    if args.iters < 20:
+        sys.exit("--iters must be >= 20")
+    os.makedirs(args.out, exist_ok=True)
+    lib = load_muh(args.lib)
+    dev = torch.cuda.get_device_name()
+    stream = torch.cuda.current_stream().cuda_stream
+    print(f"device {dev}; torch {torch.__version__}; cudnn {torch.backends.cudnn.version()}; {clocks()}", flush=True)
+
+    rows = []  # dicts: cell + backend + ms + tflops
+
+    # Ceiling: bf16 GEMM 8192^3.
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    ms = median_ms(lambda: a @ b, args.iters)
+    gemm_tflops = 2.0 * n ** 3 / (ms * 1e-3) / 1e12
+    rows.append(dict(head_dim=0, heads=0, seq_len=n, batch=1, causal=False, backend="GEMM", ms=ms, tflops=gemm_tflops,
+                     err=""))
+    print(f"GEMM bf16 8192^3: {ms:.3f} ms {gemm_tflops:.1f} TFLOP/s", flush=True)
+    del a, b
+
+    for hd, heads in [(128, 32), (256, 16)]:
+        q = torch.randn(TOKENS, heads, hd, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn_like(q)
+        v = torch.randn_like(q)
+        out = torch.empty_like(q)
+        for seq in [1024, 4096, 16384]:
+            batch = TOKENS // seq
+            cu = (torch.arange(batch + 1, device="cuda", dtype=torch.int32) * seq).contiguous()
+            qs, ks, vs = (x.view(batch, seq, heads, hd).transpose(1, 2) for x in (q, k, v))
+            for causal in [False, True]:
+                f = flops(batch, heads, seq, hd, causal)
+                cell = dict(head_dim=hd, heads=heads, seq_len=seq, batch=batch, causal=causal)
+
+                def run_muh():
+                    rc = lib.muh_prefill(MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None,
+                                         cu.data_ptr(), cu.data_ptr(), batch, TOKENS, TOKENS, seq, seq, heads, heads,
+                                         hd, 0.0, int(causal), -1, stream)
+                    if rc != 0:
+                        raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
+
+                ms = median_ms(run_muh, args.iters)
+                rows.append(dict(cell, backend="muh", ms=ms, tflops=f / (ms * 1e-3) / 1e12, err=""))
+                ref = None
+                for name, be in BACKENDS:
+                    try:
+                        with sdpa_kernel([be]):
+                            fn = lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)  # noqa: E731
+                            o = fn()
+                            ms = median_ms(fn, args.iters)
+                        if ref is None:
+                            ref = o
+                        rows.append(dict(cell, backend=name, ms=ms, tflops=f / (ms * 1e-3) / 1e12, err=""))
+                    except Exception as e:  # noqa: BLE001 — an unsupported backend is a row, not a crash
+                        rows.append(dict(cell, backend=name, ms=float("nan"), tflops=float("nan"), err=str(e)[:120]))
+                # Sanity: muh's output against the first backend that ran (bf16 rounding level).
+                run_muh()
+                torch.cuda.synchronize()
+                diff = float("nan") if ref is None else (out.view(batch, seq, heads, hd).transpose(1, 2).float() -
+                                                        ref.float()).abs().max().item()
+                rows[-len(BACKENDS) - 1]["err"] = f"max|muh-{BACKENDS[0][0] if ref is not None else '?'}|={diff:.3g}"
+                line = " ".join(f"{r['backend']} {r['tflops']:.0f}" for r in rows[-len(BACKENDS) - 1:])
+                print(f"hd{hd} h{heads} seq {seq} b{batch} {'causal' if causal else 'non-causal'}: {line} "
+                      f"(TFLOP/s; {rows[-len(BACKENDS) - 1]['err']})", flush=True)
+        del q, k, v, out
+
+    # Ratios per cell.
+    cells = {}
+    for r in rows:
+        if r["backend"] == "GEMM":
+            continue
+        cells.setdefault((r["head_dim"], r["heads"], r["seq_len"], r["causal"]), {})[r["backend"]] = r
+    summary = []
+    for key, d in cells.items():
+        m = d["muh"]["tflops"]
+        s = dict(head_dim=key[0], heads=key[1], seq_len=key[2], causal=key[3], muh_tflops=m,
+                 muh_over_gemm=m / gemm_tflops)
+        for name, _ in BACKENDS:
+            t = d.get(name, {}).get("tflops", float("nan"))
+            s[f"{name}_tflops"] = t
+            s[f"muh_over_{name}"] = m / t if t == t and t > 0 else float("nan")
+        summary.append(s)
+
+    base = os.path.join(args.out, f"prefill-{args.tag}")
+    with open(base + ".csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(summary[0].keys()))
+        w.writeheader()
+        for s in summary:
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in s.items()})
+    with open(base + ".json", "w") as fh:
+        json.dump(dict(device=dev, torch=torch.__version__, cudnn=torch.backends.cudnn.version(),
+                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                       commit=args.commit, clocks_after=clocks(), iters=args.iters,
+                       timing="median of CUDA-event-timed calls after 5 warm-ups",
+                       gemm_tflops=gemm_tflops, summary=summary, rows=rows), fh, indent=1)
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [f"hd{s['head_dim']} {s['seq_len'] // 1024}k{' c' if s['causal'] else ''}" for s in summary]
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    width = 0.27
+    for i, (name, _) in enumerate(BACKENDS):
+        ax.bar([x + (i - 1) * width for x in range(len(summary))], [s[f"muh_over_{name}"] for s in summary],
+               width, label=f"muh / {name}")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(range(len(summary)))
+    ax.set_xticklabels(labels, rotation=30, ha="right")
+    ax.set_ylabel("TFLOP/s ratio")
+    ax.set_title(f"muh prefill vs torch SDPA backends, bf16, 16k tokens/batch — {dev} ({args.tag})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(base + ".png", dpi=110)
+    print("wrote", base + ".csv", base + ".json", base + ".png")
+    for s in summary:
+        print(f"hd{s['head_dim']} seq {s['seq_len']} {'causal' if s['causal'] else 'non-causal'}: muh {s['muh_tflops']:.0f}"
+              f" | FA2 x{s['muh_over_FLASH']:.2f} cuDNN x{s['muh_over_CUDNN']:.2f} EFF x{s['muh_over_EFFICIENT']:.2f}"
+              f" | {100 * s['muh_over_gemm']:.0f}% of GEMM")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+// kernels/decode_common.cuh — what both decode agents share: the launch arguments, the CTA →
+// (sequence, KV head, query-head chunk, partition) schedule, the epilogue that writes either the
+// final output (V1, or a V2 of one partition) or an (o, lse) partial, and the V2 merge kernel.
+//
+// Shapes (attention.hpp):
+//   q, out      [num_seqs, num_q_heads, head_dim]      lse [num_seqs, num_q_heads] fp32 (optional)
+//   block_table [num_seqs, max_blocks] int32            seq_lens [num_seqs] int32
+//   k/v cache   NHD or vLLM (kernels/paged_kv.hpp)
+//   V2 partials part_o [num_seqs, num_splits, num_q_heads, head_dim] fp32 (normalised o),
+//               part_lse [num_seqs, num_splits, num_q_heads] fp32 (natural log)
+//
+// One CTA serves up to kDecodeRows (16) query heads of ONE KV head (GQA: q head h reads KV head
+// h / group), so each K/V byte is read from HBM once per sequence; groups larger than 16 take
+// ceil(group / 16) CTAs per KV head.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "muh/dtype.hpp"
+#include "muh/kernels/online_softmax.hpp"
+#include "muh/kernels/paged_kv.hpp"
+#include "muh/tuning/policy.hpp"  // kDecodeRows
+
+namespace muh::kernels::decode {
+
+template <DType T> struct storage;
+template <> struct storage<DType::fp16> { using type = __half; };
+template <> struct storage<DType::bf16> { using type = __nv_bfloat16; };
+template <> struct storage<DType::fp32> { using type = float; };
+template <DType T> using storage_t = typename storage<T>::type;
+
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(float x) { return x; }
+template <class E> __device__ __forceinline__ E from_float(float x);
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+
+// Four floats → four 16-bit elements in one 8-byte word (round to nearest even).
+template <class E>
+__device__ __forceinline__ uint2 pack4(float4 o) {
+  alignas(8) E e[4] = {from_float<E>(o.x), from_float<E>(o.y), from_float<E>(o.z), from_float<E>(o.w)};
+  return *reinterpret_cast<const uint2*>(e);
+}
+
+// Softmax runs in base 2: s2 = (q·k) · scale · log2(e), p = 2^(s2 − m); lse = ln 2 · (m + log2 l).
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+inline constexpr int kRows = kDecodeRows;  // query heads per CTA (the MMA's 16 rows)
+
+// One decode launch, as src/decode.cu validated it and the plan shaped it.
+struct DecodeArgs {
+  const void* q = nullptr;          // [num_seqs, num_q_heads, D]
+  const void* k_cache = nullptr;    // NHD [pages, page_size, Hkv, D] / vLLM [pages, Hkv, D/x, page_size, x]
+  const void* v_cache = nullptr;    // NHD [pages, page_size, Hkv, D] / vLLM [pages, Hkv, D, page_size]
+  void* out = nullptr;              // [num_seqs, num_q_heads, D]
+  float* lse = nullptr;             // [num_seqs, num_q_heads] or nullptr
+  const int* block_table = nullptr; // [num_seqs, max_blocks]
+  const int* seq_lens = nullptr;    // [num_seqs]
+  float* part_o = nullptr;          // [num_seqs, num_splits, num_q_heads, D]   (V2 only)
+  float* part_lse = nullptr;        // [num_seqs, num_splits, num_q_heads]      (V2 only)
+  int num_seqs = 0;
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int group = 1;                    // num_q_heads / num_kv_heads
+  int head_chunks = 1;              // ceil(group / kRows): CTAs per KV head
+  int page_size = 16;               // power of two
+  int page_shift = 4;               // log2(page_size)
+  int max_blocks = 0;
+  int num_splits = 1;               // 1: V1, the CTA writes out/lse itself
+  int partition_tokens = 0;         // tokens per partition (multiple of 16) when num_splits > 1
+  float scale_log2 = 0.f;           // softmax_scale · log2(e)
+};
+
+// The work of one CTA. Grid: x = kv_head · head_chunks + chunk, y = partition, z = sequence —
+// the CTAs of one (sequence, partition) for all heads are neighbours and read the same pages.
+struct CtaWork {
+  int seq;
+  int kv_head;
+  int head0;     // first query head of this CTA
+  int rows;      // query heads of this CTA (1..16)
+  int split;
+  int kv_begin;  // token range [kv_begin, kv_end) of this CTA
+  int kv_end;
+  bool idle;     // a partition past the end of its sequence: nothing to do, nothing to write
+};
+
+__device__ __forceinline__ CtaWork cta_work(const DecodeArgs& a) {
+  CtaWork w;
+  const int chunk = blockIdx.x % a.head_chunks;
+  w.kv_head = blockIdx.x / a.head_chunks;
+  w.head0 = w.kv_head * a.group + chunk * kRows;
+  w.rows = min(kRows, a.group - chunk * kRows);
+  w.split = blockIdx.y;
+  w.seq = blockIdx.z;
+  const int len = a.seq_lens[w.seq];
+  if (a.num_splits == 1) {
+    w.kv_begin = 0;
+    w.kv_end = len;
+    w.idle = false;  // V1 writes even an empty sequence: out = 0, lse = −inf
+  } else {
+    w.kv_begin = w.split * a.partition_tokens;
+    // The last partition takes any tail beyond num_splits · partition_tokens, so a seq_len
+    // above the planned max_seq_len is still computed right (only slower).
+    w.kv_end = w.split == a.num_splits - 1 ? len : min(len, w.kv_begin + a.partition_tokens);
+    w.idle = w.kv_begin >= len;  // the merge reads only used_splits(); len 0 → out 0, lse −inf
+  }
+  return w;
+}
+
+// Partitions that hold tokens of a sequence of `len` tokens (what the merge reads).
+__device__ __forceinline__ int used_splits(const DecodeArgs& a, int len) {
+  if (len <= 0) return 0;
+  return min(a.num_splits, (len + a.partition_tokens - 1) / a.partition_tokens);
+}
+
+// Writes four consecutive elements d..d+3 of query row `row` of this CTA: the final output
+// (V1) or the fp32 partial (V2); `lse` is written once per row, by the thread with d == 0.
+template <class E>
+__device__ __forceinline__ void store_row4(const DecodeArgs& a, const CtaWork& w, int row, int d,
+                                           int D, float4 o, float lse) {
+  const int h = w.head0 + row;
+  if (a.num_splits == 1) {
+    E* out = static_cast<E*>(a.out) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + h) * D + d;
+    if constexpr (sizeof(E) == 4) {
+      *reinterpret_cast<float4*>(out) = o;
+    } else {
+      *reinterpret_cast<uint2*>(out) = pack4<E>(o);
+    }
+    if (d == 0 && a.lse != nullptr) a.lse[static_cast<std::int64_t>(w.seq) * a.num_q_heads + h] = lse;
+  } else {
+    const std::int64_t r = (static_cast<std::int64_t>(w.seq) * a.num_splits + w.split) * a.num_q_heads + h;
+    *reinterpret_cast<float4*>(a.part_o + r * D + d) = o;
+    if (d == 0) a.part_lse[r] = lse;
+  }
+}
+
+// V2 merge: one CTA of kMergeThreads per (query head, sequence), over the sequence's used
+// partitions, with the core's LseMerger (online_softmax.hpp):
+//   1. merged lse: each thread folds a strided subset of the partials' lse, then the threads'
+//      states are folded pairwise (shuffles, then the warps through shared memory);
+//   2. o = Σ_i exp(lse_i − lse) · o_i: thread groups of D/4 threads (four elements each) take
+//      every G-th partition — independent loads, so many are in flight at once (a serial chain
+//      of dependent loads cost ~0.4 µs per partition: 13 µs at 32 partitions);
+//   3. the G group sums are added in a fixed order (deterministic).
+inline constexpr int kMergeThreads = 128;
+
+__device__ __forceinline__ float lse_fold(float a, float b) {  // log(e^a + e^b), −inf the identity
+  LseMerger m;
+  float w;
+  m.add(a, w);
+  m.add(b, w);
+  return m.lse();
+}
+
+template <class E, int D>
+__global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const DecodeArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched with programmatic stream serialization where the device allows it: wait until the
+  // attention kernel has finished and its partials are visible.
+  cudaGridDependencySynchronize();
+#endif
+  constexpr int Q = D / 4;                  // threads per group (four elements each)
+  constexpr int G = kMergeThreads / Q;      // groups: 8 (D 64), 5 (96), 4 (128), 2 (256)
+  __shared__ float warp_lse[kMergeThreads / 32];
+  __shared__ float4 group_sum[G][Q];
+  const int h = blockIdx.x, seq = blockIdx.y, tid = threadIdx.x;
+  const int n = used_splits(a, a.seq_lens[seq]);
+  const std::int64_t row0 = static_cast<std::int64_t>(seq) * a.num_splits * a.num_q_heads + h;  // partition 0
+  const std::int64_t step = a.num_q_heads;                                                      // next partition
+
+  // 1. Merged lse.
+  LseMerger mg;
+  for (int i = tid; i < n; i += kMergeThreads) {
+    float w;
+    mg.add(a.part_lse[row0 + i * step], w);
+  }
+  float lse = mg.lse();
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) lse = lse_fold(lse, __shfl_xor_sync(0xffffffffu, lse, off));
+  if (tid % 32 == 0) warp_lse[tid / 32] = lse;
+  __syncthreads();
+  lse = warp_lse[0];
+#pragma unroll
+  for (int i = 1; i < kMergeThreads / 32; ++i) lse = lse_fold(lse, warp_lse[i]);
+
+  // 2. Weighted sum of the partial o, group g over partitions g, g + G, ...
+  const int g = tid / Q, q = tid % Q;
+  if (g < G) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (int i = g; i < n; i += G) {
+      const std::int64_t r = row0 + i * step;
+      const float w = expf(a.part_lse[r] - lse);
+      const float4 o = *reinterpret_cast<const float4*>(a.part_o + r * D + q * 4);
+      acc.x += w * o.x;
+      acc.y += w * o.y;
+      acc.z += w * o.z;
+      acc.w += w * o.w;
+    }
+    group_sum[g][q] = acc;
+  }
+  __syncthreads();
+
+  // 3. Sum the groups in order and store (n = 0, an empty sequence: o = 0, lse = −inf).
+  if (tid < Q) {
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      o.x += group_sum[k][tid].x;
+      o.y += group_sum[k][tid].y;
+      o.z += group_sum[k][tid].z;
+      o.w += group_sum[k][tid].w;
+    }
+    const int d = tid * 4;
+    E* out = static_cast<E*>(a.out) + (static_cast<std::int64_t>(seq) * a.num_q_heads + h) * D + d;
+    if constexpr (sizeof(E) == 4) {
+      *reinterpret_cast<float4*>(out) = o;
+    } else {
+      *reinterpret_cast<uint2*>(out) = pack4<E>(o);
+    }
+    if (d == 0 && a.lse != nullptr) a.lse[static_cast<std::int64_t>(seq) * a.num_q_heads + h] = lse;
+  }
+}
+
+// Final combine of per-thread-group partial states into the CTA's rows. Each of `parts` partial
+// states (running max m in log2 units, sum l, unnormalised o) of every row lives in shared
+// memory: m[p·16 + r], l[p·16 + r], o[(p·16 + r)·D + d]. Threads take four elements at a time.
+template <class E, int D>
+__device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const CtaWork& w, int parts,
+                                                  const float* m, const float* l, const float* o,
+                                                  int tid, int nthreads) {
+  for (int idx = tid * 4; idx < w.rows * D; idx += nthreads * 4) {
+    const int r = idx / D, d = idx % D;
+    float mx = -INFINITY;
+    for (int p = 0; p < parts; ++p) mx = fmaxf(mx, m[p * kRows + r]);
+    float den = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (mx != -INFINITY) {
+      for (int p = 0; p < parts; ++p) {
+        const float f = exp2f(m[p * kRows + r] - mx);  // an empty part (m = −inf) weighs 0
+        den += f * l[p * kRows + r];
+        const float4 op = *reinterpret_cast<const float4*>(o + (p * kRows + r) * D + d);
+        acc.x += f * op.x;
+        acc.y += f * op.y;
+        acc.z += f * op.z;
+        acc.w += f * op.w;
+      }
+    }
+    const float inv = den > 0.f ? 1.f / den : 0.f;
+    const float lse = den > 0.f ? (mx + log2f(den)) * kLn2 : -INFINITY;
+    store_row4<E>(a, w, r, d, D, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv), lse);
+  }
+}
+
+}  // namespace muh::kernels::decode

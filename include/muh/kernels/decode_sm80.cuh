@@ -1,0 +1,376 @@
+// kernels/decode_sm80.cuh — the fast decode agent for sm_80 and newer (A100, L40S, H100/H200):
+// tensor cores (mma.sync m16n8k16, fp32 accumulation) with the GQA query-head group on the MMA's
+// 16 rows, and a per-warp cp.async pipeline of 16-token K/V tiles.
+//
+// Why tensor cores: a GQA group of 4–8 query heads gives each K/V byte 8–16 FLOPs; on CUDA cores
+// (with the 16-bit → fp32 conversions) that caps a decode near 3 TB/s on the H200. As one
+// m16n8k16 MMA per 8 tokens × 16 dims, the same work is ~50 tensor-core cycles per 8 KB of K/V
+// per warp, far under the ~480 cycles that 8 KB takes to arrive at 4.4 TB/s / 132 SMs.
+//
+// One CTA = one (sequence, KV head, ≤ 16-query-head chunk, partition); V1 and V2 are this one
+// kernel (a partition of one writes the output, several write (o, lse) partials for the merge).
+// The CTA's tokens are cut into 16-token tiles dealt round-robin to its warps (warp w takes tiles
+// w, w + W, …). Each warp runs alone until the end — its own num_stages-deep cp.async ring, its
+// own online-softmax state (m, l) and O accumulator — so the main loop has no CTA barrier; the
+// warps' states are merged once, through shared memory, at the end.
+//
+// Per tile, per warp:
+//   S = Q Kᵀ        16 rows × 16 tokens, D/16 k-steps × 2 MMAs (K tile via ldmatrix)
+//   online softmax  base 2, scale folded into log2(e); row max over the quad with 2 shuffles
+//   O += P V        P re-packed from the S accumulators as the A operand; D/8 MMAs
+//
+// Shared-memory layouts (16-bit elements):
+//   sQ [16][D + 8]; per warp and stage: K tile [16 tok][D + 8] and V tile, either NHD
+//   [16 tok][D + 8] (ldmatrix.trans) or vLLM [D][16 tok] (ldmatrix, 16-byte halves XOR-swizzled
+//   by bit 2 of the row). The 8-element row padding and the swizzle put the 8 row addresses of
+//   every ldmatrix phase on distinct banks.
+#pragma once
+
+#include <cstdint>
+
+#include "muh/kernels/decode_common.cuh"
+#include "muh/tuning/policy.hpp"
+
+namespace muh::kernels::decode {
+
+// ---- Thin PTX wrappers (sm_80+ only; the portable agent uses none of these) -----------------
+namespace ptx {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// An L2 policy that evicts K/V first: the cache is streamed once; q and the block table stay.
+__device__ __forceinline__ std::uint64_t l2_evict_first() {
+  std::uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+
+// 16-byte global → shared copy, asynchronous; only src_bytes (0..16) are read, the rest of the
+// 16 bytes is zero-filled (masked tokens become zeros, never NaN from unused cache slots).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes, std::uint64_t pol) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_u32(dst)),
+               "l"(src), "r"(src_bytes), "l"(pol)
+               : "memory");
+}
+// Fetches the 32-byte sector holding *p into L2 (no register, no wait).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p))
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p))
+               : "memory");
+}
+
+// C[16×8] += A[16×16] · B[16×8], fp32 accumulators.
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
+                                         __nv_bfloat16) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
+                                         __half) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+}  // namespace ptx
+
+// Two floats → one 32-bit register of two 16-bit elements (lo in the low half).
+__device__ __forceinline__ unsigned pack2(float lo, float hi, __nv_bfloat16) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi, __half) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+
+template <class Getter, DType DT, int D>
+struct Sm80Traits {
+  using E = storage_t<DT>;
+  static constexpr DecodePolicy kPolicy = Getter{}();
+  static constexpr int kD = D;
+  static constexpr int kWarps = kPolicy.num_warps;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kStages = kPolicy.num_stages;
+  static constexpr int kRowElems = D + 8;                 // padded shared-memory row
+  static constexpr int kTileElems = 16 * kRowElems;       // one warp's 16-token K (or V) tile
+  static constexpr int kStageElems = 2 * kTileElems;      // K + V
+  static constexpr int kQElems = kRows * kRowElems;
+  static constexpr int kSmemBytes = (kQElems + kWarps * kStages * kStageElems) * int(sizeof(E));
+  // Q's A-operand fragments live in registers up to D = 128 (32 registers); at 256 they are
+  // re-read from shared memory, leaving registers to the 128 fp32 accumulators of O.
+  static constexpr bool kQInRegs = D <= 128;
+
+  static_assert(kPolicy.agent == Agent::sm80, "sm80 traits need an sm80 policy row");
+  static_assert(DT == DType::fp16 || DT == DType::bf16, "tensor cores take 16-bit K/V");
+  static_assert(validate(kPolicy, DT, D), "decode policy row does not fit its profile");
+  static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
+  static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
+  // The final combine reuses the stage area for [W][16][D] fp32 o and [W][16] m and l.
+  static_assert((kWarps * kRows * D + 2 * kWarps * kRows) * 4 <= kWarps * kStages * kStageElems * int(sizeof(E)),
+                "combine scratch must fit the stage area");
+};
+
+// Issues the cp.asyncs of one warp's 16-token tile starting at token t0 into stage `st`
+// (K tile, then V tile). `page` holds, in lane l, the page of token t0 + (l & 15).
+template <class Tr, KVLayout L>
+__device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWork& w,
+                                                typename Tr::E* st, int t0, int page, int lane,
+                                                std::uint64_t pol) {
+  using E = typename Tr::E;
+  constexpr int D = Tr::kD, kCPT = D / 8, R = Tr::kRowElems;  // 16-byte chunks per token row
+  const E* kc = static_cast<const E*>(a.k_cache);
+  const E* vc = static_cast<const E*>(a.v_cache);
+  E* sK = st;
+  E* sV = st + Tr::kTileElems;
+  const int Hkv = a.num_kv_heads, ps = a.page_size;
+  // K (both layouts) and V (NHD): chunk i = (token i / kCPT, dims 8·(i % kCPT) ..); one
+  // instruction covers 32 consecutive chunks, i.e. whole 16-byte-granular token rows.
+#pragma unroll
+  for (int it = 0; it < 16 * kCPT / 32; ++it) {
+    const int i = it * 32 + lane, t = i / kCPT, c = i % kCPT, tok = t0 + t;
+    const std::int64_t pg = __shfl_sync(0xffffffffu, page, t);
+    const int slot = tok & (ps - 1);
+    const int bytes = tok < w.kv_end ? 16 : 0;
+    if constexpr (L == KVLayout::nhd) {
+      const std::int64_t off = ((pg * ps + slot) * Hkv + w.kv_head) * D + c * 8;
+      ptx::cp_async16(sK + t * R + c * 8, kc + off, bytes, pol);
+      ptx::cp_async16(sV + t * R + c * 8, vc + off, bytes, pol);
+    } else {
+      const std::int64_t off = (((pg * Hkv + w.kv_head) * kCPT + c) * ps + slot) * 8;
+      ptx::cp_async16(sK + t * R + c * 8, kc + off, bytes, pol);
+    }
+  }
+  if constexpr (L == KVLayout::vllm) {
+    // V [page][head][D][page_size]: chunk (dim d, tokens g·8 .. g·8 + 7) is 16 contiguous bytes
+    // of one page (page_size ≥ 8); a partly valid chunk reads only its valid tokens.
+#pragma unroll
+    for (int it = 0; it < 2 * D / 32; ++it) {
+      const int i = it * 32 + lane, d = i >> 1, g = i & 1, tok0 = t0 + g * 8;
+      const std::int64_t pg = __shfl_sync(0xffffffffu, page, g * 8);
+      const int n = min(max(w.kv_end - tok0, 0), 8);
+      const std::int64_t off = ((pg * Hkv + w.kv_head) * D + d) * ps + (tok0 & (ps - 1));
+      ptx::cp_async16(sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8), vc + off, n * int(sizeof(E)), pol);
+    }
+  }
+}
+
+template <class Tr, KVLayout L>
+__global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  // Compiled for an older arch only so that the build links; never launched there (paged_decode
+  // checks the target against the device).
+  return;
+#else
+  using E = typename Tr::E;
+  constexpr int D = Tr::kD, S = Tr::kStages, W = Tr::kWarps, R = Tr::kRowElems;
+  extern __shared__ __align__(16) unsigned char smem[];
+  E* sQ = reinterpret_cast<E*>(smem);  // [16][D + 8]
+
+  const CtaWork w = cta_work(a);
+  if (w.idle) return;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  E* stages = sQ + Tr::kQElems + warp * S * Tr::kStageElems;  // this warp's [S][K tile | V tile]
+
+  // Q rows of this CTA → sQ (rows past w.rows are zero: padded MMA rows, never written out).
+  {
+    const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + w.head0) * D;
+    for (int i = tid; i < kRows * (D / 8); i += Tr::kThreads) {
+      const int r = i / (D / 8), c = i % (D / 8);
+      uint4 x = make_uint4(0, 0, 0, 0);
+      if (r < w.rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * 8);
+      *reinterpret_cast<uint4*>(sQ + r * R + c * 8) = x;
+    }
+  }
+
+  // This warp's tiles: w, w + W, … of the CTA's ceil(len / 16) tiles.
+  const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
+  const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
+  const int* bt = a.block_table + static_cast<std::int64_t>(w.seq) * a.max_blocks;
+  const std::uint64_t pol = ptx::l2_evict_first();
+  auto tile_start = [&](int j) { return w.kv_begin + (warp + j * W) * 16; };
+  // Block-table entries: lane l holds the page of token tile_start(j) + (l & 15). They are
+  // loaded two tiles ahead of their use (two tiles of compute hide an L2 hit), and the sector
+  // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
+  // table is in HBM too: one 32-byte sector serves 8 pages).
+  auto load_page = [&](int j) {
+    const int tok = tile_start(j) + (lane & 15);
+    return j < my_tiles && tok < w.kv_end ? __ldg(bt + (tok >> a.page_shift)) : 0;
+  };
+  auto prefetch_pages = [&](int j) {
+    const int tok = tile_start(j);
+    if (lane == 0 && j < my_tiles && tok < w.kv_end) ptx::prefetch_l2(bt + (tok >> a.page_shift));
+  };
+
+  // Pipeline prologue: tiles 0 .. S−2 in flight (one commit group per tile, empty ones too, so
+  // that wait_group<S − 1> always means "tile j has landed").
+  int page = load_page(0), page_next = load_page(1);
+#pragma unroll
+  for (int j = 0; j < S - 1; ++j) {
+    if (j < my_tiles) {
+      sm80_issue_tile<Tr, L>(a, w, stages + j * Tr::kStageElems, tile_start(j), page, lane, pol);
+      page = page_next;
+      page_next = load_page(j + 2);
+      prefetch_pages(j + 8);
+    }
+    ptx::cp_async_commit();
+  }
+  __syncthreads();  // sQ is written
+
+  unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims
+  if constexpr (Tr::kQInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) ptx::ldmatrix_x4(qf[kk], sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8);
+  }
+
+  float o[D / 8][4];  // O: 16 rows × D; n-tile j holds dims 8j .. 8j + 7 (C-fragment layout)
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows lane/4 and lane/4 + 8
+  float l[2] = {0.f, 0.f};              // running Σ p of the same rows (this lane's columns only)
+  const int quad = lane & 3;
+
+  for (int j = 0; j < my_tiles; ++j) {
+    // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
+    const int jn = j + S - 1;
+    if (jn < my_tiles) {
+      sm80_issue_tile<Tr, L>(a, w, stages + (jn % S) * Tr::kStageElems, tile_start(jn), page, lane, pol);
+      page = page_next;
+      page_next = load_page(jn + 2);
+      prefetch_pages(jn + 8);
+    }
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<S - 1>();
+    __syncwarp();  // every lane's copies of tile j are visible to the warp
+
+    const E* sK = stages + (j % S) * Tr::kStageElems;
+    const E* sV = sK + Tr::kTileElems;
+    const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
+
+    // S = Q Kᵀ: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1]) and
+    // lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      unsigned qa[4], kb[4];
+      if constexpr (Tr::kQInRegs) {
+        qa[0] = qf[kk][0];
+        qa[1] = qf[kk][1];
+        qa[2] = qf[kk][2];
+        qa[3] = qf[kk][3];
+      } else {
+        ptx::ldmatrix_x4(qa, sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8);
+      }
+      ptx::ldmatrix_x4(kb, sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8);
+      ptx::mma16816(s[0], qa, kb[0], kb[1], E{});
+      ptx::mma16816(s[1], qa, kb[2], kb[3], E{});
+    }
+
+    // Online softmax: scale, mask tokens past the range, new row max, rescale O and l.
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = n * 8 + 2 * quad + (e & 1);
+        const float x = col < valid ? s[n][e] * a.scale_log2 : -INFINITY;
+        s[n][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    float alpha[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      const float m_new = fmaxf(m[i], mx[i]);  // finite: token 0 of the tile is in range
+      alpha[i] = exp2f(m[i] - m_new);          // first tile: 2^−inf = 0
+      m[i] = m_new;
+    }
+    float rs[2] = {0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[n][e] - m[e >> 1]);  // masked: 0
+        s[n][e] = p;
+        rs[e >> 1] += p;
+      }
+    l[0] = l[0] * alpha[0] + rs[0];
+    l[1] = l[1] * alpha[1] + rs[1];
+#pragma unroll
+    for (int jj = 0; jj < D / 8; ++jj) {
+      o[jj][0] *= alpha[0];
+      o[jj][1] *= alpha[0];
+      o[jj][2] *= alpha[1];
+      o[jj][3] *= alpha[1];
+    }
+
+    // O += P V: P (16 rows × 16 tokens) re-packed from the S accumulators as the A operand.
+    const unsigned pa[4] = {pack2(s[0][0], s[0][1], E{}), pack2(s[0][2], s[0][3], E{}),
+                            pack2(s[1][0], s[1][1], E{}), pack2(s[1][2], s[1][3], E{})};
+#pragma unroll
+    for (int nn = 0; nn < D / 16; ++nn) {
+      unsigned vb[4];
+      if constexpr (L == KVLayout::nhd) {
+        ptx::ldmatrix_x4_trans(vb, sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8);
+      } else {
+        const int d = nn * 16 + (lane >> 4) * 8 + (lane & 7), g = (lane >> 3) & 1;
+        ptx::ldmatrix_x4(vb, sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8));
+      }
+      ptx::mma16816(o[2 * nn], pa, vb[0], vb[1], E{});
+      ptx::mma16816(o[2 * nn + 1], pa, vb[2], vb[3], E{});
+    }
+    __syncwarp();  // all lanes are done with stage j % S before it is refilled
+  }
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with its stages: the combine reuses them
+
+  // Combine the warps' states (m, l, unnormalised O) through shared memory, then store.
+  float* sO = reinterpret_cast<float*>(sQ + Tr::kQElems);  // [W][16][D]
+  float* sM = sO + W * kRows * D;                          // [W][16]
+  float* sL = sM + W * kRows;                              // [W][16]
+  const int r0 = lane >> 2;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+  if (quad == 0) {
+    sM[warp * kRows + r0] = m[0];
+    sM[warp * kRows + r0 + 8] = m[1];
+    sL[warp * kRows + r0] = l[0];
+    sL[warp * kRows + r0 + 8] = l[1];
+  }
+#pragma unroll
+  for (int jj = 0; jj < D / 8; ++jj) {
+    const int col = jj * 8 + 2 * quad;
+    *reinterpret_cast<float2*>(sO + (warp * kRows + r0) * D + col) = make_float2(o[jj][0], o[jj][1]);
+    *reinterpret_cast<float2*>(sO + (warp * kRows + r0 + 8) * D + col) = make_float2(o[jj][2], o[jj][3]);
+  }
+  __syncthreads();
+  combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads);
+#endif
+}
+
+}  // namespace muh::kernels::decode

@@ -1,0 +1,101 @@
+// kernels/prefill_common.cuh — what every prefill agent shares: the launch arguments, the element
+// types, the CTA → (q tile, sequence, head) schedule and the causal key range.
+//
+// Shapes (FlashAttention's varlen convention, see attention.hpp):
+//   q, out [total_q, num_q_heads, head_dim]   k, v [total_k, num_kv_heads, head_dim]
+//   lse    [num_q_heads, total_q] fp32         cu_seqlens_q / cu_seqlens_k [batch + 1] int32
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "muh/dtype.hpp"
+
+namespace muh::kernels {
+
+// Storage type of a DType on the device.
+template <DType T> struct storage;
+template <> struct storage<DType::fp16> { using type = __half; };
+template <> struct storage<DType::bf16> { using type = __nv_bfloat16; };
+template <> struct storage<DType::fp32> { using type = float; };
+template <DType T> using storage_t = typename storage<T>::type;
+
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(float x) { return x; }
+
+template <class T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+
+// log2(e) and ln(2): softmax runs in base 2 (exp2f) with the scale folded into log2(e).
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+
+// One prefill launch, as src/prefill.cu validated and filled it.
+struct PrefillArgs {
+  const void* q = nullptr;     // [total_q, num_q_heads, head_dim]
+  const void* k = nullptr;     // [total_k, num_kv_heads, head_dim]
+  const void* v = nullptr;     // [total_k, num_kv_heads, head_dim]
+  void* out = nullptr;         // [total_q, num_q_heads, head_dim]
+  float* lse = nullptr;        // [num_q_heads, total_q] or nullptr
+  const int* cu_seqlens_q = nullptr;  // [batch + 1]
+  const int* cu_seqlens_k = nullptr;  // [batch + 1]
+  int batch = 0;
+  int total_q = 0;
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int group = 1;               // num_q_heads / num_kv_heads (GQA: q head h reads kv head h / group)
+  int max_seqlen_q = 0;        // longest q sequence (sizes the grid)
+  int num_m_blocks = 0;        // ceil(max_seqlen_q / block_m): set by launch_prefill from its policy
+  float scale = 0.f;           // softmax scale (natural-log units, for lse)
+  float scale_log2 = 0.f;      // scale · log2(e): p = exp2(s · scale_log2 − m · scale_log2)
+  bool causal = false;         // bottom-right aligned: query i sees keys j <= i + len_k − len_q
+};
+
+// CTAs of one launch: num_m_blocks × batch × num_q_heads.
+inline long long prefill_grid_size(const PrefillArgs& a) {
+  return static_cast<long long>(a.num_m_blocks) * a.batch * a.num_q_heads;
+}
+
+// The work of one CTA. The linear block index runs over heads fastest (the q heads of one GQA
+// group are neighbours, so their K/V reads meet in L2), then sequences, then q tiles from the
+// LAST one down: the tiles that see the most keys under a causal mask start first and the last
+// wave is made of short tiles rather than long ones.
+struct TileCoord {
+  int m_block;
+  int b;
+  int h;
+};
+
+__device__ __forceinline__ TileCoord tile_of(long long linear, const PrefillArgs& a) {
+  const int h = static_cast<int>(linear % a.num_q_heads);
+  linear /= a.num_q_heads;
+  const int b = static_cast<int>(linear % a.batch);
+  linear /= a.batch;
+  return {a.num_m_blocks - 1 - static_cast<int>(linear), b, h};
+}
+
+// Keys [0, result) that any query row of [m0, m0 + rows) may see.
+__host__ __device__ __forceinline__ int visible_keys(int m0, int rows, int sq, int sk, bool causal) {
+  if (!causal) return sk;
+  const long long hi = static_cast<long long>(m0) + rows + sk - sq;  // row m0+rows−1 sees j < hi
+  return hi <= 0 ? 0 : (hi < sk ? static_cast<int>(hi) : sk);
+}
+
+// Does the key tile [n0, n0 + bn) need a per-element mask for query rows [m0, ...)? Yes when it
+// runs past the sequence's keys, or (causal) its last key lies beyond what row m0 may see.
+__host__ __device__ __forceinline__ bool tile_needs_mask(int n0, int bn, int m0, int sq, int sk, bool causal) {
+  return n0 + bn > sk || (causal && static_cast<long long>(n0) + bn - 1 > static_cast<long long>(m0) + sk - sq);
+}
+
+// Is key j hidden from query i (both sequence-relative)?
+__host__ __device__ __forceinline__ bool key_masked(int i, int j, int sq, int sk, bool causal) {
+  return j >= sk || (causal && static_cast<long long>(j) > static_cast<long long>(i) + sk - sq);
+}
+
+}  // namespace muh::kernels

@@ -1,0 +1,19 @@
+// kernels/prefill_instance.cuh — the per-(dtype, head_dim) entry points of prefill. Each build
+// defines one specialisation per entry of MUH_FOR_EACH_INSTANCE (build_config.hpp), generated from
+// src/instances/prefill_instance.cu.in; src/prefill.cu maps the runtime (dtype, head_dim) to them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "muh/dtype.hpp"
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/status.hpp"
+
+namespace muh::detail {
+
+// Runs the policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D); returns
+// not_compiled when the target is not compiled into this build.
+template <DType T, int D>
+Status prefill_instance(const kernels::PrefillArgs& a, int target, cudaStream_t stream);
+
+}  // namespace muh::detail

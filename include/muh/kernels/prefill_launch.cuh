@@ -1,0 +1,78 @@
+// kernels/prefill_launch.cuh — launches the prefill agent a policy names. Included by the
+// per-(dtype, head_dim) instance files (src/instances/prefill_instance.cu.in) and by the tuning
+// sweep of `muh bench prefill`, which hand it a getter type (dispatch.hpp) for the policy.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "muh/attention.hpp"
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_portable.cuh"
+#include "muh/kernels/prefill_sm80.cuh"
+#include "muh/status.hpp"
+#include "muh/tuning/policy.hpp"
+
+namespace muh::kernels {
+
+// Kernel arguments of a (validated) PrefillParams; the grid is sized by launch_prefill().
+inline PrefillArgs make_prefill_args(const PrefillParams& p) {
+  PrefillArgs a;
+  a.q = p.q;
+  a.k = p.k;
+  a.v = p.v;
+  a.out = p.out;
+  a.lse = p.lse;
+  a.cu_seqlens_q = p.cu_seqlens_q;
+  a.cu_seqlens_k = p.cu_seqlens_k;
+  a.batch = p.batch;
+  a.total_q = p.total_q;
+  a.num_q_heads = p.num_q_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  a.group = p.num_q_heads / p.num_kv_heads;
+  a.max_seqlen_q = p.max_seqlen_q;
+  a.scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.scale_log2 = a.scale * kLog2e;
+  a.causal = p.causal;
+  return a;
+}
+
+// The kernel a policy runs, its block size and its dynamic shared memory (the policy footprint).
+template <class Getter, DType DT, int D>
+struct PrefillKernel {
+  static constexpr PrefillPolicy policy = Getter{}();
+  static_assert(validate(policy, DT, D), "prefill policy row does not fit its profile's shared memory");
+  static_assert(policy.agent == Agent::portable || (policy.agent == Agent::sm80 && DT != DType::fp32),
+                "prefill agents: portable (every dtype) and sm80 (fp16/bf16)");
+  static constexpr int threads = policy.num_warps * 32;
+  static constexpr int smem_bytes = prefill_smem_bytes(policy, DT, D);
+
+  static auto function() {
+    if constexpr (policy.agent == Agent::sm80) return &prefill_sm80_kernel<Getter, DT, D>;
+    else return &prefill_portable_kernel<Getter, DT, D>;
+  }
+};
+
+// Launches one prefill over `a` (validated by src/prefill.cu) on `stream`. The kernel's max
+// dynamic shared memory is set to the policy footprint — the cap the row was validated against
+// bounds it, so an emulated profile (e.g. the portable agent's 48 KB) runs within its own limit.
+template <class Getter, DType DT, int D>
+Status launch_prefill(PrefillArgs a, cudaStream_t stream) {
+  using K = PrefillKernel<Getter, DT, D>;
+  a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
+  const long long grid = prefill_grid_size(a);
+  if (grid == 0) return Status::Ok();
+  auto kernel = K::function();
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
+  if (e != cudaSuccess)
+    return {StatusCode::cuda_error, std::string("prefill: setting ") + std::to_string(K::smem_bytes) +
+                                        " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
+  kernel<<<static_cast<unsigned>(grid), K::threads, K::smem_bytes, stream>>>(a);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill launch: ") + cudaGetErrorString(e)};
+  return Status::Ok();
+}
+
+}  // namespace muh::kernels

@@ -1,0 +1,182 @@
+// kernels/prefill_portable.cuh — the portable prefill agent: plain CUDA C++ (no inline PTX, no
+// cp.async, one synchronous stage), for the BI-V100 profile (Iluvatar's compiler takes CUDA C++,
+// not NVIDIA PTX) and every profile whose rows fall back to it (fp32 everywhere, sm_75).
+//
+// Shared memory is exactly prefill_smem_bytes() of policy.hpp: the Q tile and one K and one V
+// tile, (block_m + 2·block_n)·head_dim·elem — the seed's 32×32 tile at hd 256 in 16-bit is
+// (32 + 64)·256·2 = 48 KB. Scores and O stay in registers:
+//   a row of the q tile belongs to TPR = threads / block_m adjacent lanes; lane c of the row
+//   computes the scores of keys c, c+TPR, … and owns the O columns of 16-byte vectors c, c+TPR, …
+//   S = Q Kᵀ        fp32 FMAs from shared memory
+//   online softmax  row max / sum over the TPR lanes (shuffles), exp2f with the scale in log2(e)
+//   O += P V        each p broadcast from its owner lane by a shuffle, V rows from shared memory
+// Tiles are stored with each row's 16-byte vectors rotated by the row index, so the lanes of a
+// warp that read the same column of different rows hit different banks.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/tuning/policy.hpp"
+
+namespace muh::kernels {
+
+template <class T>
+struct PortableVec {
+  static constexpr int kElems = 16 / sizeof(T);  // elements per 16-byte vector: 8 (16-bit), 4 (fp32)
+  __device__ __forceinline__ static void unpack(const uint4& x, float (&f)[kElems]) {
+    const T* e = reinterpret_cast<const T*>(&x);
+#pragma unroll
+    for (int i = 0; i < kElems; ++i) f[i] = to_float(e[i]);
+  }
+  __device__ __forceinline__ static uint4 pack(const float (&f)[kElems], float scale) {
+    uint4 x;
+    T* e = reinterpret_cast<T*>(&x);
+#pragma unroll
+    for (int i = 0; i < kElems; ++i) e[i] = from_float<T>(f[i] * scale);
+    return x;
+  }
+};
+
+// Rows [0, ROWS) of a tile (row r at src + r·ld vectors) → shared memory, rotated; rows >= valid
+// become zeros.
+template <int ROWS, int NV, int NT>
+__device__ __forceinline__ void portable_load_tile(uint4* dst, const uint4* src, long long ld, int valid, int tid) {
+  for (int idx = tid; idx < ROWS * NV; idx += NT) {
+    const int r = idx / NV, v = idx % NV;
+    dst[r * NV + (v + r) % NV] = r < valid ? src[r * ld + v] : make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+template <class Getter, DType DT, int D>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_portable_kernel(const PrefillArgs a) {
+  using T = storage_t<DT>;
+  using Vec = PortableVec<T>;
+  constexpr PrefillPolicy P = Getter{}();
+  constexpr int BM = P.block_m, BN = P.block_n, NT = 32 * P.num_warps;
+  static_assert(P.num_stages == 1, "the portable agent has one synchronous stage");
+  static_assert(NT % BM == 0, "threads must be a multiple of block_m");
+  constexpr int TPR = NT / BM;  // lanes per query row
+  static_assert(TPR <= 32 && (TPR & (TPR - 1)) == 0, "lanes per row: a power of two <= 32");
+  constexpr int VE = Vec::kElems;
+  static_assert(D % VE == 0, "head_dim must fill 16-byte vectors");
+  constexpr int NV = D / VE;  // 16-byte vectors per row
+  static_assert(NV % TPR == 0 && BN % TPR == 0, "row lanes must split head_dim and block_n evenly");
+  constexpr int OV = NV / TPR;  // O vectors per lane
+  constexpr int SJ = BN / TPR;  // scores per lane per key tile
+  // Exactly the footprint the tables are checked with (48 KB for the seed's tiles).
+  static_assert((BM + 2 * BN) * NV * 16 == prefill_smem_bytes(P, DT, D), "footprint != policy.hpp");
+
+  extern __shared__ uint4 prefill_portable_smem[];
+  uint4* sQ = prefill_portable_smem;  // [BM][NV]
+  uint4* sK = sQ + BM * NV;           // [BN][NV]
+  uint4* sV = sK + BN * NV;           // [BN][NV]
+
+  const int tid = threadIdx.x;
+  const int r = tid / TPR, c = tid % TPR;  // query row of the tile, lane within the row
+  const TileCoord tc = tile_of(blockIdx.x, a);
+  const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
+  const int m0 = tc.m_block * BM;
+  if (m0 >= sq) return;
+  const int k_off = a.cu_seqlens_k[tc.b], sk = a.cu_seqlens_k[tc.b + 1] - k_off;
+  const int kvh = tc.h / a.group;
+  const long long ldq = static_cast<long long>(a.num_q_heads) * NV;  // in vectors
+  const long long ldk = static_cast<long long>(a.num_kv_heads) * NV;
+  const uint4* gQ = static_cast<const uint4*>(a.q) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * NV;
+  const uint4* gK = static_cast<const uint4*>(a.k) + k_off * ldk + static_cast<long long>(kvh) * NV;
+  const uint4* gV = static_cast<const uint4*>(a.v) + k_off * ldk + static_cast<long long>(kvh) * NV;
+  const int n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+
+  portable_load_tile<BM, NV, NT>(sQ, gQ, ldq, sq - m0, tid);
+
+  float o[OV][VE];
+#pragma unroll
+  for (int ov = 0; ov < OV; ++ov)
+#pragma unroll
+    for (int e = 0; e < VE; ++e) o[ov][e] = 0.f;
+  float m_run = -INFINITY, l_run = 0.f;  // running max (raw units), this lane's partial sum
+
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int n0 = tile * BN;
+    __syncthreads();  // the previous tile's K/V are no longer read
+    portable_load_tile<BN, NV, NT>(sK, gK + n0 * ldk, ldk, sk - n0, tid);
+    portable_load_tile<BN, NV, NT>(sV, gV + n0 * ldk, ldk, sk - n0, tid);
+    __syncthreads();
+
+    // S = Q Kᵀ for keys c, c + TPR, ...
+    float s[SJ];
+#pragma unroll
+    for (int jj = 0; jj < SJ; ++jj) s[jj] = 0.f;
+#pragma unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float qv[VE];
+      Vec::unpack(sQ[r * NV + (v + r) % NV], qv);
+#pragma unroll
+      for (int jj = 0; jj < SJ; ++jj) {
+        const int j = c + TPR * jj;
+        float kv[VE];
+        Vec::unpack(sK[j * NV + (v + j) % NV], kv);
+#pragma unroll
+        for (int e = 0; e < VE; ++e) s[jj] = fmaf(qv[e], kv[e], s[jj]);
+      }
+    }
+    if (tile_needs_mask(n0, BN, m0, sq, sk, a.causal)) {
+#pragma unroll
+      for (int jj = 0; jj < SJ; ++jj)
+        if (key_masked(m0 + r, n0 + c + TPR * jj, sq, sk, a.causal)) s[jj] = -INFINITY;
+    }
+
+    // Online softmax over the row's TPR lanes.
+    float mx = -INFINITY;
+#pragma unroll
+    for (int jj = 0; jj < SJ; ++jj) mx = fmaxf(mx, s[jj]);
+#pragma unroll
+    for (int off = TPR / 2; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off, TPR));
+    const float m_new = fmaxf(m_run, mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new * a.scale_log2;
+    const float corr = exp2f(m_run * a.scale_log2 - m_use);
+    m_run = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int jj = 0; jj < SJ; ++jj) {
+      s[jj] = exp2f(fmaf(s[jj], a.scale_log2, -m_use));
+      sum += s[jj];
+    }
+    l_run = l_run * corr + sum;
+#pragma unroll
+    for (int ov = 0; ov < OV; ++ov)
+#pragma unroll
+      for (int e = 0; e < VE; ++e) o[ov][e] *= corr;
+
+    // O += P V: p of key j lives in lane j % TPR of the row, slot j / TPR.
+#pragma unroll
+    for (int j = 0; j < BN; ++j) {
+      const float p = __shfl_sync(0xffffffffu, s[j / TPR], j % TPR, TPR);
+#pragma unroll
+      for (int ov = 0; ov < OV; ++ov) {
+        const int v = c + TPR * ov;
+        float vv[VE];
+        Vec::unpack(sV[j * NV + (v + j) % NV], vv);
+#pragma unroll
+        for (int e = 0; e < VE; ++e) o[ov][e] = fmaf(p, vv[e], o[ov][e]);
+      }
+    }
+  }
+
+  // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then).
+  float l = l_run;
+#pragma unroll
+  for (int off = TPR / 2; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off, TPR);
+  if (m0 + r < sq) {
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    uint4* gO = static_cast<uint4*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * NV;
+#pragma unroll
+    for (int ov = 0; ov < OV; ++ov) gO[c + TPR * ov] = Vec::pack(o[ov], inv);
+    if (a.lse != nullptr && c == 0)
+      a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] = l > 0.f ? m_run * a.scale + logf(l) : -INFINITY;
+  }
+}
+
+}  // namespace muh::kernels

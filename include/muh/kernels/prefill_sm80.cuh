@@ -1,0 +1,370 @@
+// kernels/prefill_sm80.cuh — the tensor-core prefill agent for sm_80 and newer (Ampere, Ada, and
+// Hopper until its own agent exists): FlashAttention-2's structure, written for muh.
+//
+// One CTA computes O for block_m query rows of one (sequence, q head); each of the num_warps warps
+// owns block_m / num_warps rows (whole m16 tiles). Per key tile of block_n keys:
+//   S = Q Kᵀ        mma.sync m16n8k16, fp32 accumulators in registers; Q fragments from
+//                   registers (when they fit, see kQInRegs) or ldmatrix; K by ldmatrix
+//   mask            only on tiles that cross the sequence end or the causal diagonal
+//   online softmax  row max / sum over the 4 lanes of a quad (2 shuffles), ex2.approx with the
+//                   scale folded into log2(e), rescale of O by exp2(m_old − m_new)
+//   O += P V        P rounded to 16 bits in registers and fed straight to the second mma as its
+//                   A operand (the S accumulator layout IS the A fragment layout); V by
+//                   ldmatrix.trans
+// K and V tiles stream through a ring of num_stages shared-memory tile buffers with cp.async; key tiles are
+// visited from the last to the first, so the masked tiles (diagonal, ragged end) come first and
+// the rest run without mask code. Shared-memory rows are XOR-swizzled in 16-byte chunks so that
+// the 8 row addresses of each ldmatrix hit 8 different bank groups.
+//
+// Tiles, warps and stages come from the policy (Getter); nothing in the body depends on a
+// particular head dim or dtype beyond the template parameters.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_sm80_ptx.cuh"
+#include "muh/tuning/policy.hpp"
+
+namespace muh::kernels {
+
+// Element offset of 16-byte chunk c of row r in a [rows][D] tile of 16-bit elements.
+// D multiple of 64 (rows of 128·k bytes): chunk ^ (r & 7) — the 8 rows of an ldmatrix start in
+// the same bank group, the XOR spreads them over all 8 groups of a 128-byte line.
+// D = 96 (192-byte rows, 12 chunks): rows alternate between bank-group offsets 0 and 4, so the
+// XOR takes (r >> 1) & 3 within groups of 4 chunks (64 bytes): 8 consecutive rows again land in
+// 8 different groups, and the XOR never leaves the row.
+template <int D>
+struct Sm80Swizzle {
+  static constexpr int kChunks = D / 8;
+  static_assert(kChunks % 4 == 0, "head_dim must be a multiple of 32");
+  static constexpr int kGroup = kChunks % 8 == 0 ? 8 : 4;  // chunks the XOR stays within
+  __device__ __forceinline__ static int mask(int r) { return kGroup == 8 ? (r & 7) : ((r >> 1) & 3); }
+  __device__ __forceinline__ static int chunk(int r, int c) { return c ^ mask(r); }
+  __device__ __forceinline__ static int offset(int r, int c) { return r * D + chunk(r, c) * 8; }
+};
+
+// Byte offsets of one lane's ldmatrix row address at every k16 step kk, for a pattern where the
+// lane reads row (base + lane_row) — base a multiple of 8, so the swizzle mask depends on the lane
+// only — and chunk 2·kk + cbit. Because the XOR touches only the low bits of the chunk index,
+//   (2kk + cbit) ^ m = (2kk & ~(G−1)) + ((2·(kk mod G/2) + cbit) ^ m),
+// so G/2 registers per pattern hold every offset and the rest is an immediate.
+template <int D>
+struct Sm80LdmOffsets {
+  using Swz = Sm80Swizzle<D>;
+  static constexpr int kN = Swz::kGroup / 2;
+  std::uint32_t off[kN];
+  __device__ __forceinline__ Sm80LdmOffsets(int lane_row, int cbit) {
+#pragma unroll
+    for (int j = 0; j < kN; ++j)
+      off[j] = static_cast<std::uint32_t>((lane_row * D + ((2 * j + cbit) ^ Swz::mask(lane_row)) * 8) * 2);
+  }
+  // Byte offset of (base_row + lane_row, chunk 2kk + cbit); base_row a multiple of 8.
+  __device__ __forceinline__ std::uint32_t at(int base_row, int kk) const {
+    return static_cast<std::uint32_t>((base_row * D + ((2 * kk) & ~(Swz::kGroup - 1)) * 8) * 2) + off[kk % kN];
+  }
+};
+
+// Copies a ROWS × D tile (row r at src + r·ld elements) into swizzled shared memory with cp.async;
+// rows >= valid are zero-filled (and not read).
+template <int ROWS, int D, int NT, class T>
+__device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long ld, int valid, int tid) {
+  constexpr int kChunks = D / 8;
+  constexpr int kTotal = ROWS * kChunks;
+  if constexpr (NT % kChunks == 0) {
+    // Each thread keeps one chunk column and steps down the rows: one pointer, one stride.
+    constexpr int kRowStep = NT / kChunks;
+    const int c = tid % kChunks, r0 = tid / kChunks;
+    // A runtime-bounded loop on purpose: fully unrolled, ptxas hoists every copy address of the
+    // tile into registers and the 128×64 hd-128 kernel spills 108 bytes (measured with -Xptxas -v).
+    for (int r = r0; r < ROWS; r += kRowStep) {
+      const bool ok = r < valid;
+      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), ok ? src + r * ld + c * 8 : src, ok);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (kTotal + NT - 1) / NT; ++i) {
+      const int idx = tid + i * NT;
+      if (kTotal % NT == 0 || idx < kTotal) {
+        const int r = idx / kChunks, c = idx % kChunks;
+        const bool ok = r < valid;
+        sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), ok ? src + r * ld + c * 8 : src, ok);
+      }
+    }
+  }
+}
+
+template <class Getter, DType DT, int D>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_kernel(const PrefillArgs a) {
+#if MUH_SM80_PTX
+  using T = storage_t<DT>;
+  using Swz = Sm80Swizzle<D>;
+  constexpr PrefillPolicy P = Getter{}();
+  constexpr int BM = P.block_m, BN = P.block_n, W = P.num_warps, S = P.num_stages;  // S: ring buffers
+  constexpr int NT = 32 * W;
+  static_assert(DT == DType::fp16 || DT == DType::bf16, "the tensor-core agent takes 16-bit inputs");
+  static_assert(BM % (16 * W) == 0, "each warp owns whole m16 tiles: block_m % (16·num_warps) == 0");
+  static_assert(BN % 16 == 0 && D % 16 == 0, "block_n and head_dim must be multiples of 16");
+  constexpr int RW = BM / W;    // query rows per warp
+  constexpr int MT = RW / 16;   // m16 tiles per warp
+  constexpr int NTL = BN / 8;   // n8 tiles of S per m16 tile
+  constexpr int KD = D / 16;    // k16 steps of Q Kᵀ
+  constexpr int DTL = D / 8;    // n8 tiles of O
+  // Q fragments stay in registers when they cost ≤ 32 registers per thread (hd ≤ 128 with one
+  // m16 tile per warp); beyond that the O and S accumulators need the registers and Q is re-read
+  // from shared memory by ldmatrix at every k16 step (FA2 does the same at hd 256).
+  constexpr bool kQInRegs = MT * KD * 4 <= 32;
+  // Q tile + a ring of num_stages K-or-V tiles: exactly the footprint the tables are checked with.
+  static_assert((BM + S * BN) * D * 2 == prefill_smem_bytes(P, DT, D), "footprint != policy.hpp");
+
+  extern __shared__ __align__(128) unsigned char prefill_sm80_smem[];
+  T* sQ = reinterpret_cast<T*>(prefill_sm80_smem);  // [BM][D]; reused for O in the epilogue
+  T* sKV = sQ + BM * D;                             // [S][BN][D]: the ring of K and V tiles
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;  // mma fragment row group and column pair
+  const TileCoord tc = tile_of(blockIdx.x, a);
+  const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
+  const int m0 = tc.m_block * BM;
+  if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
+  const int k_off = a.cu_seqlens_k[tc.b], sk = a.cu_seqlens_k[tc.b + 1] - k_off;
+  const int kvh = tc.h / a.group;
+  const long long ldq = static_cast<long long>(a.num_q_heads) * D;
+  const long long ldk = static_cast<long long>(a.num_kv_heads) * D;
+  const T* gQ = static_cast<const T*>(a.q) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
+  const T* gK = static_cast<const T*>(a.k) + k_off * ldk + static_cast<long long>(kvh) * D;
+  const T* gV = static_cast<const T*>(a.v) + k_off * ldk + static_cast<long long>(kvh) * D;
+
+  const int n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+
+  // Pipeline: a ring of S tile buffers fed by cp.async. Loop step i works on key tile
+  // n_tiles − 1 − i (last to first) and consumes two copy groups: group 2i = K(i) in Q Kᵀ and
+  // group 2i+1 = V(i) in P V; group j lives in buffer j % S. Before consuming group c, a step
+  // waits for it and syncs the CTA — which also proves group c − 1 consumed by every warp — and
+  // then issues group c − 1 + S into the buffer c − 1 freed. So S − 1 groups are in flight
+  // during every GEMM (wait_group S − 2). S = 2 is FlashAttention-2's schedule (one K and one V
+  // buffer: V(i) loads during Q Kᵀ, K(i+1) during softmax and P V); S = 4 is a double-buffered
+  // K/V pair; odd S works too. S = 1 (one buffer for both: synchronous) only serves profiles
+  // without cp.async, where the selector forces one stage.
+  auto issue = [&](int j) {  // copy group j (commits even when past the last tile: uniform counts)
+    const int i = j >> 1;
+    if (i < n_tiles) {
+      const int n0 = (n_tiles - 1 - i) * BN;
+      sm80_load_tile<BN, D, NT>(sKV + (j % S) * BN * D, ((j & 1) ? gV : gK) + n0 * ldk, ldk, sk - n0, tid);
+    }
+    sm80::cp_async_commit();
+  };
+  auto consume = [&](int c) {  // group c is ready in buffer c % S for every thread after this
+    if constexpr (S >= 2) {
+      sm80::cp_async_wait<S - 2>();
+      __syncthreads();
+      issue(c - 1 + S);
+    } else {
+      __syncthreads();  // every warp is done with the single buffer
+      issue(c);
+      sm80::cp_async_wait<0>();
+      __syncthreads();
+    }
+  };
+  sm80_load_tile<BM, D, NT>(sQ, gQ, ldq, sq - m0, tid);
+  if constexpr (S >= 2) {
+    for (int j = 0; j + 1 < S; ++j) issue(j);  // Q travels with group 0
+  } else {
+    sm80::cp_async_commit();
+  }
+
+  const int row0 = warp * RW;  // this warp's first row in the tile
+  float o[MT][DTL][4];
+  float row_m[MT][2], row_l[MT][2];  // running max (raw score units) and this thread's partial sum
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < DTL; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.f;
+    row_m[mt][0] = row_m[mt][1] = -INFINITY;
+    row_l[mt][0] = row_l[mt][1] = 0.f;
+  }
+  std::uint32_t qf[kQInRegs ? MT : 1][kQInRegs ? KD : 1][4];
+  // ldmatrix row addresses (see Sm80LdmOffsets): lanes 8i..8i+7 address matrix i.
+  //   Q (A operand): matrices rows 0–7 / 8–15 × chunks 2kk / 2kk+1 → a0..a3
+  //   K (B of Q Kᵀ): keys 0–7 × chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk, 8–15 × 2kk+1 → b0,b1 of two n8 tiles
+  //   V (B of P V, .trans): keys 0–7 / 8–15 × chunk 2dp, then × 2dp+1 → b0,b1 of two d tiles
+  const std::uint32_t q_base = sm80::smem_addr(sQ);
+  const Sm80LdmOffsets<D> q_off_lane(lane & 15, lane >> 4);
+  const Sm80LdmOffsets<D> k_off_lane((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const Sm80LdmOffsets<D> v_off_lane((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+
+  for (int i = 0; i < n_tiles; ++i) {
+    consume(2 * i);  // K(i) (and, at i = 0, Q) landed; the buffer P V(i−1) used is refilled
+    if constexpr (kQInRegs) {
+      if (i == 0) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < KD; ++kk)
+            sm80::ldmatrix_x4(qf[mt][kk], q_base + q_off_lane.at(row0 + mt * 16, kk));
+      }
+    }
+
+    // S = Q Kᵀ over one key tile.
+    const int n0 = (n_tiles - 1 - i) * BN;
+    const std::uint32_t k_base = sm80::smem_addr(sKV) + ((2 * i) % S) * (BN * D * 2);
+    float s[MT][NTL][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NTL; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk) {
+      std::uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (kQInRegs) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+        } else {
+          sm80::ldmatrix_x4(qa[mt], q_base + q_off_lane.at(row0 + mt * 16, kk));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < NTL / 2; ++np) {
+        // Matrices: keys np·16+0..7 / +8..15 × d chunks 2kk / 2kk+1 → b0,b1 of n8 tiles 2np, 2np+1.
+        std::uint32_t kb[4];
+        sm80::ldmatrix_x4(kb, k_base + k_off_lane.at(np * 16, kk));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          sm80::mma_16816<DT>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+          sm80::mma_16816<DT>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    // With 2 buffers (FA2's layout) the next copy, into K(i)'s buffer, is K(i+1), needed at the
+    // next step: wait for V(i) right after Q Kᵀ so that it is issued before the softmax and
+    // overlaps it as well as P V (as FA2 does). With more buffers that copy is needed ≥ 1.5
+    // steps later, so it waits until after the softmax, where fewer registers are live (issuing
+    // early at 128×64, 4 buffers, hd 128 spilled 20 bytes).
+    constexpr bool kIssueBeforeSoftmax = S <= 2;
+    if constexpr (kIssueBeforeSoftmax) consume(2 * i + 1);
+
+    // Mask: only tiles crossing the sequence end or the causal diagonal.
+    if (tile_needs_mask(n0, BN, m0, sq, sk, a.causal)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          // Row qi sees keys j < limit; in tile coordinates, column nt·8 + (e & 1) of this lane
+          // is key n0 + 2t + nt·8 + (e & 1).
+          const int qi = m0 + row0 + mt * 16 + g + hr * 8;
+          const int limit = a.causal ? min(sk, (sk - sq) + qi + 1) : sk;
+          const int lim = limit - n0 - 2 * t;
+#pragma unroll
+          for (int nt = 0; nt < NTL; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (nt * 8 + e >= lim) s[mt][nt][2 * hr + e] = -INFINITY;
+        }
+    }
+
+    // Online softmax, per row (lane holds rows g and g+8 of each m16 tile; a row's 2·NTL values
+    // per lane, the rest in the other 3 lanes of the quad).
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NTL; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hr], s[mt][nt][2 * hr + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_m[mt][hr], mx);
+        // A row with nothing visible yet keeps m = −inf; exp2 against 0 then gives p = 0.
+        const float m_use = m_new == -INFINITY ? 0.f : m_new * a.scale_log2;
+        const float corr = sm80::exp2_approx(row_m[mt][hr] * a.scale_log2 - m_use);  // m_old = −inf → 0
+        row_m[mt][hr] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NTL; ++nt)
+#pragma unroll
+          for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+            const float p = sm80::exp2_approx(fmaf(s[mt][nt][e], a.scale_log2, -m_use));
+            s[mt][nt][e] = p;
+            sum += p;
+          }
+        row_l[mt][hr] = row_l[mt][hr] * corr + sum;
+#pragma unroll
+        for (int dt = 0; dt < DTL; ++dt) {
+          o[mt][dt][2 * hr] *= corr;
+          o[mt][dt][2 * hr + 1] *= corr;
+        }
+      }
+    }
+
+    if constexpr (!kIssueBeforeSoftmax) consume(2 * i + 1);
+
+    // O += P V: P (16-bit) from the S accumulators; V fragments by ldmatrix.trans.
+    const std::uint32_t v_base = sm80::smem_addr(sKV) + ((2 * i + 1) % S) * (BN * D * 2);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      std::uint32_t pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        pa[mt][0] = sm80::pack2<DT>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = sm80::pack2<DT>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = sm80::pack2<DT>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = sm80::pack2<DT>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < DTL / 2; ++dp) {
+        // Matrices: keys kk·16+0..7 / +8..15 × d chunks 2dp / 2dp+1 → b0,b1 of d tiles 2dp, 2dp+1.
+        std::uint32_t vb[4];
+        sm80::ldmatrix_x4_trans(vb, v_base + v_off_lane.at(kk * 16, dp));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          sm80::mma_16816<DT>(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+          sm80::mma_16816<DT>(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+        }
+      }
+    }
+  }
+  sm80::cp_async_wait<0>();
+  __syncthreads();  // every copy into sQ has landed (also when there was no key tile at all)
+
+  // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then). O goes
+  // through this warp's own rows of sQ so that global stores are whole 16-byte chunks.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float l = row_l[mt][hr];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int r = row0 + mt * 16 + g + hr * 8;
+      if (a.lse != nullptr && t == 0 && m0 + r < sq)
+        a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] =
+            l > 0.f ? row_m[mt][hr] * a.scale + logf(l) : -INFINITY;
+#pragma unroll
+      for (int dt = 0; dt < DTL; ++dt)
+        *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, dt) + 2 * t) =
+            sm80::pack2<DT>(o[mt][dt][2 * hr] * inv, o[mt][dt][2 * hr + 1] * inv);
+    }
+  }
+  __syncwarp();
+  constexpr int kChunks = D / 8;
+  T* gO = static_cast<T*>(a.out) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
+#pragma unroll
+  for (int idx = lane; idx < RW * kChunks; idx += 32) {
+    const int r = row0 + idx / kChunks, c = idx % kChunks;
+    if (m0 + r < sq)
+      *reinterpret_cast<uint4*>(gO + r * ldq + c * 8) = *reinterpret_cast<const uint4*>(sQ + Swz::offset(r, c));
+  }
+#endif  // MUH_SM80_PTX
+}
+
+}  // namespace muh::kernels

@@ -1,0 +1,119 @@
+// kernels/prefill_sm80_ptx.cuh — thin wrappers over the sm_80 instructions the tensor-core prefill
+// agent uses: cp.async (16-byte global → shared copies, zero-filled past the end), ldmatrix
+// (plain and .trans) and mma.sync m16n8k16 with fp32 accumulation. Every body is compiled only
+// for sm_80 and newer (`__CUDA_ARCH__ >= 800`); an sm_75 build compiles them to nothing, and the
+// host never launches the agent there (a target newer than the device is refused).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "muh/dtype.hpp"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MUH_SM80_PTX 1
+#else
+#define MUH_SM80_PTX 0
+#endif
+
+namespace muh::kernels::sm80 {
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global → shared, bypassing L1 (.cg); `valid == false` writes 16 zero bytes and reads
+// nothing (src-size 0), which is how rows past a sequence's end become zeros.
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
+#if MUH_SM80_PTX
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if MUH_SM80_PTX
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if MUH_SM80_PTX
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// Four 8×8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i; lane l receives
+// row l/4, columns 2(l%4), 2(l%4)+1 of each (with .trans: column l/4, rows 2(l%4), 2(l%4)+1).
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+#if MUH_SM80_PTX
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+#if MUH_SM80_PTX
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+#endif
+}
+
+// C[16×8] += A[16×16] · B[16×8], fp32 accumulation. Fragments (g = lane/4, t = lane%4):
+//   a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 2t+8..) a3 (g+8, 2t+8..);  b0 (k 2t..2t+1, n g)
+//   b1 (k 2t+8.., n g);  c0,c1 (g, 2t..2t+1)  c2,c3 (g+8, 2t..2t+1).
+template <DType T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                          std::uint32_t b1) {
+#if MUH_SM80_PTX
+  if constexpr (T == DType::bf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(T == DType::fp16, "mma_16816: fp16 or bf16");
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+#endif
+}
+
+// 2^x with one MUFU.EX2 (ex2.approx.ftz: ~2 ulp, subnormal results flushed to 0, 2^-inf = 0).
+// exp2f() without --use_fast_math wraps the same instruction in a subnormal-range fix-up
+// (FSETP + 2 predicated FMUL per call: ~100 extra instructions per 64-key tile and thread at
+// hd 256, measured in the SASS); softmax weights below 2^-126 contribute nothing, so the
+// fix-up buys nothing here.
+__device__ __forceinline__ float exp2_approx(float x) {
+#if MUH_SM80_PTX
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return exp2f(x);
+#endif
+}
+
+// Two floats → one register of two 16-bit values (lo in the low half), round to nearest.
+template <DType T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  if constexpr (T == DType::bf16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+}
+
+}  // namespace muh::kernels::sm80

@@ -1,0 +1,240 @@
+"""muh.ops — muh's kernels as PyTorch custom ops (``torch.ops.muh.*``), usable under
+``torch.compile(fullgraph=True)`` and inside captured CUDA graphs.
+
+* ``paged_attention_v1`` / ``paged_attention_v2``: vLLM's ``torch.ops._C`` ops, argument for
+  argument, on vLLM's cache layout — ``torch.ops.muh`` can stand in for ``torch.ops._C``.
+  ALiBi, an fp8 KV cache and block-sparse attention raise NotImplementedError.
+* ``flash_attn_varlen_func``: FlashAttention's varlen call for the arguments muh supports.
+* ``paged_decode``: one query token per sequence over an NHD cache
+  ``[num_pages, page_size, num_kv_heads, head_dim]``, split as muh's decode plan decides.
+
+Bad arguments raise ValueError naming the argument (NotImplementedError for what muh does not do).
+The C++ side lives in python/src/torch_ops.cpp; the fake implementations here give torch.compile
+the output shapes (and the same argument errors at trace time) without running a kernel.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Optional, Tuple, Union
+
+import torch
+
+__all__ = ["paged_attention_v1", "paged_attention_v2", "flash_attn_varlen_func", "paged_decode",
+           "library_path"]
+
+
+def _find_library() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = sorted(glob.glob(os.path.join(here, "_muh_torch_ops*.so")))
+    if not found:
+        raise ImportError(
+            "muh.ops is not built: torch was not importable when muh was built. Install muh where "
+            "torch is: `pip install --no-build-isolation ./python` (or configure the top-level "
+            "CMake project with the Python that has torch).")
+    return found[0]
+
+
+library_path = _find_library()
+if not hasattr(torch.ops.muh, "paged_decode"):  # loading twice would register the ops twice
+    torch.ops.load_library(library_path)
+
+_PARTITION_SIZE = 512  # vLLM's PARTITION_SIZE for the v2 scratch buffers' shapes
+
+
+# ---- fake (meta) implementations: shapes for torch.compile, argument errors at trace time -------
+
+def _check(cond: bool, op: str, msg: str) -> None:
+    if not cond:
+        raise ValueError(f"muh.{op}: {msg}")
+
+
+def _check_vllm(op: str, out, query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                block_size, alibi_slopes, kv_cache_dtype, blocksparse_vert_stride) -> None:
+    if alibi_slopes is not None:
+        raise NotImplementedError(f"muh.{op}: alibi_slopes is not supported (muh has no ALiBi); pass None")
+    if kv_cache_dtype != "auto":
+        raise NotImplementedError(
+            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV cache in muh); "
+            "the cache must have the query's dtype and kv_cache_dtype='auto'")
+    if blocksparse_vert_stride > 1:
+        raise NotImplementedError(
+            f"muh.{op}: block-sparse attention (blocksparse_vert_stride={blocksparse_vert_stride}) "
+            "is not supported; pass 0")
+    _check(query.dim() == 3, op, f"query must be 3-D [num_seqs, num_heads, head_size], got shape {tuple(query.shape)}")
+    _check(query.dtype in (torch.float16, torch.bfloat16, torch.float32), op,
+           f"query must be float16, bfloat16 or float32, got {query.dtype}")
+    _check(out.shape == query.shape, op, f"out must have query's shape {tuple(query.shape)}, got {tuple(out.shape)}")
+    _check(out.dtype == query.dtype, op, f"out must be {query.dtype}, got {out.dtype}")
+    _check(key_cache.dim() == 5, op, "key_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, "
+           f"block_size, x], got shape {tuple(key_cache.shape)}")
+    _check(value_cache.dim() == 4, op, "value_cache must be 4-D [num_blocks, num_kv_heads, head_size, "
+           f"block_size], got shape {tuple(value_cache.shape)}")
+    if key_cache.dtype != query.dtype or value_cache.dtype != query.dtype:
+        raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be the query's "
+                                  f"({query.dtype}); muh has no fp8/quantised KV cache")
+    _check(block_tables.dim() == 2 and block_tables.dtype == torch.int32, op,
+           f"block_tables must be 2-D int32 [num_seqs, max_num_blocks_per_seq], got "
+           f"{block_tables.dtype} {tuple(block_tables.shape)}")
+    _check(seq_lens.dim() == 1 and seq_lens.dtype == torch.int32, op,
+           f"seq_lens must be 1-D int32 [num_seqs], got {seq_lens.dtype} {tuple(seq_lens.shape)}")
+    _check(num_kv_heads >= 1 and query.shape[1] % num_kv_heads == 0, op,
+           f"num_kv_heads ({num_kv_heads}) must divide query's num_heads ({query.shape[1]})")
+
+
+@torch.library.register_fake("muh::paged_attention_v1")
+def _paged_attention_v1_fake(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
+                             seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+                             v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+                             blocksparse_block_size, blocksparse_head_sliding_step) -> None:
+    _check_vllm("paged_attention_v1", out, query, key_cache, value_cache, num_kv_heads, block_tables,
+                seq_lens, block_size, alibi_slopes, kv_cache_dtype, blocksparse_vert_stride)
+
+
+@torch.library.register_fake("muh::paged_attention_v2")
+def _paged_attention_v2_fake(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache,
+                             num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                             alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank,
+                             blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+                             blocksparse_head_sliding_step) -> None:
+    _check_vllm("paged_attention_v2", out, query, key_cache, value_cache, num_kv_heads, block_tables,
+                seq_lens, block_size, alibi_slopes, kv_cache_dtype, blocksparse_vert_stride)
+
+
+@torch.library.register_fake("muh::flash_attn_varlen")
+def _flash_attn_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                            softmax_scale=None, causal=False, return_lse=False):
+    op = "flash_attn_varlen_func"
+    _check(q.dim() == 3, op, f"q must be 3-D [total_q, num_heads, head_dim], got shape {tuple(q.shape)}")
+    _check(k.dim() == 3 and v.shape == k.shape, op,
+           f"k and v must be 3-D [total_k, num_kv_heads, head_dim] of one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    _check(k.dtype == q.dtype and v.dtype == q.dtype, op, f"k and v must be {q.dtype}, got {k.dtype} and {v.dtype}")
+    _check(cu_seqlens_q.dtype == torch.int32 and cu_seqlens_k.dtype == torch.int32, op,
+           "cu_seqlens_q and cu_seqlens_k must be int32")
+    out = q.new_empty(q.shape)
+    lse = (q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32) if return_lse
+           else q.new_empty((0,), dtype=torch.float32))
+    return out, lse
+
+
+@torch.library.register_fake("muh::paged_decode")
+def _paged_decode_fake(q, k_cache, v_cache, block_table, seq_lens, max_seq_len=-1, softmax_scale=None,
+                       return_lse=False, num_splits=0):
+    op = "paged_decode"
+    _check(q.dim() == 3, op, f"q must be 3-D [num_seqs, num_q_heads, head_dim], got shape {tuple(q.shape)}")
+    _check(k_cache.dim() == 4 and v_cache.shape == k_cache.shape, op,
+           "k_cache and v_cache must be 4-D [num_pages, page_size, num_kv_heads, head_dim] (NHD) of one "
+           f"shape, got {tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
+    _check(block_table.dtype == torch.int32 and seq_lens.dtype == torch.int32, op,
+           "block_table and seq_lens must be int32")
+    out = q.new_empty(q.shape)
+    lse = (q.new_empty((q.shape[0], q.shape[1]), dtype=torch.float32) if return_lse
+           else q.new_empty((0,), dtype=torch.float32))
+    return out, lse
+
+
+# ---- Python entry points -------------------------------------------------------------------------
+
+_unit_scales = {}
+
+
+def _unit_scale(device: torch.device) -> torch.Tensor:
+    # vLLM passes k_scale / v_scale tensors; with kv_cache_dtype='auto' they are unused.
+    t = _unit_scales.get(device)
+    if t is None:
+        t = _unit_scales[device] = torch.ones((), dtype=torch.float32, device=device)
+    return t
+
+
+def paged_attention_v1(out: torch.Tensor, query: torch.Tensor, key_cache: torch.Tensor,
+                       value_cache: torch.Tensor, num_kv_heads: int, scale: float,
+                       block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int,
+                       max_seq_len: int, alibi_slopes: Optional[torch.Tensor] = None,
+                       kv_cache_dtype: str = "auto", k_scale: Optional[torch.Tensor] = None,
+                       v_scale: Optional[torch.Tensor] = None, tp_rank: int = 0,
+                       blocksparse_local_blocks: int = 0, blocksparse_vert_stride: int = 0,
+                       blocksparse_block_size: int = 64, blocksparse_head_sliding_step: int = 0) -> None:
+    """vLLM's ``_custom_ops.paged_attention_v1``: writes ``out`` [num_seqs, num_heads, head_size]."""
+    k_scale = _unit_scale(query.device) if k_scale is None else k_scale
+    v_scale = _unit_scale(query.device) if v_scale is None else v_scale
+    torch.ops.muh.paged_attention_v1(
+        out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
+        max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank,
+        blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+        blocksparse_head_sliding_step)
+
+
+def paged_attention_v2(out: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,
+                       tmp_out: torch.Tensor, query: torch.Tensor, key_cache: torch.Tensor,
+                       value_cache: torch.Tensor, num_kv_heads: int, scale: float,
+                       block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int,
+                       max_seq_len: int, alibi_slopes: Optional[torch.Tensor] = None,
+                       kv_cache_dtype: str = "auto", k_scale: Optional[torch.Tensor] = None,
+                       v_scale: Optional[torch.Tensor] = None, tp_rank: int = 0,
+                       blocksparse_local_blocks: int = 0, blocksparse_vert_stride: int = 0,
+                       blocksparse_block_size: int = 64, blocksparse_head_sliding_step: int = 0) -> None:
+    """vLLM's ``_custom_ops.paged_attention_v2``. muh's plan picks the split count; ``tmp_out``
+    serves as its workspace when large enough (exp_sums / max_logits are left untouched)."""
+    k_scale = _unit_scale(query.device) if k_scale is None else k_scale
+    v_scale = _unit_scale(query.device) if v_scale is None else v_scale
+    torch.ops.muh.paged_attention_v2(
+        out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
+        block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+        v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+        blocksparse_head_sliding_step)
+
+
+def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+                           max_seqlen_q: int, max_seqlen_k: int,
+                           softmax_scale: Optional[float] = None, causal: bool = False,
+                           return_lse: bool = False, *, dropout_p: float = 0.0,
+                           window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
+                           alibi_slopes: Optional[torch.Tensor] = None, deterministic: bool = False,
+                           return_attn_probs: bool = False,
+                           block_table: Optional[torch.Tensor] = None
+                           ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """FlashAttention's varlen attention. q [total_q, num_heads, head_dim], k/v [total_k,
+    num_kv_heads, head_dim] (GQA when num_kv_heads divides num_heads), cu_seqlens int32
+    [batch + 1]. Causal masks are bottom-right aligned, as FlashAttention's. Returns out, or
+    (out, lse) with lse [num_heads, total_q] fp32 when return_lse. The keyword-only arguments are
+    FlashAttention's; muh supports only their defaults (deterministic is always true: muh's
+    kernels are run-to-run bitwise reproducible)."""
+    op = "muh.flash_attn_varlen_func"
+    if not isinstance(causal, bool):
+        raise TypeError(f"{op}: causal must be a bool, got {type(causal).__name__} (dropout_p is "
+                        "keyword-only here: muh has no dropout)")
+    if dropout_p != 0.0:
+        raise NotImplementedError(f"{op}: dropout_p={dropout_p} is not supported (inference only)")
+    if tuple(window_size) != (-1, -1):
+        raise NotImplementedError(f"{op}: window_size={tuple(window_size)} (local attention) is not supported")
+    if softcap != 0.0:
+        raise NotImplementedError(f"{op}: softcap={softcap} is not supported")
+    if alibi_slopes is not None:
+        raise NotImplementedError(f"{op}: alibi_slopes is not supported (muh has no ALiBi)")
+    if return_attn_probs:
+        raise NotImplementedError(f"{op}: return_attn_probs is not supported; use return_lse=True")
+    if block_table is not None:
+        raise NotImplementedError(f"{op}: block_table (paged KV prefill) is not supported")
+    out, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                               max_seqlen_k, softmax_scale, causal, return_lse)
+    return (out, lse) if return_lse else out
+
+
+def paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                 block_table: torch.Tensor, seq_lens: torch.Tensor, max_seq_len: Optional[int] = None,
+                 softmax_scale: Optional[float] = None, return_lse: bool = False,
+                 num_splits: int = 0) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """Decode attention over an NHD paged cache, planned by muh.
+
+    q [num_seqs, num_q_heads, head_dim]; k_cache / v_cache [num_pages, page_size, num_kv_heads,
+    head_dim]; block_table int32 [num_seqs, max_blocks_per_seq]; seq_lens int32 [num_seqs].
+    max_seq_len: a host-side bound on seq_lens that sizes the plan (default: the block table's
+    capacity, max_blocks_per_seq × page_size). num_splits: 0 lets muh's plan choose V1/V2 and the
+    split count; n > 0 forces n partitions. A sequence of length 0 gives zeros (lse −inf).
+    Returns out, or (out, lse [num_seqs, num_q_heads] fp32)."""
+    out, lse = torch.ops.muh.paged_decode(q, k_cache, v_cache, block_table, seq_lens,
+                                          -1 if max_seq_len is None else max_seq_len,
+                                          softmax_scale, return_lse, num_splits)
+    return (out, lse) if return_lse else out

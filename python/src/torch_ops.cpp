@@ -1,0 +1,478 @@
+// torch_ops.cpp — torch.ops.muh: muh's host API (attention.hpp, plan.hpp) as PyTorch custom ops.
+//
+//   paged_attention_v1 / _v2   vLLM's torch.ops._C schemas, argument for argument, on vLLM's cache
+//                              layout (key [blocks, kv_heads, d/x, block, x], value [blocks,
+//                              kv_heads, d, block]); ALiBi, fp8 KV cache and block-sparse raise.
+//   flash_attn_varlen          FlashAttention's varlen convention; returns (out, lse).
+//   paged_decode               NHD cache [pages, page_size, kv_heads, d], muh's own decode plan.
+//
+// Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
+// NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
+// The ops launch on torch's current stream, allocate only through torch's caching allocator and
+// never synchronise, so they can be captured in a CUDA graph. Their fake (meta) implementations,
+// for torch.compile, are in muh/ops.py.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+
+#include "muh/attention.hpp"
+#include "muh/plan.hpp"
+
+namespace muh::torch_ops {
+namespace {
+
+// ---- Errors -------------------------------------------------------------------------------------
+// TORCH_CHECK_VALUE → Python ValueError; TORCH_CHECK_NOT_IMPLEMENTED → NotImplementedError (a
+// RuntimeError); TORCH_CHECK → RuntimeError. Messages read "muh.<op>: <argument> ...".
+#define MUH_ARG_CHECK(cond, op, ...) TORCH_CHECK_VALUE(cond, "muh.", op, ": ", __VA_ARGS__)
+
+[[noreturn]] void throw_status(const Status& s, const char* op) {
+  const std::string m = std::string("muh.") + op + ": " + s.message();
+  switch (s.code()) {
+    case StatusCode::invalid_argument: TORCH_CHECK_VALUE(false, m);
+    case StatusCode::unsupported:
+    case StatusCode::not_compiled: TORCH_CHECK_NOT_IMPLEMENTED(false, m);
+    default: TORCH_CHECK(false, m, " [", status_code_name(s.code()), "]");
+  }
+  // TORCH_CHECK(false, ...) always throws; this keeps [[noreturn]] honest for the compiler.
+  throw std::logic_error(m);
+}
+
+std::optional<DType> muh_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return DType::fp16;
+    case at::kBFloat16: return DType::bf16;
+    case at::kFloat: return DType::fp32;
+    default: return std::nullopt;
+  }
+}
+
+// ---- Argument checks ----------------------------------------------------------------------------
+struct Args {
+  const char* op;
+  c10::Device device;  // the query's
+
+  void cuda(const at::Tensor& t, const char* name) const {
+    MUH_ARG_CHECK(t.defined(), op, name, " is undefined");
+    MUH_ARG_CHECK(t.is_cuda(), op, name, " must be a CUDA tensor, got device ", t.device());
+    MUH_ARG_CHECK(t.device() == device, op, name, " is on ", t.device(), " but query is on ", device);
+  }
+  void dtype(const at::Tensor& t, const char* name, at::ScalarType want) const {
+    MUH_ARG_CHECK(t.scalar_type() == want, op, name, " must be ", want, ", got ", t.scalar_type());
+  }
+  void dim(const at::Tensor& t, const char* name, int64_t n, const char* shape) const {
+    MUH_ARG_CHECK(t.dim() == n, op, name, " must be ", n, "-D ", shape, ", got shape ", t.sizes());
+  }
+  void size(const at::Tensor& t, const char* name, int64_t d, int64_t want, const char* what) const {
+    MUH_ARG_CHECK(t.size(d) == want, op, name, ".shape[", d, "] (", what, ") must be ", want,
+                  ", got ", t.size(d), " (shape ", t.sizes(), ")");
+  }
+  void contiguous(const at::Tensor& t, const char* name) const {
+    MUH_ARG_CHECK(t.is_contiguous(), op, name, " must be contiguous, got shape ", t.sizes(),
+                  " with strides ", t.strides());
+  }
+  // An index tensor: int32, 1-D or 2-D as `shape` says, contiguous, on the query's device.
+  void index(const at::Tensor& t, const char* name, int64_t n, const char* shape) const {
+    cuda(t, name);
+    dim(t, name, n, shape);
+    dtype(t, name, at::kInt);
+    contiguous(t, name);
+  }
+  // q/k/v-like input: the last dim must be unit-stride (FlashAttention's and vLLM's rule); other
+  // strides are allowed and handled by a contiguous copy (muh's kernels take packed rows).
+  at::Tensor rows(const at::Tensor& t, const char* name) const {
+    MUH_ARG_CHECK(t.stride(-1) == 1, op, name, " must have a contiguous last dimension, got strides ",
+                  t.strides());
+    return t.is_contiguous() ? t : t.contiguous();
+  }
+  DType element(const at::Tensor& t, const char* name) const {
+    const auto d = muh_dtype(t.scalar_type());
+    MUH_ARG_CHECK(d.has_value(), op, name, " must be float16, bfloat16 or float32, got ", t.scalar_type());
+    return *d;
+  }
+  int to_int(int64_t v, const char* name) const {
+    MUH_ARG_CHECK(v >= INT32_MIN && v <= INT32_MAX, op, name, " = ", v, " does not fit in int32");
+    return static_cast<int>(v);
+  }
+  float scale(std::optional<double> s, const char* name) const {
+    if (!s) return 0.f;  // muh: 0 → 1/sqrt(head_dim)
+    MUH_ARG_CHECK(std::isfinite(*s) && *s > 0, op, name, " must be a finite number > 0, got ", *s);
+    return static_cast<float>(*s);
+  }
+};
+
+// ---- The device's profile, read once per device (cudaGetDeviceProperties costs ~1 ms) ----------
+const HardwareCapability& device_profile(int index, const char* op) {
+  static std::mutex mu;
+  static std::unordered_map<int, HardwareCapability> cache;  // node-based: references stay valid
+  std::lock_guard<std::mutex> lock(mu);
+  const auto it = cache.find(index);
+  if (it != cache.end()) return it->second;
+  const DeviceQuery q = query_current_device(index);
+  if (!q.status.ok()) throw_status(q.status, op);
+  return cache.emplace(index, q.hw).first->second;
+}
+
+RunOptions run_options(const at::Tensor& on) {
+  RunOptions ro;
+  ro.stream = at::cuda::getCurrentCUDAStream(on.get_device()).stream();
+  return ro;
+}
+
+bool capturing() {
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+}
+
+// Plans and runs one decode. `workspace_hint` (vLLM v2's tmp_out) is used as muh's workspace when
+// it is contiguous and large enough; otherwise the workspace comes from torch's caching allocator
+// (stream-ordered, and from the graph's private pool under capture).
+void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at::Tensor& query,
+                const at::Tensor* workspace_hint) {
+  po.cuda_graph = po.cuda_graph || capturing();
+  DecodePlan plan;
+  Status s = plan_decode(p, device_profile(query.get_device(), op), po, &plan);
+  if (!s.ok()) throw_status(s, op);
+  void* ws = nullptr;
+  std::size_t ws_bytes = 0;
+  at::Tensor ws_tensor;
+  if (plan.workspace_bytes > 0) {
+    // 256 B: the caching allocator's own alignment, ample for muh's 16-byte vector accesses.
+    if (workspace_hint && workspace_hint->is_contiguous() &&
+        static_cast<std::size_t>(workspace_hint->nbytes()) >= plan.workspace_bytes &&
+        reinterpret_cast<std::uintptr_t>(workspace_hint->data_ptr()) % 256 == 0) {
+      ws = workspace_hint->data_ptr();
+      ws_bytes = workspace_hint->nbytes();
+    } else {
+      ws_tensor = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, query.options().dtype(at::kByte));
+      ws = ws_tensor.data_ptr();
+      ws_bytes = plan.workspace_bytes;
+    }
+  }
+  s = paged_decode(p, plan, ws, ws_bytes, run_options(query));
+  if (!s.ok()) throw_status(s, op);
+}
+
+// ---- vLLM's paged_attention_v1 / v2 --------------------------------------------------------------
+// What muh does not do raises instead of computing something else.
+void check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& alibi_slopes,
+                            std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!alibi_slopes.has_value(), "muh.", op,
+                              ": alibi_slopes is not supported (muh has no ALiBi); pass None");
+  TORCH_CHECK_NOT_IMPLEMENTED(kv_cache_dtype == "auto", "muh.", op, ": kv_cache_dtype='",
+                              kv_cache_dtype, "' is not supported (no fp8 KV cache in muh); "
+                              "the cache must have the query's dtype and kv_cache_dtype='auto'");
+  // vLLM's kernels switch to block-sparse when blocksparse_vert_stride > 1.
+  TORCH_CHECK_NOT_IMPLEMENTED(blocksparse_vert_stride <= 1, "muh.", op,
+                              ": block-sparse attention (blocksparse_vert_stride=",
+                              blocksparse_vert_stride, ") is not supported; pass 0");
+}
+
+DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query_in,
+                         const at::Tensor& key_cache, const at::Tensor& value_cache,
+                         int64_t num_kv_heads, double scale, const at::Tensor& block_tables,
+                         const at::Tensor& seq_lens, int64_t block_size, int64_t max_seq_len,
+                         at::Tensor* query_keep) {
+  a.cuda(query_in, "query");
+  a.dim(query_in, "query", 3, "[num_seqs, num_heads, head_size]");
+  const DType t = a.element(query_in, "query");
+  // vLLM slices query out of a fused qkv buffer: rows may be strided, heads must be packed.
+  *query_keep = a.rows(query_in, "query");
+  const at::Tensor& query = *query_keep;
+  const int64_t num_seqs = query.size(0), num_heads = query.size(1), head_size = query.size(2);
+
+  a.cuda(out, "out");
+  a.dtype(out, "out", query.scalar_type());
+  MUH_ARG_CHECK(out.sizes() == query.sizes(), a.op, "out must have query's shape ", query.sizes(),
+                ", got ", out.sizes());
+  a.contiguous(out, "out");
+
+  // x = 16 bytes / element size: vLLM packs the key's head dim in 16-byte groups.
+  const int64_t x = 16 / query.element_size();
+  a.cuda(key_cache, "key_cache");
+  TORCH_CHECK_NOT_IMPLEMENTED(key_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
+                              ": key_cache dtype ", key_cache.scalar_type(), " differs from query dtype ",
+                              query.scalar_type(), " (muh has no fp8/quantised KV cache)");
+  a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
+  a.contiguous(key_cache, "key_cache");
+  a.cuda(value_cache, "value_cache");
+  TORCH_CHECK_NOT_IMPLEMENTED(value_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
+                              ": value_cache dtype ", value_cache.scalar_type(), " differs from query dtype ",
+                              query.scalar_type(), " (muh has no fp8/quantised KV cache)");
+  a.dim(value_cache, "value_cache", 4, "[num_blocks, num_kv_heads, head_size, block_size]");
+  a.contiguous(value_cache, "value_cache");
+  const int64_t num_blocks = key_cache.size(0);
+  MUH_ARG_CHECK(num_kv_heads >= 1 && num_heads % num_kv_heads == 0, a.op, "num_kv_heads (", num_kv_heads,
+                ") must divide query's num_heads (", num_heads, ")");
+  MUH_ARG_CHECK(block_size >= 1, a.op, "block_size must be >= 1, got ", block_size);
+  a.size(key_cache, "key_cache", 1, num_kv_heads, "num_kv_heads");
+  a.size(key_cache, "key_cache", 2, head_size / x, "head_size / x");
+  a.size(key_cache, "key_cache", 3, block_size, "block_size");
+  a.size(key_cache, "key_cache", 4, x, "x = 16 / element size");
+  MUH_ARG_CHECK(head_size % x == 0, a.op, "query's head_size (", head_size, ") must be a multiple of x = ", x);
+  a.size(value_cache, "value_cache", 0, num_blocks, "num_blocks, as key_cache");
+  a.size(value_cache, "value_cache", 1, num_kv_heads, "num_kv_heads");
+  a.size(value_cache, "value_cache", 2, head_size, "head_size");
+  a.size(value_cache, "value_cache", 3, block_size, "block_size");
+
+  a.index(block_tables, "block_tables", 2, "[num_seqs, max_num_blocks_per_seq]");
+  a.size(block_tables, "block_tables", 0, num_seqs, "num_seqs");
+  a.index(seq_lens, "seq_lens", 1, "[num_seqs]");
+  a.size(seq_lens, "seq_lens", 0, num_seqs, "num_seqs");
+  MUH_ARG_CHECK(max_seq_len >= 0, a.op, "max_seq_len must be >= 0, got ", max_seq_len);
+  MUH_ARG_CHECK(std::isfinite(scale) && scale > 0, a.op, "scale must be a finite number > 0, got ", scale);
+
+  DecodeParams p;
+  p.dtype = t;
+  p.layout = KVLayout::vllm;
+  p.q = query.data_ptr();
+  p.k_cache = key_cache.data_ptr();
+  p.v_cache = value_cache.data_ptr();
+  p.out = out.data_ptr();
+  p.lse = nullptr;
+  p.block_table = block_tables.data_ptr<int>();
+  p.seq_lens = seq_lens.data_ptr<int>();
+  p.num_seqs = a.to_int(num_seqs, "num_seqs");
+  p.num_q_heads = a.to_int(num_heads, "num_heads");
+  p.num_kv_heads = a.to_int(num_kv_heads, "num_kv_heads");
+  p.head_dim = a.to_int(head_size, "head_size");
+  p.page_size = a.to_int(block_size, "block_size");
+  p.num_pages = a.to_int(num_blocks, "num_blocks");
+  p.max_blocks_per_seq = a.to_int(block_tables.size(1), "max_num_blocks_per_seq");
+  p.max_seq_len = a.to_int(max_seq_len, "max_seq_len");
+  p.softmax_scale = static_cast<float>(scale);
+  return p;
+}
+
+void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache,
+                        const at::Tensor& value_cache, int64_t num_kv_heads, double scale,
+                        const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
+                        int64_t max_seq_len, const std::optional<at::Tensor>& alibi_slopes,
+                        c10::string_view kv_cache_dtype, const at::Tensor& /*k_scale*/,
+                        const at::Tensor& /*v_scale*/, int64_t /*tp_rank*/,
+                        int64_t /*blocksparse_local_blocks*/, int64_t blocksparse_vert_stride,
+                        int64_t /*blocksparse_block_size*/, int64_t /*blocksparse_head_sliding_step*/) {
+  // k_scale / v_scale only scale an fp8 cache, and tp_rank only places block-sparse heads:
+  // with kv_cache_dtype='auto' and no block sparsity vLLM ignores them too.
+  constexpr const char* op = "paged_attention_v1";
+  check_vllm_unsupported(op, alibi_slopes, std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
+                         blocksparse_vert_stride);
+  const Args a{op, query.device()};
+  at::Tensor q;
+  const DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
+                                     block_tables, seq_lens, block_size, max_seq_len, &q);
+  if (p.num_seqs == 0) return;
+  const c10::cuda::CUDAGuard guard(query.device());
+  // V1 as the name says: one pass per sequence, no workspace (vLLM's caller chose V1).
+  PlanOptions po;
+  po.force_splits = 1;
+  run_decode(op, p, po, q, nullptr);
+}
+
+void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_logits,
+                        at::Tensor& tmp_out, const at::Tensor& query, const at::Tensor& key_cache,
+                        const at::Tensor& value_cache, int64_t num_kv_heads, double scale,
+                        const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
+                        int64_t max_seq_len, const std::optional<at::Tensor>& alibi_slopes,
+                        c10::string_view kv_cache_dtype, const at::Tensor& /*k_scale*/,
+                        const at::Tensor& /*v_scale*/, int64_t /*tp_rank*/,
+                        int64_t /*blocksparse_local_blocks*/, int64_t blocksparse_vert_stride,
+                        int64_t /*blocksparse_block_size*/, int64_t /*blocksparse_head_sliding_step*/) {
+  constexpr const char* op = "paged_attention_v2";
+  check_vllm_unsupported(op, alibi_slopes, std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
+                         blocksparse_vert_stride);
+  const Args a{op, query.device()};
+  at::Tensor q;
+  const DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
+                                     block_tables, seq_lens, block_size, max_seq_len, &q);
+  // vLLM's scratch buffers: [num_seqs, num_heads, max_num_partitions(, head_size)]. muh keeps its
+  // own partials layout (o, lse in fp32) and uses tmp_out's bytes for it when they suffice; it
+  // leaves exp_sums and max_logits untouched (vLLM's callers never read them).
+  a.cuda(exp_sums, "exp_sums");
+  a.dtype(exp_sums, "exp_sums", at::kFloat);
+  a.cuda(max_logits, "max_logits");
+  a.dtype(max_logits, "max_logits", at::kFloat);
+  a.cuda(tmp_out, "tmp_out");
+  if (p.num_seqs == 0) return;
+  const c10::cuda::CUDAGuard guard(query.device());
+  run_decode(op, p, PlanOptions{}, q, &tmp_out);  // muh's plan picks the split count
+}
+
+// ---- FlashAttention-style varlen prefill ---------------------------------------------------------
+std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
+    const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
+    const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
+    int64_t max_seqlen_k, std::optional<double> softmax_scale, bool causal, bool return_lse) {
+  const Args a{"flash_attn_varlen_func", q_in.device()};
+  a.cuda(q_in, "q");
+  a.dim(q_in, "q", 3, "[total_q, num_heads, head_dim]");
+  const DType t = a.element(q_in, "q");
+  a.cuda(k_in, "k");
+  a.dim(k_in, "k", 3, "[total_k, num_kv_heads, head_dim]");
+  a.dtype(k_in, "k", q_in.scalar_type());
+  a.cuda(v_in, "v");
+  a.dim(v_in, "v", 3, "[total_k, num_kv_heads, head_dim]");
+  a.dtype(v_in, "v", q_in.scalar_type());
+  MUH_ARG_CHECK(v_in.sizes() == k_in.sizes(), a.op, "v must have k's shape ", k_in.sizes(), ", got ",
+                v_in.sizes());
+  a.size(k_in, "k", 2, q_in.size(2), "head_dim, as q");
+  const int64_t hq = q_in.size(1), hkv = k_in.size(1);
+  MUH_ARG_CHECK(hkv >= 1 && hq % hkv == 0, a.op, "q's num_heads (", hq,
+                ") must be a multiple of k's num_kv_heads (", hkv, ")");
+  a.index(cu_seqlens_q, "cu_seqlens_q", 1, "[batch + 1]");
+  a.index(cu_seqlens_k, "cu_seqlens_k", 1, "[batch + 1]");
+  MUH_ARG_CHECK(cu_seqlens_q.numel() >= 1, a.op, "cu_seqlens_q must hold batch + 1 >= 1 offsets");
+  a.size(cu_seqlens_k, "cu_seqlens_k", 0, cu_seqlens_q.numel(), "batch + 1, as cu_seqlens_q");
+  MUH_ARG_CHECK(max_seqlen_q >= 0, a.op, "max_seqlen_q must be >= 0, got ", max_seqlen_q);
+  MUH_ARG_CHECK(max_seqlen_k >= 0, a.op, "max_seqlen_k must be >= 0, got ", max_seqlen_k);
+  const float scale = a.scale(softmax_scale, "softmax_scale");
+
+  const at::Tensor q = a.rows(q_in, "q"), k = a.rows(k_in, "k"), v = a.rows(v_in, "v");
+  at::Tensor out = at::empty(q.sizes(), q.options());
+  at::Tensor lse = return_lse ? at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat))
+                              : at::empty({0}, q.options().dtype(at::kFloat));
+  const int64_t batch = cu_seqlens_q.numel() - 1;
+  if (batch == 0 || q.size(0) == 0) return {out, lse};
+
+  PrefillParams p;
+  p.dtype = t;
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.out = out.data_ptr();
+  p.lse = return_lse ? lse.data_ptr<float>() : nullptr;
+  p.cu_seqlens_q = cu_seqlens_q.data_ptr<int>();
+  p.cu_seqlens_k = cu_seqlens_k.data_ptr<int>();
+  p.batch = a.to_int(batch, "batch");
+  p.total_q = a.to_int(q.size(0), "total_q");
+  p.total_k = a.to_int(k.size(0), "total_k");
+  p.max_seqlen_q = a.to_int(max_seqlen_q, "max_seqlen_q");
+  p.max_seqlen_k = a.to_int(max_seqlen_k, "max_seqlen_k");
+  p.num_q_heads = a.to_int(hq, "num_heads");
+  p.num_kv_heads = a.to_int(hkv, "num_kv_heads");
+  p.head_dim = a.to_int(q.size(2), "head_dim");
+  p.softmax_scale = scale;
+  p.causal = causal;
+  const c10::cuda::CUDAGuard guard(q.device());
+  const Status s = prefill(p, run_options(q));
+  if (!s.ok()) throw_status(s, a.op);
+  return {out, lse};
+}
+
+// ---- muh's own decode: NHD cache, muh's plan -------------------------------------------------------
+std::tuple<at::Tensor, at::Tensor> paged_decode_nhd(
+    const at::Tensor& q_in, const at::Tensor& k_cache, const at::Tensor& v_cache,
+    const at::Tensor& block_table, const at::Tensor& seq_lens, int64_t max_seq_len,
+    std::optional<double> softmax_scale, bool return_lse, int64_t num_splits) {
+  const Args a{"paged_decode", q_in.device()};
+  a.cuda(q_in, "q");
+  a.dim(q_in, "q", 3, "[num_seqs, num_q_heads, head_dim]");
+  const DType t = a.element(q_in, "q");
+  const at::Tensor q = a.rows(q_in, "q");
+  const int64_t num_seqs = q.size(0), hq = q.size(1), d = q.size(2);
+  a.cuda(k_cache, "k_cache");
+  a.dim(k_cache, "k_cache", 4, "[num_pages, page_size, num_kv_heads, head_dim] (NHD)");
+  a.dtype(k_cache, "k_cache", q.scalar_type());
+  a.contiguous(k_cache, "k_cache");
+  a.cuda(v_cache, "v_cache");
+  a.dtype(v_cache, "v_cache", q.scalar_type());
+  MUH_ARG_CHECK(v_cache.sizes() == k_cache.sizes(), a.op, "v_cache must have k_cache's shape ",
+                k_cache.sizes(), ", got ", v_cache.sizes());
+  a.contiguous(v_cache, "v_cache");
+  const int64_t page_size = k_cache.size(1), hkv = k_cache.size(2);
+  a.size(k_cache, "k_cache", 3, d, "head_dim, as q");
+  MUH_ARG_CHECK(hkv >= 1 && hq % hkv == 0, a.op, "q's num_q_heads (", hq,
+                ") must be a multiple of k_cache's num_kv_heads (", hkv, ")");
+  a.index(block_table, "block_table", 2, "[num_seqs, max_blocks_per_seq]");
+  a.size(block_table, "block_table", 0, num_seqs, "num_seqs, as q");
+  a.index(seq_lens, "seq_lens", 1, "[num_seqs]");
+  a.size(seq_lens, "seq_lens", 0, num_seqs, "num_seqs, as q");
+  MUH_ARG_CHECK(num_splits >= 0, a.op, "num_splits must be >= 0 (0 = muh's plan), got ", num_splits);
+  // Without a bound from the caller, the block table's capacity bounds every sequence.
+  if (max_seq_len < 0) max_seq_len = block_table.size(1) * page_size;
+  const float scale = a.scale(softmax_scale, "softmax_scale");
+
+  at::Tensor out = at::empty(q.sizes(), q.options());
+  at::Tensor lse = return_lse ? at::empty({num_seqs, hq}, q.options().dtype(at::kFloat))
+                              : at::empty({0}, q.options().dtype(at::kFloat));
+  if (num_seqs == 0) return {out, lse};
+
+  DecodeParams p;
+  p.dtype = t;
+  p.layout = KVLayout::nhd;
+  p.q = q.data_ptr();
+  p.k_cache = k_cache.data_ptr();
+  p.v_cache = v_cache.data_ptr();
+  p.out = out.data_ptr();
+  p.lse = return_lse ? lse.data_ptr<float>() : nullptr;
+  p.block_table = block_table.data_ptr<int>();
+  p.seq_lens = seq_lens.data_ptr<int>();
+  p.num_seqs = a.to_int(num_seqs, "num_seqs");
+  p.num_q_heads = a.to_int(hq, "num_q_heads");
+  p.num_kv_heads = a.to_int(hkv, "num_kv_heads");
+  p.head_dim = a.to_int(d, "head_dim");
+  p.page_size = a.to_int(page_size, "page_size");
+  p.num_pages = a.to_int(k_cache.size(0), "num_pages");
+  p.max_blocks_per_seq = a.to_int(block_table.size(1), "max_blocks_per_seq");
+  p.max_seq_len = a.to_int(max_seq_len, "max_seq_len");
+  p.softmax_scale = scale;
+  PlanOptions po;
+  po.force_splits = a.to_int(num_splits, "num_splits");
+  const c10::cuda::CUDAGuard guard(q.device());
+  run_decode(a.op, p, po, q, nullptr);
+  return {out, lse};
+}
+
+}  // namespace
+}  // namespace muh::torch_ops
+
+// Schemas: paged_attention_v1/v2 are vLLM's (csrc/torch_bindings.cpp), argument for argument, so a
+// caller of torch.ops._C.paged_attention_v1(...) can call torch.ops.muh.paged_attention_v1(...).
+TORCH_LIBRARY(muh, m) {
+  m.set_python_module("muh.ops");  // fake implementations live there
+  m.def(
+      "paged_attention_v1(Tensor! out, Tensor query, Tensor key_cache, Tensor value_cache, "
+      "int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, "
+      "int max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, Tensor k_scale, Tensor v_scale, "
+      "int tp_rank, int blocksparse_local_blocks, int blocksparse_vert_stride, "
+      "int blocksparse_block_size, int blocksparse_head_sliding_step) -> ()");
+  m.def(
+      "paged_attention_v2(Tensor! out, Tensor! exp_sums, Tensor! max_logits, Tensor! tmp_out, "
+      "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, "
+      "Tensor block_tables, Tensor seq_lens, int block_size, int max_seq_len, Tensor? alibi_slopes, "
+      "str kv_cache_dtype, Tensor k_scale, Tensor v_scale, int tp_rank, int blocksparse_local_blocks, "
+      "int blocksparse_vert_stride, int blocksparse_block_size, int blocksparse_head_sliding_step) -> ()");
+  m.def(
+      "flash_attn_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
+      "SymInt max_seqlen_q, SymInt max_seqlen_k, float? softmax_scale=None, bool causal=False, "
+      "bool return_lse=False) -> (Tensor, Tensor)");
+  m.def(
+      "paged_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, Tensor seq_lens, "
+      "int max_seq_len=-1, float? softmax_scale=None, bool return_lse=False, int num_splits=0) "
+      "-> (Tensor, Tensor)");
+}
+
+// The same kernels serve CPU inputs only to say what is wrong ("query must be a CUDA tensor")
+// instead of the dispatcher's "could not run ... with arguments from the CPU backend".
+TORCH_LIBRARY_IMPL(muh, CUDA, m) {
+  m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1);
+  m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2);
+  m.impl("flash_attn_varlen", &muh::torch_ops::flash_attn_varlen);
+  m.impl("paged_decode", &muh::torch_ops::paged_decode_nhd);
+}
+TORCH_LIBRARY_IMPL(muh, CPU, m) {
+  m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1);
+  m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2);
+  m.impl("flash_attn_varlen", &muh::torch_ops::flash_attn_varlen);
+  m.impl("paged_decode", &muh::torch_ops::paged_decode_nhd);
+}

@@ -1,0 +1,93 @@
+# common.sh — sourced by scripts/run.sh and scripts/test.sh: installs what is missing, then
+# configures the build directory. Environment overrides (all optional):
+#   MUH_BUILD_DIR            build directory (default: build)
+#   MUH_JOBS                 parallel build jobs (default: nproc)
+#   MUH_CUDA_ARCHITECTURES   SASS architectures, e.g. "90" or "75;80;86;89;90"
+#   MUH_TARGETS              dispatch targets to instantiate (0 = portable), e.g. "0;75;80;86;89;90"
+#   MUH_HEAD_DIMS, MUH_DTYPES  instantiations to build (subsets of 64;96;128;256 and fp16;bf16;fp32)
+#   MUH_CMAKE_ARGS           extra arguments for the cmake configure step
+set -euo pipefail
+
+MUH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MUH_BUILD_DIR="${MUH_BUILD_DIR:-build}"
+case "$MUH_BUILD_DIR" in /*) ;; *) MUH_BUILD_DIR="$MUH_ROOT/$MUH_BUILD_DIR" ;; esac
+MUH_JOBS="${MUH_JOBS:-$(nproc)}"
+
+muh_log() { printf '\033[1m[muh]\033[0m %s\n' "$*"; }
+
+# ---- 1. Debian packages: install only what is missing (reruns skip apt entirely) -------------
+muh_install_deps() {
+  local pkgs=(cmake g++ make libgtest-dev libcli11-dev nlohmann-json3-dev)
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    muh_log "not a Debian system: assuming ${pkgs[*]} are installed"
+    return
+  fi
+  # The Python tests (ctest runs pytest on muh._core) need python3 with its headers, pytest and
+  # pybind11: from Debian too, unless the python3 on PATH already has them (e.g. a venv/pyenv).
+  if ! python3 -c 'import os, sysconfig, pytest, pybind11
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' >/dev/null 2>&1; then
+    pkgs+=(python3-dev python3-pytest python3-pybind11)
+  fi
+  local missing=() p
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    muh_log "packages present: ${pkgs[*]}"
+  else
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    muh_log "installing: ${missing[*]}"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+  if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then
+    echo "muh: the CUDA toolkit (nvcc) is not at /usr/local/cuda/bin/nvcc nor on PATH; install CUDA 13 first" >&2
+    exit 2
+  fi
+  export PATH="/usr/local/cuda/bin:$PATH"
+}
+
+# ---- 2. What to build: the present GPU's architecture, or a lean CI set without a GPU ---------
+# Sets MUH_GPU_CC (e.g. "90", empty without a GPU) and MUH_CONFIG_ARGS.
+muh_choose_build() {
+  MUH_GPU_CC=""
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    MUH_GPU_CC="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '. \r')" || MUH_GPU_CC=""
+  fi
+  local archs heads dtypes targets
+  if [ -n "$MUH_GPU_CC" ]; then
+    # A GPU: build for it, every instantiation (the GPU tests force every policy on it).
+    archs="${MUH_CUDA_ARCHITECTURES:-$MUH_GPU_CC}"
+    heads="${MUH_HEAD_DIMS:-64;96;128;256}"
+    dtypes="${MUH_DTYPES:-fp16;bf16;fp32}"
+    muh_log "GPU sm_$MUH_GPU_CC found: building for it (archs $archs, head dims $heads, dtypes $dtypes)"
+  else
+    # No GPU (CI, 2 cores): the GPU tests skip, so prune instantiations and architectures to stay
+    # well inside 30 minutes — one SASS architecture (sm_90, the H200 the GPU tests run on) and
+    # two head dims: the seed's 256 and 128. Every dtype and every dispatch target (agent) is
+    # still compiled, so the default job's bf16 and fp16 instantiations exist; every check runs.
+    archs="${MUH_CUDA_ARCHITECTURES:-90}"
+    heads="${MUH_HEAD_DIMS:-128;256}"
+    dtypes="${MUH_DTYPES:-fp16;bf16;fp32}"
+    muh_log "no GPU: lean build (archs $archs, head dims $heads, dtypes $dtypes)"
+  fi
+  targets="${MUH_TARGETS:-0;75;80;86;89;90}"
+  MUH_CONFIG_ARGS=(-DMUH_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_ARCHITECTURES="$archs"
+                   -DMUH_HEAD_DIMS="$heads" -DMUH_DTYPES="$dtypes" -DMUH_TARGETS="$targets"
+                   -DCMAKE_BUILD_TYPE=Release)
+}
+
+muh_configure() {
+  muh_choose_build
+  local gen=()
+  if [ ! -f "$MUH_BUILD_DIR/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+  # shellcheck disable=SC2086
+  cmake -S "$MUH_ROOT" -B "$MUH_BUILD_DIR" "${gen[@]}" "${MUH_CONFIG_ARGS[@]}" ${MUH_CMAKE_ARGS:-}
+}
+
+muh_build() {  # muh_build [target...]
+  local t=() x
+  for x in "$@"; do t+=(--target "$x"); done
+  cmake --build "$MUH_BUILD_DIR" -j "$MUH_JOBS" "${t[@]}"
+}

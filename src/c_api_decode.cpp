@@ -1,0 +1,122 @@
+// c_api_decode.cpp — the decode entry points of the C ABI (muh.h): plan + run over raw device
+// pointers. The present device's profile is queried once per device ordinal and cached
+// (cudaGetDeviceProperties costs milliseconds; a decode step must not pay it).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <string>
+
+#include "c_api_common.hpp"
+#include "decode_check.hpp"
+#include "muh/attention.hpp"
+#include "muh/plan.hpp"
+
+namespace muh::capi {
+namespace {
+
+Status current_hw(HardwareCapability* hw) {
+  static std::mutex mu;
+  static std::array<DeviceQuery, 64> cache;
+  static std::array<bool, 64> have{};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return {StatusCode::no_device, "no CUDA device"};
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (dev >= 0 && dev < 64 && have[dev]) {
+    *hw = cache[dev].hw;
+    return cache[dev].status;
+  }
+  DeviceQuery q = query_current_device(dev);
+  if (q.status.ok() && dev >= 0 && dev < 64) {
+    cache[dev] = q;
+    have[dev] = true;
+  }
+  *hw = q.hw;
+  return q.status;
+}
+
+// C ints → DecodeParams; the enum values are range-checked first (an int cast to the 8-bit
+// enums could otherwise wrap onto a valid value).
+Status make_params(int dtype, int layout, int num_seqs, int num_q_heads, int num_kv_heads, int head_dim,
+                   int page_size, int max_seq_len, DecodeParams* p) {
+  if (dtype < MUH_FP16 || dtype > MUH_FP32)
+    return invalid_argument("dtype " + std::to_string(dtype) + " is not one of MUH_FP16, MUH_BF16, MUH_FP32");
+  if (layout < MUH_KV_NHD || layout > MUH_KV_VLLM)
+    return invalid_argument("layout " + std::to_string(layout) + " is not one of MUH_KV_NHD, MUH_KV_VLLM");
+  p->dtype = static_cast<DType>(dtype);
+  p->layout = static_cast<KVLayout>(layout);
+  p->num_seqs = num_seqs;
+  p->num_q_heads = num_q_heads;
+  p->num_kv_heads = num_kv_heads;
+  p->head_dim = head_dim;
+  p->page_size = page_size;
+  p->max_seq_len = max_seq_len;
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace muh::capi
+
+extern "C" int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads, int num_kv_heads,
+                                         int head_dim, int page_size, int max_seq_len, int force_target,
+                                         int force_splits, int cuda_graph, size_t* workspace_bytes) {
+  using namespace muh;
+  if (workspace_bytes == nullptr)
+    return capi::report(invalid_argument("muh_decode_workspace_size: workspace_bytes must not be null"));
+  DecodeParams p;
+  Status s = capi::make_params(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
+                               max_seq_len, &p);
+  if (!s.ok()) return capi::report(s);
+  // Only the plan's inputs matter here: a block table that exactly covers max_seq_len.
+  p.max_blocks_per_seq = page_size > 0 ? std::max(1, (max_seq_len + page_size - 1) / page_size) : 1;
+  p.num_pages = 1;
+  s = detail::check_decode_shape(p);  // every input error before any CUDA call
+  if (!s.ok()) return capi::report(s);
+  HardwareCapability hw;
+  s = capi::current_hw(&hw);
+  if (!s.ok()) return capi::report(s);
+  DecodePlan plan;
+  s = plan_decode(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, &plan);
+  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
+  return capi::report(s);
+}
+
+extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
+                                void* out, float* lse, const int* block_table, const int* seq_lens, int num_seqs,
+                                int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                int max_blocks_per_seq, int max_seq_len, float softmax_scale, void* workspace,
+                                size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
+                                void* stream) {
+  using namespace muh;
+  DecodeParams p;
+  Status s = capi::make_params(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
+                               max_seq_len, &p);
+  if (!s.ok()) return capi::report(s);
+  p.q = q;
+  p.k_cache = k_cache;
+  p.v_cache = v_cache;
+  p.out = out;
+  p.lse = lse;
+  p.block_table = block_table;
+  p.seq_lens = seq_lens;
+  p.num_pages = num_pages;
+  p.max_blocks_per_seq = max_blocks_per_seq;
+  p.softmax_scale = softmax_scale;
+  s = detail::check_decode_shape(p);  // every input error before any CUDA call
+  if (s.ok() && num_seqs > 0) s = detail::check_decode_pointers(p);
+  if (!s.ok()) return capi::report(s);
+  HardwareCapability hw;
+  s = capi::current_hw(&hw);
+  if (!s.ok()) return capi::report(s);
+  DecodePlan plan;
+  s = plan_decode(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, &plan);
+  if (!s.ok()) return capi::report(s);
+  RunOptions opt;
+  opt.force_target = force_target;
+  opt.stream = static_cast<cudaStream_t>(stream);
+  return capi::report(paged_decode(p, plan, workspace, workspace_bytes, opt));
+}

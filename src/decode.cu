@@ -1,0 +1,217 @@
+// decode.cu — muh::paged_decode(): validate on the host (no CUDA call before every check passed),
+// check the plan against the call, then call the (dtype, head_dim) instance that launches the
+// plan's policy (kernels/decode_launch.cuh).
+//
+// What is checked, in order (each failure is one line and no launch):
+//   shapes (decode_check.hpp: dtype, head_dim supported then compiled, layout, heads, page size,
+//   lengths, block-table coverage, softmax_scale); the plan (made, and for this dtype, head_dim,
+//   heads and target; num_seqs / max_seq_len equal to the plan's, or within a cuda_graph plan's
+//   capacity); pointers (non-null, 16-byte aligned q, k_cache, v_cache, out, workspace; 4-byte
+//   aligned lse, block_table, seq_lens); the workspace (size >= plan.workspace_bytes); the
+//   forced target (equal to the plan's).
+// Only then the device: no device → no_device; a plan target newer than the device, or a policy
+// that needs more shared memory than the device grants → unsupported. With
+// RunOptions::debug_checks, seq_lens and the block table are copied to the host (a stream sync)
+// and every seq_len must be in [0, max_seq_len] and every block id a sequence uses in
+// [0, num_pages).
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decode_check.hpp"
+#include "muh/attention.hpp"
+#include "muh/build_config.hpp"
+#include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/decode_instance.cuh"
+
+namespace muh {
+namespace detail {
+
+// The specialisations the instance files define (one per compiled (dtype, head_dim)).
+#define MUH_DECLARE_DECODE_INSTANCE(t, d)                                                     \
+  template <>                                                                                 \
+  Status decode_instance<DType::t, d>(const kernels::decode::DecodeArgs&, KVLayout, int, int, \
+                                      cudaStream_t);
+MUH_FOR_EACH_INSTANCE(MUH_DECLARE_DECODE_INSTANCE)
+#undef MUH_DECLARE_DECODE_INSTANCE
+
+namespace {
+
+using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t);
+
+struct DecodeInstanceEntry {
+  DType dtype;
+  int head_dim;
+  DecodeInstanceFn fn;
+};
+
+#define MUH_DECODE_INSTANCE_ENTRY(t, d) DecodeInstanceEntry{DType::t, d, &decode_instance<DType::t, d>},
+constexpr DecodeInstanceEntry kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
+#undef MUH_DECODE_INSTANCE_ENTRY
+
+DecodeInstanceFn find_decode_instance(DType t, int head_dim) {
+  for (const auto& e : kDecodeInstances)
+    if (e.dtype == t && e.head_dim == head_dim) return e.fn;
+  return nullptr;
+}
+
+bool is_aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
+
+Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
+  const std::string w = "paged_decode: ";
+  auto num = [](long long v) { return std::to_string(v); };
+  if (plan.target < 0) return invalid_argument(w + "the plan is empty (make it with plan_decode())");
+  if (plan.dtype != p.dtype || plan.head_dim != p.head_dim || plan.num_q_heads != p.num_q_heads ||
+      plan.num_kv_heads != p.num_kv_heads)
+    return invalid_argument(w + "the plan was made for " + std::string(dtype_name(plan.dtype)) + ", head_dim " +
+                            num(plan.head_dim) + ", " + num(plan.num_q_heads) + "/" + num(plan.num_kv_heads) +
+                            " heads; the call has " + std::string(dtype_name(p.dtype)) + ", head_dim " +
+                            num(p.head_dim) + ", " + num(p.num_q_heads) + "/" + num(p.num_kv_heads));
+  if (plan.cuda_graph) {
+    if (p.num_seqs > plan.num_seqs || p.max_seq_len > plan.max_seq_len)
+      return invalid_argument(w + "num_seqs " + num(p.num_seqs) + " / max_seq_len " + num(p.max_seq_len) +
+                              " exceed the cuda_graph plan's capacity (" + num(plan.num_seqs) + " / " +
+                              num(plan.max_seq_len) + ")");
+  } else if (p.num_seqs != plan.num_seqs || p.max_seq_len != plan.max_seq_len) {
+    return invalid_argument(w + "the plan was made for num_seqs " + num(plan.num_seqs) + ", max_seq_len " +
+                            num(plan.max_seq_len) + "; the call has " + num(p.num_seqs) + ", " +
+                            num(p.max_seq_len) + " (re-plan, or plan with cuda_graph for a capacity)");
+  }
+  if (plan.num_splits < 1 || (plan.num_splits > 1 && (plan.partition_tokens < 16 || plan.partition_tokens % 16)) ||
+      plan.use_v2 != (plan.num_splits > 1) || plan.num_splits > 65535)
+    return invalid_argument(w + "the plan is inconsistent (num_splits " + num(plan.num_splits) +
+                            ", partition_tokens " + num(plan.partition_tokens) + ")");
+  if (!(plan.policy == decode_policy(plan.target, plan.dtype, plan.head_dim)))
+    return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s decode policy");
+  return Status::Ok();
+}
+
+Status check_workspace(const DecodePlan& plan, const void* workspace, std::size_t workspace_bytes) {
+  const std::string w = "paged_decode: ";
+  if (plan.workspace_bytes == 0) return Status::Ok();
+  if (workspace == nullptr)
+    return invalid_argument(w + "the plan needs " + std::to_string(plan.workspace_bytes) +
+                            " B of workspace (V2 partials); workspace is null");
+  if (workspace_bytes < plan.workspace_bytes)
+    return invalid_argument(w + "workspace too small: " + std::to_string(workspace_bytes) + " B given, the plan needs " +
+                            std::to_string(plan.workspace_bytes) + " B");
+  if (!is_aligned(workspace, 16)) return invalid_argument(w + "workspace must be 16-byte aligned");
+  return Status::Ok();
+}
+
+// debug_checks: seq_lens and the block table to the host; every length and used block id in range.
+Status check_device_tables(const DecodeParams& p, cudaStream_t stream) {
+  std::vector<int> lens(p.num_seqs), table(static_cast<std::size_t>(p.num_seqs) * p.max_blocks_per_seq);
+  cudaError_t e = cudaMemcpyAsync(lens.data(), p.seq_lens, sizeof(int) * lens.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(table.data(), p.block_table, sizeof(int) * table.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    return {StatusCode::cuda_error, std::string("paged_decode: reading seq_lens / block_table: ") + cudaGetErrorString(e)};
+  for (int s = 0; s < p.num_seqs; ++s) {
+    const int len = lens[s];
+    if (len < 0 || len > p.max_seq_len)
+      return invalid_argument("paged_decode: seq_lens[" + std::to_string(s) + "] = " + std::to_string(len) +
+                              " is outside [0, max_seq_len = " + std::to_string(p.max_seq_len) + "]");
+    const int used = (len + p.page_size - 1) / p.page_size;
+    for (int b = 0; b < used; ++b) {
+      const int id = table[static_cast<std::size_t>(s) * p.max_blocks_per_seq + b];
+      if (id < 0 || id >= p.num_pages)
+        return invalid_argument("paged_decode: block_table[" + std::to_string(s) + "][" + std::to_string(b) +
+                                "] = " + std::to_string(id) + " is outside [0, num_pages = " +
+                                std::to_string(p.num_pages) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+int log2_int(int x) {
+  int s = 0;
+  while ((1 << s) < x) ++s;
+  return s;
+}
+
+}  // namespace
+}  // namespace detail
+
+Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, std::size_t workspace_bytes,
+                    const RunOptions& opt) {
+  MUH_TRY(detail::check_decode_shape(p));
+  MUH_TRY(detail::check_plan(p, plan));
+  if (opt.force_target < -1)
+    return invalid_argument("paged_decode: force_target must be -1 (auto), 0 (portable) or a compute capability");
+  if (opt.force_target >= 0 && opt.force_target != plan.target)
+    return invalid_argument("paged_decode: force_target " + std::to_string(opt.force_target) +
+                            " differs from the plan's target " + std::to_string(plan.target) +
+                            " (plan with the same PlanOptions::force_target)");
+  if (p.num_seqs == 0) return Status::Ok();  // nothing to compute or write
+  const auto fn = detail::find_decode_instance(p.dtype, p.head_dim);
+  if (fn == nullptr)
+    return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
+                                          std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
+                                          detail::decode_compiled_list() +
+                                          "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
+  MUH_TRY(detail::check_decode_pointers(p));
+  MUH_TRY(detail::check_workspace(plan, workspace, workspace_bytes));
+
+  // ---- The device ----------------------------------------------------------------------------
+  int count = 0, device = 0, major = 0, minor = 0, smem_optin = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return {StatusCode::no_device, "paged_decode: no CUDA device"};
+  }
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("paged_decode: device query: ") + cudaGetErrorString(e)};
+  const int cc = major * 10 + minor;
+  if (plan.target > cc)
+    return unsupported("paged_decode: the plan's target " + std::to_string(plan.target) +
+                       " is newer than the device (sm_" + std::to_string(cc) + ")");
+  const int smem = decode_smem_bytes(plan.policy, p.dtype, p.head_dim);
+  if (smem > smem_optin)
+    return unsupported("paged_decode: the policy needs " + std::to_string(smem) + " B of shared memory; the device grants " +
+                       std::to_string(smem_optin) + " B");
+  if (opt.debug_checks) MUH_TRY(detail::check_device_tables(p, opt.stream));
+
+  return fn(detail::make_decode_args(p, plan, workspace), p.layout, plan.target, cc, opt.stream);
+}
+
+namespace detail {
+
+kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const DecodePlan& plan, void* workspace) {
+  kernels::decode::DecodeArgs a;
+  a.q = p.q;
+  a.k_cache = p.k_cache;
+  a.v_cache = p.v_cache;
+  a.out = p.out;
+  a.lse = p.lse;
+  a.block_table = p.block_table;
+  a.seq_lens = p.seq_lens;
+  a.num_seqs = p.num_seqs;
+  a.num_q_heads = p.num_q_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  a.group = p.num_q_heads / p.num_kv_heads;
+  a.head_chunks = (a.group + kernels::decode::kRows - 1) / kernels::decode::kRows;
+  a.page_size = p.page_size;
+  a.page_shift = log2_int(p.page_size);
+  a.max_blocks = p.max_blocks_per_seq;
+  a.num_splits = plan.num_splits;
+  a.partition_tokens = plan.partition_tokens;
+  const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.scale_log2 = scale * kernels::decode::kLog2e;
+  if (plan.num_splits > 1) {
+    // Partials laid out for the plan's capacity: o [plan.num_seqs, splits, Hq, D], then lse.
+    a.part_o = static_cast<float*>(workspace);
+    a.part_lse = a.part_o + static_cast<std::size_t>(plan.num_seqs) * plan.num_splits * p.num_q_heads * p.head_dim;
+  }
+  return a;
+}
+
+}  // namespace detail
+
+}  // namespace muh

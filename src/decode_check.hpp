@@ -1,0 +1,29 @@
+// decode_check.hpp — input checks shared by plan_decode() (plan.cpp) and paged_decode()
+// (decode.cu). Internal, not installed. Nothing here looks at device memory or calls CUDA, so
+// every failure is reported on a machine without a GPU.
+#pragma once
+
+#include <string>
+
+#include "muh/attention.hpp"
+#include "muh/status.hpp"
+
+namespace muh::detail {
+
+// dtype, head_dim (supported), KV layout, heads, page size, lengths, block-table coverage,
+// softmax scale. Whether the (dtype, head_dim) instance is compiled, and the pointers, are
+// paged_decode()'s business (a plan is a host value, made for any supported shape).
+Status check_decode_shape(const DecodeParams& p);
+
+// q, k_cache, v_cache, out, block_table, seq_lens non-null; tensors 16-byte aligned, lse /
+// block_table / seq_lens 4-byte aligned. (The workspace is checked against the plan.)
+Status check_decode_pointers(const DecodeParams& p);
+
+// Whether (t, head_dim) has decode kernels in this build, and the list of those that do.
+bool decode_is_compiled(DType t, int head_dim);
+std::string decode_compiled_list();
+
+// Whether `target` is one of this build's dispatch targets (MUH_TARGETS).
+bool decode_target_compiled(int target);
+
+}  // namespace muh::detail

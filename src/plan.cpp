@@ -1,0 +1,288 @@
+// plan.cpp — plan_decode(): which dispatch target and policy run, V1 or V2, how many partitions,
+// how much workspace. Host-only and GPU-free (tests/cpu/test_plan.cpp), and the input checks
+// shared with paged_decode() (decode_check.hpp).
+//
+// The split count comes from a small cost model of the attention kernel plus the merge:
+//
+//   ctas(s)   = num_seqs · kv_heads · head_chunks · s          slots = SMs · ctas_per_sm
+//   waves(s)  = ceil(ctas / slots)                             active = min(ctas, slots)
+//   cta_bw    = min(bytes_in_flight_per_CTA / latency,  bandwidth / active,
+//                   1.25 · (bandwidth / SMs) / CTAs per busy SM)
+//   t(s)      = waves · (t_cta_start + partition · bytes_per_token / cta_bw)
+//               + [s > 1] · (t_merge + partial bytes written and read / bandwidth)
+//
+// i.e. a CTA streams its partition at the smallest of what its own pipeline keeps in flight,
+// its share of HBM, and its share of what one SM can pull. V1 (s = 1) wins when the batch alone fills the slots; a long sequence in
+// a small batch splits until the partitions fill the resident slots (every SM busy with
+// ctas_per_sm CTAs, e.g. 264 on the H200 at head_dim 128: ≥ 2 CTAs per SM), and no further,
+// since more waves of shorter partitions only add CTA starts and merge traffic. Partitions are
+// multiples of the policy's partition_size; a split that gains less than 1 % over one with fewer
+// partitions is not taken (the model is coarse; fewer partitions mean less merge traffic).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "decode_check.hpp"
+#include "muh/attention.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/plan.hpp"
+#include "muh/shapes.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace detail {
+
+namespace {
+
+struct CompiledDecode {
+  DType dtype;
+  int head_dim;
+};
+#define MUH_DECODE_COMPILED_ENTRY(t, d) CompiledDecode{DType::t, d},
+constexpr CompiledDecode kCompiledDecode[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_COMPILED_ENTRY)};
+#undef MUH_DECODE_COMPILED_ENTRY
+
+bool is_pow2_int(long long x) { return x > 0 && (x & (x - 1)) == 0; }
+
+}  // namespace
+
+bool decode_is_compiled(DType t, int head_dim) {
+  for (const auto& e : kCompiledDecode)
+    if (e.dtype == t && e.head_dim == head_dim) return true;
+  return false;
+}
+
+std::string decode_compiled_list() {
+  std::string s;
+  for (const auto& e : kCompiledDecode) {
+    if (!s.empty()) s += ", ";
+    s += std::string(dtype_name(e.dtype)) + "/" + std::to_string(e.head_dim);
+  }
+  return s;
+}
+
+bool decode_target_compiled(int target) {
+  for (std::size_t i = 0; i < compiled_targets::size; ++i)
+    if (compiled_targets::values[i] == target) return true;
+  return false;
+}
+
+Status check_decode_shape(const DecodeParams& p) {
+  const std::string w = "paged_decode: ";
+  auto num = [](long long v) { return std::to_string(v); };
+  if (p.dtype != DType::fp16 && p.dtype != DType::bf16 && p.dtype != DType::fp32)
+    return invalid_argument(w + "dtype " + num(static_cast<int>(p.dtype)) + " is not one of fp16, bf16, fp32");
+  if (!is_supported_head_dim(p.head_dim))
+    return invalid_argument(w + "head_dim " + num(p.head_dim) + " is not supported (supported: 64, 96, 128, 256)");
+  if (p.layout != KVLayout::nhd && p.layout != KVLayout::vllm)
+    return invalid_argument(w + "KV layout " + num(static_cast<int>(p.layout)) + " is not one of nhd (0), vllm (1)");
+  if (p.num_seqs < 0 || p.num_seqs > 65535)
+    return invalid_argument(w + "num_seqs " + num(p.num_seqs) + " is outside [0, 65535]");
+  if (p.num_q_heads < 1 || p.num_kv_heads < 1)
+    return invalid_argument(w + "num_q_heads (" + num(p.num_q_heads) + ") and num_kv_heads (" + num(p.num_kv_heads) +
+                            ") must be >= 1");
+  if (p.num_q_heads % p.num_kv_heads != 0)
+    return invalid_argument(w + "num_q_heads (" + num(p.num_q_heads) + ") must be a multiple of num_kv_heads (" +
+                            num(p.num_kv_heads) + ")");
+  if (p.num_q_heads > 65535)
+    return invalid_argument(w + "num_q_heads " + num(p.num_q_heads) + " exceeds 65535");
+  // Page sizes: powers of two; the vLLM layout moves V in 16-byte runs of 8 tokens of a page.
+  const int min_page = p.layout == KVLayout::vllm ? 8 : 1;
+  if (!is_pow2_int(p.page_size) || p.page_size < min_page || p.page_size > 256)
+    return invalid_argument(w + "page_size " + num(p.page_size) + " is not supported (" +
+                            (p.layout == KVLayout::vllm ? "vllm layout: 8, 16, 32, 64, 128 or 256"
+                                                        : "nhd layout: a power of two from 1 to 256") + ")");
+  if (p.max_seq_len < 0 || p.max_seq_len > 0x3fffffff)
+    return invalid_argument(w + "max_seq_len " + num(p.max_seq_len) + " is outside [0, 2^30 - 1]");
+  if (p.num_seqs > 0) {
+    if (p.max_blocks_per_seq < 1)
+      return invalid_argument(w + "max_blocks_per_seq must be >= 1 (got " + num(p.max_blocks_per_seq) + ")");
+    if (p.num_pages < 1) return invalid_argument(w + "num_pages must be >= 1 (got " + num(p.num_pages) + ")");
+    const long long covered = static_cast<long long>(p.max_blocks_per_seq) * p.page_size;
+    if (p.max_seq_len > covered)
+      return invalid_argument(w + "max_seq_len " + num(p.max_seq_len) + " exceeds what the block table covers (" +
+                              num(p.max_blocks_per_seq) + " blocks x page_size " + num(p.page_size) + " = " +
+                              num(covered) + " tokens)");
+  }
+  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
+    return invalid_argument(w + "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
+  return Status::Ok();
+}
+
+Status check_decode_pointers(const DecodeParams& p) {
+  const std::string w = "paged_decode: ";
+  auto aligned = [](const void* ptr, std::uintptr_t n) { return reinterpret_cast<std::uintptr_t>(ptr) % n == 0; };
+  if (p.q == nullptr || p.k_cache == nullptr || p.v_cache == nullptr || p.out == nullptr)
+    return invalid_argument(w + "q, k_cache, v_cache and out must not be null");
+  if (p.block_table == nullptr || p.seq_lens == nullptr)
+    return invalid_argument(w + "block_table and seq_lens must not be null");
+  // 16-byte vector loads of q / K / V rows and 8- or 16-byte stores of out rows; head_dim·elem is
+  // a multiple of 16 for every supported head dim, so aligned bases give aligned rows.
+  if (!aligned(p.q, 16) || !aligned(p.k_cache, 16) || !aligned(p.v_cache, 16) || !aligned(p.out, 16))
+    return invalid_argument(w + "q, k_cache, v_cache and out must be 16-byte aligned");
+  if (!aligned(p.block_table, 4) || !aligned(p.seq_lens, 4) || (p.lse != nullptr && !aligned(p.lse, 4)))
+    return invalid_argument(w + "block_table, seq_lens and lse must be 4-byte aligned");
+  return Status::Ok();
+}
+
+}  // namespace detail
+
+namespace {
+
+// Cost-model constants (see the top of the file). HBM answers an idle read in ~0.6–0.8 µs on
+// H100/H200, but a streaming kernel near full bandwidth sees queues of twice that: 2 µs is the
+// conservative figure (too few CTAs costs far more than a few extra partitions). A CTA's start
+// (q and block-table loads, the first tile's round trip, the epilogue) is ~1.5 µs; the merge is
+// one more launch plus two dependent reads.
+constexpr double kLatencySeconds = 2.0e-6;
+constexpr double kCtaStartSeconds = 1.5e-6;
+constexpr double kMergeSeconds = 2.0e-6;
+constexpr double kSplitGain = 0.99;  // take more partitions only for ≥ 1 % modelled gain
+// One SM pulls at most ~1.25× its fair share of HBM (bandwidth / SMs) however many bytes its
+// CTAs keep in flight: a plan that leaves SMs idle cannot make up for them elsewhere.
+constexpr double kSmShareCap = 1.25;
+
+struct CostModel {
+  double bandwidth;         // bytes/s
+  double sms;               // SMs
+  double slots;             // resident CTAs: SMs · ctas_per_sm
+  double cta_peak;          // bytes/s one CTA's pipeline sustains: bytes in flight / latency
+  double bytes_per_token;   // K + V bytes of one token of one KV head
+  double base_ctas;         // CTAs of V1
+  double partial_bytes;     // V2 partial bytes per partition, written once and read once
+
+  double seconds(long long splits, long long partition) const {
+    const double ctas = base_ctas * static_cast<double>(splits);
+    if (ctas <= 0) return 0;
+    const double waves = std::ceil(ctas / slots);
+    const double active = std::min(ctas, slots);
+    const double per_sm = active / std::min(active, sms);  // CTAs sharing one busy SM
+    const double cta_bw = std::min({cta_peak, bandwidth / active, kSmShareCap * bandwidth / sms / per_sm});
+    double t = waves * (kCtaStartSeconds + static_cast<double>(partition) * bytes_per_token / cta_bw);
+    if (splits > 1) t += kMergeSeconds + 2.0 * partial_bytes * static_cast<double>(splits) / bandwidth;
+    return t;
+  }
+};
+
+// Bytes of K/V one CTA of `pol` keeps in flight: the sm80 agent has num_stages − 1 tiles of 16
+// tokens ahead per warp; the portable agent loads one tile at a time, synchronously.
+double bytes_in_flight(const DecodePolicy& pol, double bytes_per_token) {
+  if (pol.agent == Agent::sm80) return pol.num_warps * (pol.num_stages - 1) * 16 * bytes_per_token;
+  return pol.tile_tokens * bytes_per_token;
+}
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const PlanOptions& opt, DecodePlan* plan) {
+  const std::string w = "plan_decode: ";
+  if (plan == nullptr) return invalid_argument(w + "plan must not be null");
+  MUH_TRY(detail::check_decode_shape(p));
+  if (opt.force_target < -1)
+    return invalid_argument(w + "force_target must be -1 (auto), 0 (portable) or a compute capability");
+  if (opt.force_splits < 0) return invalid_argument(w + "force_splits must be >= 0 (0: the plan chooses)");
+  if (hw.sm_count < 1 || hw.memory_bandwidth_gbps < 1)
+    return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs or no bandwidth");
+
+  // ---- Target and policy -------------------------------------------------------------------
+  int target = -1;
+  const bool forced = opt.force_target >= 0;
+  if (forced) {
+    target = opt.force_target;
+    if (!detail::decode_target_compiled(target))
+      return {StatusCode::not_compiled,
+              w + "target " + std::to_string(target) + " is not compiled into this build (compiled: " +
+                  detail::describe_targets(compiled_targets::values, compiled_targets::size) +
+                  "); rebuild with MUH_TARGETS including it"};
+    if (hw.is_own_arch() ? target != 0 : target > hw.compute_capability)
+      return unsupported(w + "target " + std::to_string(target) + " cannot run on '" + hw.name + "' (" +
+                         (hw.is_own_arch() ? std::string("own arch: portable only")
+                                           : "sm_" + std::to_string(hw.compute_capability)) + ")");
+  } else {
+    target = hw.is_own_arch() ? 0 : best_compiled_target(hw.compute_capability);
+    if (target < 0) target = 0;  // only the portable agent is compiled for this device
+  }
+  DecodePolicy pol = decode_policy(target, p.dtype, p.head_dim);
+  if (decode_smem_bytes(pol, p.dtype, p.head_dim) > hw.smem_limit()) {
+    // A device with less shared memory than its arch's row assumes runs the portable row, as
+    // select_attention_config() does; a forced target must fit as it is.
+    if (forced || decode_smem_bytes(decode_policy(0, p.dtype, p.head_dim), p.dtype, p.head_dim) > hw.smem_limit())
+      return unsupported(w + "the decode policy of target " + std::to_string(target) + " needs " +
+                         std::to_string(decode_smem_bytes(pol, p.dtype, p.head_dim)) +
+                         " B of shared memory per block; '" + hw.name + "' grants " +
+                         std::to_string(hw.smem_limit()) + " B");
+    target = 0;
+    pol = decode_policy(0, p.dtype, p.head_dim);
+  }
+
+  DecodePlan r;
+  r.target = target;
+  r.policy = pol;
+  r.dtype = p.dtype;
+  r.num_seqs = p.num_seqs;
+  r.num_q_heads = p.num_q_heads;
+  r.num_kv_heads = p.num_kv_heads;
+  r.head_dim = p.head_dim;
+  r.max_seq_len = p.max_seq_len;
+  r.cuda_graph = opt.cuda_graph;
+  const int group = p.num_q_heads / p.num_kv_heads;
+  r.head_chunks = (group + kDecodeRows - 1) / kDecodeRows;
+
+  // ---- V1 or V2, and the split count -------------------------------------------------------
+  const long long L = p.max_seq_len;
+  CostModel m;
+  m.bandwidth = hw.memory_bandwidth_gbps * 1e9;
+  m.sms = hw.sm_count;
+  m.slots = static_cast<double>(hw.sm_count) * pol.ctas_per_sm;
+  m.bytes_per_token = 2.0 * p.head_dim * dtype_size(p.dtype);
+  m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) / kLatencySeconds;
+  m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
+  m.partial_bytes = static_cast<double>(p.num_seqs) * p.num_q_heads * (p.head_dim + 1) * 4.0;
+
+  long long splits = 1, partition = std::max<long long>(L, 1);
+  if (p.num_seqs > 0 && L > 16) {
+    if (opt.force_splits > 0) {
+      // Exactly force_splits partitions where 16-token granularity allows it.
+      partition = ceil_div(ceil_div(L, opt.force_splits), 16) * 16;
+      splits = ceil_div(L, partition);
+    } else {
+      const long long G = pol.partition_size;
+      double best = m.seconds(1, L);
+      // Beyond ~4 waves of partitions nothing is left to fill; the grid's y is at most 65535.
+      const long long s_max = std::min<long long>(
+          {65535, ceil_div(L, G), std::max<long long>(1, static_cast<long long>(std::ceil(4.0 * m.slots / m.base_ctas)))});
+      long long last = 1;
+      for (long long s = 2; s <= s_max; ++s) {
+        const long long part = ceil_div(ceil_div(L, s), G) * G;
+        const long long s_eff = ceil_div(L, part);
+        if (s_eff == last) continue;
+        last = s_eff;
+        const double t = m.seconds(s_eff, part);
+        if (t < kSplitGain * best) {
+          best = t;
+          splits = s_eff;
+          partition = part;
+        }
+      }
+    }
+  }
+  if (splits <= 1) {
+    splits = 1;
+    partition = std::max<long long>(L, 1);
+  }
+  r.use_v2 = splits > 1;
+  r.num_splits = static_cast<int>(splits);
+  r.partition_tokens = static_cast<int>(partition);
+  r.ctas = static_cast<int>(std::min<double>(m.base_ctas * static_cast<double>(splits), 2147483647.0));
+  r.est_seconds = m.seconds(splits, splits > 1 ? partition : L);
+  r.workspace_bytes = r.use_v2 ? static_cast<std::size_t>(p.num_seqs) * r.num_splits * p.num_q_heads *
+                                     (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float)
+                               : 0;
+  *plan = r;
+  return Status::Ok();
+}
+
+}  // namespace muh

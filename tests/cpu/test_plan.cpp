@@ -1,0 +1,212 @@
+// test_plan.cpp — plan_decode() at its edges: which target and policy, V1 or V2, how many
+// partitions, how much workspace. Host-only (presets stand in for devices).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "muh/attention.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/plan.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace {
+
+DecodeParams shape(int num_seqs, int max_seq_len, int hq = 32, int hkv = 8, int hd = 128, DType t = DType::bf16) {
+  DecodeParams p;
+  p.dtype = t;
+  p.head_dim = hd;
+  p.num_seqs = num_seqs;
+  p.num_q_heads = hq;
+  p.num_kv_heads = hkv;
+  p.page_size = 16;
+  p.num_pages = 1;
+  p.max_seq_len = max_seq_len;
+  p.max_blocks_per_seq = std::max(1, (max_seq_len + 15) / 16);
+  return p;
+}
+
+DecodePlan plan_of(const DecodeParams& p, const HardwareCapability& hw, PlanOptions o = {}) {
+  DecodePlan plan;
+  const Status s = plan_decode(p, hw, o, &plan);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return plan;
+}
+
+HardwareCapability gpu(int sms, int gbps = 4800) {
+  HardwareCapability hw = presets::h200;
+  hw.sm_count = sms;
+  hw.memory_bandwidth_gbps = gbps;
+  return hw;
+}
+
+// Invariants every plan keeps, whatever it chose.
+void expect_consistent(const DecodePlan& plan, const DecodeParams& p) {
+  EXPECT_EQ(plan.use_v2, plan.num_splits > 1);
+  EXPECT_GE(plan.num_splits, 1);
+  if (plan.use_v2) {
+    EXPECT_EQ(plan.partition_tokens % 16, 0);
+    // Every partition holds tokens of the longest sequence; together they cover it.
+    EXPECT_GE(static_cast<long long>(plan.num_splits) * plan.partition_tokens, p.max_seq_len);
+    EXPECT_LT(static_cast<long long>(plan.num_splits - 1) * plan.partition_tokens, p.max_seq_len);
+    EXPECT_EQ(plan.workspace_bytes, static_cast<std::size_t>(p.num_seqs) * plan.num_splits * p.num_q_heads *
+                                        (p.head_dim + 1) * sizeof(float));
+  } else {
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+  }
+  EXPECT_EQ(plan.ctas, p.num_seqs * p.num_kv_heads * plan.head_chunks * plan.num_splits);
+  EXPECT_TRUE(plan.policy == decode_policy(plan.target, p.dtype, p.head_dim));
+  EXPECT_TRUE(validate(plan.policy, p.dtype, p.head_dim));
+}
+
+// ---- Edge cases, one per test --------------------------------------------------------------------
+
+struct PlanRow {
+  const char* name;
+  HardwareCapability hw;
+  DecodeParams p;
+  bool v2;        // expected V1 / V2
+  int min_ctas;   // the grid must reach at least this many CTAs (0: no bound)
+};
+
+const int kH200Slots = presets::h200.sm_count * decode_policy(90, DType::bf16, 128).ctas_per_sm;  // 264
+
+const PlanRow kRows[] = {
+    // A long sequence alone splits until the H200's resident slots are (nearly) all busy.
+    {"h200_batch1_32k", presets::h200, shape(1, 32768), true, kH200Slots * 9 / 10},
+    {"h200_batch1_8k", presets::h200, shape(1, 8192), true, presets::h200.sm_count * 9 / 10},
+    // Batch 16 × 8 KV heads = 128 CTAs leave half of the 264 slots empty: two partitions.
+    {"h200_batch16_32k", presets::h200, shape(16, 32768), true, kH200Slots * 9 / 10},
+    // A batch that fills the GPU on its own stays V1 (no merge, no partial traffic).
+    {"h200_batch256_32k", presets::h200, shape(256, 32768), false, 0},
+    {"h200_batch64_8k", presets::h200, shape(64, 8192), false, 0},
+    // Nothing to split: one tile, an empty batch, all sequences empty.
+    {"h200_len16", presets::h200, shape(1, 16), false, 0},
+    {"h200_len0", presets::h200, shape(4, 0), false, 0},
+    {"h200_no_seqs", presets::h200, shape(0, 4096), false, 0},
+    // hd 256, 16q / 4kv (1 CTA/SM): batch 1 at 32k splits, batch 256 does not.
+    {"h200_hd256_batch1_32k", presets::h200, shape(1, 32768, 16, 4, 256), true, presets::h200.sm_count * 9 / 10},
+    {"h200_hd256_batch256_8k", presets::h200, shape(256, 8192, 16, 4, 256), false, 0},
+    // A tiny GPU (2 slots) is filled by one sequence's 8 KV heads: never split.
+    {"tiny_gpu_100k", gpu(1, 100), shape(1, 100000), false, 0},
+    // A huge GPU splits a 100k context into many partitions.
+    {"huge_gpu_100k", gpu(1000), shape(1, 100000), true, 800},
+    // The seed's deployment: BI-V100 (16 SMs, portable agent), Qwen3.6 (hd 256, 4 KV heads), 100k.
+    {"biv100_qwen36_100k", presets::bi_v100, shape(1, 100000, 16, 4, 256), true, 16},
+};
+
+void PrintTo(const PlanRow& r, std::ostream* os) { *os << r.name; }
+
+class PlanEdges : public ::testing::TestWithParam<PlanRow> {};
+
+TEST_P(PlanEdges, ChoosesAndStaysConsistent) {
+  const PlanRow& r = GetParam();
+  const DecodePlan plan = plan_of(r.p, r.hw);
+  expect_consistent(plan, r.p);
+  EXPECT_EQ(plan.use_v2, r.v2) << r.name << ": " << plan.num_splits << " partitions of " << plan.partition_tokens;
+  EXPECT_GE(plan.ctas, r.min_ctas) << r.name;
+  if (plan.use_v2) EXPECT_EQ(plan.partition_tokens % plan.policy.partition_size, 0) << r.name;
+  if (r.p.num_seqs > 0) EXPECT_GT(plan.est_seconds, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Decode, PlanEdges, ::testing::ValuesIn(kRows),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- Forced split counts are exact where 16-token partitions allow them -----------------------
+
+class ForcedSplits : public ::testing::TestWithParam<int> {};
+
+TEST_P(ForcedSplits, Exact) {
+  const DecodeParams p = shape(3, 1000);
+  const DecodePlan plan = plan_of(p, presets::h200, PlanOptions{-1, GetParam(), false});
+  expect_consistent(plan, p);
+  EXPECT_EQ(plan.num_splits, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Decode, ForcedSplits, ::testing::Values(1, 2, 3, 5, 8, 13, 32, 63));
+
+TEST(ForcedSplitsCap, AtMostOnePartitionPer16Tokens) {
+  const DecodeParams p = shape(1, 100);
+  const DecodePlan plan = plan_of(p, presets::h200, PlanOptions{-1, 50, false});
+  expect_consistent(plan, p);
+  EXPECT_EQ(plan.partition_tokens, 16);
+  EXPECT_EQ(plan.num_splits, 7);
+}
+
+// ---- Targets ------------------------------------------------------------------------------------
+
+TEST(PlanTarget, DeviceTargetIsTheBestCompiledOne) {
+  const DecodePlan plan = plan_of(shape(2, 4096), presets::h200);
+  EXPECT_EQ(plan.target, best_compiled_target(90) < 0 ? 0 : best_compiled_target(90));
+}
+
+TEST(PlanTarget, OwnArchRunsThePortableAgent) {
+  const DecodePlan plan = plan_of(shape(2, 4096), presets::bi_v100);
+  EXPECT_EQ(plan.target, 0);
+  EXPECT_EQ(plan.policy.agent, Agent::portable);
+  EXPECT_EQ(plan.policy.partition_size, 512);  // the seed's partition
+}
+
+TEST(PlanTarget, ForcedPortableOnTheH200) {
+  const DecodePlan plan = plan_of(shape(2, 4096), presets::h200, PlanOptions{0, 0, false});
+  EXPECT_EQ(plan.target, 0);
+  EXPECT_EQ(plan.policy.agent, Agent::portable);
+}
+
+TEST(PlanTarget, Fp32RunsThePortableAgentEverywhere) {
+  for (const HardwareCapability& hw : kPresets) {
+    const DecodePlan plan = plan_of(shape(2, 4096, 8, 2, 128, DType::fp32), hw);
+    EXPECT_EQ(plan.policy.agent, Agent::portable) << hw.name;
+  }
+}
+
+TEST(PlanTarget, SmallSharedMemoryFallsBackToPortable) {
+  HardwareCapability hw = presets::h200;
+  hw.max_shared_memory_per_block_optin = 64 * 1024;  // less than the sm90 hd256 row's 206 KB
+  const DecodePlan plan = plan_of(shape(1, 8192, 16, 4, 256), hw);
+  EXPECT_EQ(plan.target, 0);
+  EXPECT_LE(decode_smem_bytes(plan.policy, DType::bf16, 256), 64 * 1024);
+}
+
+// ---- Head chunks, graphs ---------------------------------------------------------------------------
+
+TEST(PlanShape, GroupsAbove16TakeSeveralChunks) {
+  const DecodeParams p = shape(2, 4096, 40, 2);
+  const DecodePlan plan = plan_of(p, presets::h200);
+  EXPECT_EQ(plan.head_chunks, 2);
+  expect_consistent(plan, p);
+}
+
+TEST(PlanGraph, SameChoiceMarkedAsACapacity) {
+  const DecodeParams p = shape(8, 20000);
+  const DecodePlan a = plan_of(p, presets::h200);
+  const DecodePlan g = plan_of(p, presets::h200, PlanOptions{-1, 0, true});
+  EXPECT_TRUE(g.cuda_graph);
+  EXPECT_FALSE(a.cuda_graph);
+  EXPECT_EQ(a.num_splits, g.num_splits);
+  EXPECT_EQ(a.workspace_bytes, g.workspace_bytes);
+  EXPECT_EQ(g.max_seq_len, 20000);
+  EXPECT_EQ(g.num_seqs, 8);
+}
+
+// The model never prefers V2 for a batch that already gives every slot ≥ 4 CTAs.
+TEST(PlanModel, FullBatchesStayV1) {
+  for (int batch : {64, 128, 256, 1024})
+    for (int len : {512, 2048, 8192, 32768}) {
+      const DecodePlan plan = plan_of(shape(batch, len), presets::h200);
+      if (batch * 8 >= 2 * kH200Slots) EXPECT_FALSE(plan.use_v2) << batch << " x " << len;
+    }
+}
+
+// Long contexts at batch 1 keep at least ~every SM busy.
+TEST(PlanModel, Batch1LongContextsFillTheSMs) {
+  for (int len : {8192, 16384, 32768, 65536, 131072}) {
+    const DecodePlan plan = plan_of(shape(1, len), presets::h200);
+    EXPECT_GE(plan.ctas, presets::h200.sm_count * 9 / 10) << len;
+  }
+}
+
+}  // namespace
+}  // namespace muh

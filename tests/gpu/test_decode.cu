@@ -1,0 +1,330 @@
+// test_decode.cu — every compiled paged-decode policy, forced, against the CPU reference.
+//
+// One gtest case per (dispatch target, dtype, head_dim, KV layout, shape): targets from
+// MUH_TARGETS, (dtype, head_dim) from MUH_FOR_EACH_INSTANCE, shapes from
+// muh::check::decode_shapes() (tools/decode_case.hpp, shared with `muh verify`, which also states
+// the tolerance: ≤ 2× a naive implementation at the storage precision, outputs pre-filled with
+// NaN, NaN in the unused slots of every last page). A target newer than the present device is
+// skipped, saying so. Further suites: V2 == V1 for several split counts, seq_len 0, bitwise
+// determinism, a CUDA-graph capture + replay of a graph-fixed plan, and the C ABI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../../tools/decode_case.hpp"
+#include "gpu_test_util.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/muh.h"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace {
+
+int device_cc() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major * 10 + minor;
+}
+
+const HardwareCapability& device_hw() {
+  static const HardwareCapability hw = query_current_device().hw;
+  return hw;
+}
+
+#define MUH_REQUIRE_TARGET(target)                                                                   \
+  do {                                                                                               \
+    MUH_REQUIRE_GPU();                                                                               \
+    if ((target) > device_cc())                                                                      \
+      GTEST_SKIP() << "target " << (target) << " is newer than the device (sm_" << device_cc() << ")"; \
+  } while (0)
+
+bool compiled(DType t, int d) {
+  const std::pair<DType, int> instances[] = {
+#define MUH_X(tt, dd) {DType::tt, dd},
+      MUH_FOR_EACH_INSTANCE(MUH_X)
+#undef MUH_X
+  };
+  for (const auto& [it, id] : instances)
+    if (it == t && id == d) return true;
+  return false;
+}
+
+// A 16-bit instance for the suites below: bf16 hd128 where compiled, else the first 16-bit one.
+std::pair<DType, int> a_16bit_instance(int prefer_hd = 128) {
+  const std::pair<DType, int> instances[] = {
+#define MUH_X(tt, dd) {DType::tt, dd},
+      MUH_FOR_EACH_INSTANCE(MUH_X)
+#undef MUH_X
+  };
+  if (compiled(DType::bf16, prefer_hd)) return {DType::bf16, prefer_hd};
+  for (const auto& [t, d] : instances)
+    if (t != DType::fp32) return {t, d};
+  return instances[0];
+}
+
+std::vector<int> all_targets() {
+  return std::vector<int>(compiled_targets::values, compiled_targets::values + compiled_targets::size);
+}
+
+std::string layout_name(KVLayout l) { return l == KVLayout::nhd ? "nhd" : "vllm"; }
+
+// ---- The forced-policy sweep ----------------------------------------------------------------
+}  // namespace
+namespace check {
+void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name(); }
+}  // namespace check
+namespace {
+
+class DecodeForced : public ::testing::TestWithParam<check::DecodeCase> {};
+
+TEST_P(DecodeForced, MatchesReference) {
+  const check::DecodeCase c = GetParam();
+  MUH_REQUIRE_TARGET(c.target);
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome r = pr.run(device_hw(), c.force_splits);
+  EXPECT_TRUE(r.pass()) << c.name() << ": " << r.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, DecodeForced, ::testing::ValuesIn(check::decode_sweep_cases(false, 1)),
+                         [](const auto& info) { return info.param.name(); });
+
+// ---- V2 == V1 for several split counts --------------------------------------------------------
+
+using SplitParam = std::tuple<int /*target*/, int /*head_dim*/, KVLayout, int /*splits*/>;
+
+class DecodeSplits : public ::testing::TestWithParam<SplitParam> {};
+
+TEST_P(DecodeSplits, V2MatchesV1) {
+  const auto [target, hd, layout, splits] = GetParam();
+  MUH_REQUIRE_TARGET(target);
+  const auto [t, d] = a_16bit_instance(hd);
+  check::DecodeCase c;
+  c.target = target;
+  c.dtype = t;
+  c.head_dim = d;
+  c.layout = layout;
+  c.page_size = 16;
+  c.num_q_heads = 16;
+  c.num_kv_heads = 4;
+  c.seq_lens = {1000, 513, 64, 1};
+  c.seed = 11;
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome v1 = pr.run(device_hw(), 1);
+  ASSERT_TRUE(v1.pass()) << "V1: " << v1.summary();
+  ASSERT_EQ(v1.num_splits, 1);
+  const check::DecodeOutcome v2 = pr.run(device_hw(), splits);
+  ASSERT_TRUE(v2.pass()) << "V2 x" << splits << ": " << v2.summary();
+  EXPECT_EQ(v2.num_splits, splits);
+  double diff = 0;
+  for (std::size_t i = 0; i < v1.out.size(); ++i) diff = std::max(diff, double(std::fabs(v1.out[i] - v2.out[i])));
+  EXPECT_LE(diff, v1.tol) << "V2 with " << splits << " partitions differs from V1 by " << diff;
+}
+
+std::vector<SplitParam> split_params() {
+  std::vector<SplitParam> v;
+  for (int target : all_targets())
+    for (int hd : {128, 256})
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (int s : {2, 3, 5, 8, 13}) v.emplace_back(target, hd, l, s);
+  return v;
+}
+
+std::string split_name(const ::testing::TestParamInfo<SplitParam>& info) {
+  return "t" + std::to_string(std::get<0>(info.param)) + "_hd" + std::to_string(std::get<1>(info.param)) + "_" +
+         layout_name(std::get<2>(info.param)) + "_x" + std::to_string(std::get<3>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Splits, DecodeSplits, ::testing::ValuesIn(split_params()), split_name);
+
+// ---- seq_len 0: out = 0, lse = −inf, for V1 and V2 -------------------------------------------
+
+using TargetSplits = std::tuple<int /*target*/, int /*splits*/>;
+
+class DecodeZeroLength : public ::testing::TestWithParam<TargetSplits> {};
+
+TEST_P(DecodeZeroLength, ZerosAndMinusInf) {
+  const auto [target, splits] = GetParam();
+  MUH_REQUIRE_TARGET(target);
+  const auto [t, d] = a_16bit_instance();
+  check::DecodeCase c;
+  c.target = target;
+  c.dtype = t;
+  c.head_dim = d;
+  c.num_q_heads = 8;
+  c.num_kv_heads = 2;
+  // All empty under V1; under V2 one sequence has tokens, so there is a workspace to merge.
+  c.seq_lens = splits > 1 ? std::vector<int>{0, 0, 0, 40} : std::vector<int>{0, 0, 0};
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome r = pr.run(device_hw(), splits);
+  EXPECT_TRUE(r.pass()) << r.summary();
+  EXPECT_EQ(r.empty_bad, 0u);
+}
+
+std::vector<TargetSplits> target_split_params() {
+  std::vector<TargetSplits> v;
+  for (int target : all_targets())
+    for (int s : {1, 3}) v.emplace_back(target, s);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Empty, DecodeZeroLength, ::testing::ValuesIn(target_split_params()), [](const auto& info) {
+  return "t" + std::to_string(std::get<0>(info.param)) + "_x" + std::to_string(std::get<1>(info.param));
+});
+
+// ---- Bitwise determinism across repeated runs ---------------------------------------------------
+
+class DecodeDeterminism : public ::testing::TestWithParam<TargetSplits> {};
+
+TEST_P(DecodeDeterminism, BitwiseEqualAcrossRuns) {
+  const auto [target, splits] = GetParam();
+  MUH_REQUIRE_TARGET(target);
+  const auto [t, d] = a_16bit_instance();
+  check::DecodeCase c;
+  c.target = target;
+  c.dtype = t;
+  c.head_dim = d;
+  c.num_q_heads = 32;
+  c.num_kv_heads = 8;
+  c.seq_lens = {2049, 100, 7, 1500};
+  c.seed = 5;
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome first = pr.run(device_hw(), splits);
+  ASSERT_TRUE(first.pass()) << first.summary();
+  for (int i = 0; i < 3; ++i) {
+    const check::DecodeOutcome again = pr.run(device_hw(), splits);
+    ASSERT_TRUE(again.error.empty()) << again.error;
+    EXPECT_TRUE(again.out_bytes == first.out_bytes) << "run " << i + 2 << " differs bitwise from run 1";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Repeat, DecodeDeterminism, ::testing::ValuesIn(target_split_params()),
+                         [](const auto& info) {
+                           return "t" + std::to_string(std::get<0>(info.param)) + "_x" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// ---- CUDA graph: capture a graph-fixed plan once, replay with other seq_lens ------------------
+
+class DecodeGraph : public ::testing::TestWithParam<TargetSplits> {};
+
+TEST_P(DecodeGraph, CaptureAndReplay) {
+  const auto [target, splits] = GetParam();
+  MUH_REQUIRE_TARGET(target);
+  const auto [t, d] = a_16bit_instance();
+  check::DecodeCase c;
+  c.target = target;
+  c.dtype = t;
+  c.head_dim = d;
+  c.num_q_heads = 16;
+  c.num_kv_heads = 4;
+  c.seq_lens = {900, 0, 333, 1};  // the capacity: max_seq_len 900
+  c.seed = 23;
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome captured = pr.run(device_hw(), splits, /*graph=*/true);
+  ASSERT_TRUE(captured.pass()) << "first launch of the graph: " << captured.summary();
+  const check::DecodeOutcome replayed = pr.replay();
+  EXPECT_TRUE(replayed.pass()) << "replay: " << replayed.summary();
+  EXPECT_TRUE(replayed.out_bytes == captured.out_bytes) << "replay differs bitwise";
+  // The same graph, new seq_lens written to the device between replays (each within the
+  // pages its sequence owns: 900 → 450, 333 → 7, 1 → 0).
+  pr.set_seq_lens({450, 0, 7, 0});
+  ASSERT_EQ(pr.upload_seq_lens(), "");
+  const check::DecodeOutcome changed = pr.replay();
+  EXPECT_TRUE(changed.pass()) << "replay with new seq_lens: " << changed.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Graph, DecodeGraph, ::testing::ValuesIn(target_split_params()), [](const auto& info) {
+  return "t" + std::to_string(std::get<0>(info.param)) + "_x" + std::to_string(std::get<1>(info.param));
+});
+
+// ---- debug_checks: device-side tables checked on the host, nothing launched on failure ---------
+
+class DecodeDebugChecks : public ::testing::TestWithParam<int> {};
+
+TEST_P(DecodeDebugChecks, RefusesBadDeviceTables) {
+  const int what = GetParam();  // 0: a block id past num_pages, 1: a negative block id, 2: seq_len > max
+  MUH_REQUIRE_GPU();
+  const auto [t, d] = a_16bit_instance();
+  check::DecodeCase c;
+  c.target = -1;
+  c.dtype = t;
+  c.head_dim = d;
+  c.seq_lens = {40, 100};
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  DecodeParams p = pr.params();
+  DecodePlan plan;
+  ASSERT_TRUE(plan_decode(p, device_hw(), {}, &plan).ok());
+  testing::DeviceBuffer ws(plan.workspace_bytes);
+  if (what == 2) {
+    const int too_long = p.max_seq_len + 1;
+    MUH_CUDA_CHECK(cudaMemcpy(const_cast<int*>(p.seq_lens) + 1, &too_long, 4, cudaMemcpyHostToDevice));
+  } else {
+    const int bad = what == 0 ? p.num_pages + 5 : -1;
+    MUH_CUDA_CHECK(cudaMemcpy(const_cast<int*>(p.block_table) + p.max_blocks_per_seq + 2, &bad, 4,
+                              cudaMemcpyHostToDevice));
+  }
+  RunOptions opt;
+  opt.debug_checks = true;
+  const Status s = paged_decode(p, plan, ws.ptr, plan.workspace_bytes, opt);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_NE(s.message().find(what == 2 ? "seq_lens" : "block_table"), std::string::npos) << s.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Debug, DecodeDebugChecks, ::testing::Values(0, 1, 2));
+
+// ---- The C ABI (muh.h) over the same buffers ------------------------------------------------------
+
+TEST(DecodeCApi, MatchesTheCppApi) {
+  MUH_REQUIRE_GPU();
+  const auto [t, d] = a_16bit_instance();
+  check::DecodeCase c;
+  c.target = -1;  // the device's own target
+  c.dtype = t;
+  c.head_dim = d;
+  c.num_q_heads = 8;
+  c.num_kv_heads = 2;
+  c.seq_lens = {3000, 17};
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome cpp = pr.run(device_hw(), 0);
+  ASSERT_TRUE(cpp.pass()) << cpp.summary();
+  const DecodeParams p = pr.params();
+  size_t ws = 0;
+  ASSERT_EQ(muh_decode_workspace_size(int(p.dtype), int(p.layout), p.num_seqs, p.num_q_heads, p.num_kv_heads,
+                                      p.head_dim, p.page_size, p.max_seq_len, -1, 0, 0, &ws),
+            MUH_OK)
+      << muh_last_error();
+  testing::DeviceBuffer work(ws);
+  ASSERT_EQ(muh_paged_decode(int(p.dtype), int(p.layout), p.q, p.k_cache, p.v_cache, p.out, p.lse, p.block_table,
+                             p.seq_lens, p.num_seqs, p.num_q_heads, p.num_kv_heads, p.head_dim, p.page_size,
+                             p.num_pages, p.max_blocks_per_seq, p.max_seq_len, p.softmax_scale, work.ptr, ws, -1, 0,
+                             0, nullptr),
+            MUH_OK)
+      << muh_last_error();
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::size_t n = cpp.out.size() * dtype_size(t);
+  std::vector<unsigned char> got(n);
+  MUH_CUDA_CHECK(cudaMemcpy(got.data(), p.out, n, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), cpp.out_bytes.begin())) << "C ABI output differs from the C++ API's";
+  // A bad call through the C ABI: a code and a message, nothing launched.
+  EXPECT_EQ(muh_paged_decode(int(p.dtype), int(p.layout), p.q, p.k_cache, p.v_cache, p.out, p.lse, p.block_table,
+                             p.seq_lens, p.num_seqs, p.num_q_heads, 3, p.head_dim, p.page_size, p.num_pages,
+                             p.max_blocks_per_seq, p.max_seq_len, 0.f, work.ptr, ws, -1, 0, 0, nullptr),
+            MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("multiple"), std::string::npos) << muh_last_error();
+}
+
+}  // namespace
+}  // namespace muh

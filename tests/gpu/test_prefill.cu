@@ -1,0 +1,149 @@
+// test_prefill.cu — every compiled prefill policy, forced, against the CPU reference.
+//
+// One gtest case per (dispatch target, dtype, head_dim, shape): targets from MUH_TARGETS, (dtype,
+// head_dim) from MUH_FOR_EACH_INSTANCE, shapes from muh::check::prefill_cases(). A target newer
+// than the present device is skipped, saying so. What is checked and the tolerance are described
+// in tools/prefill_check.hpp (shared with `muh verify`): error ≤ 2× a naive implementation at the
+// input precision, no NaN/Inf (outputs pre-filled with NaN), lse, bitwise run-to-run equality.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../../tools/prefill_check.hpp"
+#include "gpu_test_util.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace {
+
+struct PrefillTestParam {
+  int target;
+  DType dtype;
+  int head_dim;
+  std::size_t case_index;
+};
+
+std::vector<PrefillTestParam> all_params() {
+  std::vector<PrefillTestParam> v;
+  const std::pair<DType, int> instances[] = {
+#define MUH_X(t, d) {DType::t, d},
+      MUH_FOR_EACH_INSTANCE(MUH_X)
+#undef MUH_X
+  };
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    for (const auto& [t, d] : instances)
+      for (std::size_t c = 0; c < check::prefill_cases().size(); ++c)
+        v.push_back({compiled_targets::values[ti], t, d, c});
+  return v;
+}
+
+int device_cc() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major * 10 + minor;
+}
+
+class PrefillForced : public ::testing::TestWithParam<PrefillTestParam> {};
+
+TEST_P(PrefillForced, MatchesReference) {
+  MUH_REQUIRE_GPU();
+  const PrefillTestParam prm = GetParam();
+  if (prm.target > device_cc())
+    GTEST_SKIP() << "target " << prm.target << " is newer than the device (sm_" << device_cc() << ")";
+  const auto& in = check::cached_prefill_inputs(prm.case_index, prm.dtype, prm.head_dim);
+  const check::PrefillResult r = check::run_prefill_case(in, prm.target);
+  const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
+  SCOPED_TRACE(std::string("policy: ") + std::string(agent_name(pol.agent)) + " " + std::to_string(pol.block_m) +
+               "x" + std::to_string(pol.block_n) + " w" + std::to_string(pol.num_warps) + " s" +
+               std::to_string(pol.num_stages));
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
+  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
+  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
+  EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << in.naive_err << ", max |ref| " << in.max_ref;
+  RecordProperty("max_err", std::to_string(r.max_err));
+  RecordProperty("tol", std::to_string(r.tol));
+}
+
+INSTANTIATE_TEST_SUITE_P(Prefill, PrefillForced, ::testing::ValuesIn(all_params()),
+                         [](const ::testing::TestParamInfo<PrefillTestParam>& info) {
+                           const auto& p = info.param;
+                           return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" +
+                                  std::to_string(p.head_dim) + "_" + check::prefill_cases()[p.case_index].name;
+                         });
+
+}  // namespace
+}  // namespace muh
+
+// ---- The K/V ring of the tensor-core agent at depths and shapes the tables do not use --------
+// (1 buffer: the synchronous path a profile without cp.async gets; odd depths; 8 warps with Q in
+// registers; block_n 32), launched directly with a policy of their own, same shapes and checks.
+#include "muh/kernels/prefill_launch.cuh"
+
+namespace muh {
+namespace {
+
+template <int BM, int BN, int W, int S>
+struct RingPolicy {
+  constexpr PrefillPolicy operator()() const { return {Agent::sm80, BM, BN, W, S, 232448, "test"}; }
+};
+
+struct RingParam {
+  const char* name;
+  DType dtype;
+  int head_dim;
+  check::PrefillLauncher launch;
+  std::size_t case_index;
+};
+
+template <class G, DType T, int D>
+check::PrefillLauncher ring_launcher() {
+  return [](const PrefillParams& p) { return kernels::launch_prefill<G, T, D>(kernels::make_prefill_args(p), nullptr); };
+}
+
+std::vector<RingParam> ring_params() {
+  const RingParam base[] = {
+      {"bf16_hd128_128x64w4_ring1", DType::bf16, 128, ring_launcher<RingPolicy<128, 64, 4, 1>, DType::bf16, 128>(), 0},
+      {"fp16_hd128_128x64w4_ring3", DType::fp16, 128, ring_launcher<RingPolicy<128, 64, 4, 3>, DType::fp16, 128>(), 0},
+      {"bf16_hd256_64x64w4_ring3", DType::bf16, 256, ring_launcher<RingPolicy<64, 64, 4, 3>, DType::bf16, 256>(), 0},
+      {"bf16_hd96_128x64w8_ring5", DType::bf16, 96, ring_launcher<RingPolicy<128, 64, 8, 5>, DType::bf16, 96>(), 0},
+      {"fp16_hd64_64x32w4_ring2", DType::fp16, 64, ring_launcher<RingPolicy<64, 32, 4, 2>, DType::fp16, 64>(), 0},
+  };
+  std::vector<RingParam> v;
+  for (const auto& b : base)
+    for (std::size_t c = 0; c < check::prefill_cases().size(); ++c) {
+      RingParam r = b;
+      r.case_index = c;
+      v.push_back(r);
+    }
+  return v;
+}
+
+class PrefillRing : public ::testing::TestWithParam<RingParam> {};
+
+TEST_P(PrefillRing, MatchesReference) {
+  MUH_REQUIRE_GPU();
+  const RingParam prm = GetParam();
+  if (device_cc() < 80) GTEST_SKIP() << "the tensor-core agent needs sm_80 or newer";
+  const auto& in = check::cached_prefill_inputs(prm.case_index, prm.dtype, prm.head_dim);
+  const check::PrefillResult r = check::run_prefill_case(in, -1, prm.launch);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
+  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
+  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
+  EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << in.naive_err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Prefill, PrefillRing, ::testing::ValuesIn(ring_params()),
+                         [](const ::testing::TestParamInfo<RingParam>& info) {
+                           return std::string(info.param.name) + "_" + check::prefill_cases()[info.param.case_index].name;
+                         });
+
+}  // namespace
+}  // namespace muh

@@ -1,0 +1,140 @@
+// bench_common.cu — see bench_common.hpp.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <stdexcept>
+
+#include "bench_common.hpp"
+
+namespace muh::bench {
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+DeviceMemory::DeviceMemory(std::size_t n) { reset(n); }
+DeviceMemory::~DeviceMemory() {
+  if (ptr) cudaFree(ptr);
+}
+void DeviceMemory::reset(std::size_t n) {
+  if (ptr) cudaFree(ptr);
+  ptr = nullptr;
+  bytes = n;
+  if (n) cuda_check(cudaMalloc(&ptr, n), "cudaMalloc");
+}
+
+L2Flusher::L2Flusher(std::size_t bytes) : buf_(bytes) {}
+void L2Flusher::flush(cudaStream_t stream) {
+  cuda_check(cudaMemsetAsync(buf_.ptr, value_++ & 0xff, buf_.bytes, stream), "L2 flush");
+}
+
+std::vector<double> time_calls_us(const std::function<void()>& f, const std::function<void()>& before,
+                                  cudaStream_t stream, int iters, int warmup) {
+  for (int i = 0; i < warmup; ++i) {
+    if (before) before();
+    f();
+  }
+  cuda_check(cudaStreamSynchronize(stream), "warm-up");
+  std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(iters));
+  for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < iters; ++i) {
+    if (before) before();
+    cuda_check(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord");
+    f();
+    cuda_check(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord");
+  }
+  cuda_check(cudaStreamSynchronize(stream), "timed calls");
+  std::vector<double> us(iters);
+  for (int i = 0; i < iters; ++i) {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
+    us[i] = 1e3 * ms;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(us.begin(), us.end());
+  return us;
+}
+
+double median(const std::vector<double>& s) {
+  if (s.empty()) return 0;
+  const std::size_t n = s.size();
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+namespace {
+
+__global__ void __launch_bounds__(256) streaming_read_kernel(const uint4* __restrict__ x, std::size_t n,
+                                                             unsigned* __restrict__ sink) {
+  unsigned acc = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // Four independent 16-byte loads in flight per thread per step.
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = __ldcs(x + i), b = __ldcs(x + i + stride), c = __ldcs(x + i + 2 * stride),
+                d = __ldcs(x + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 a = __ldcs(x + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;  // practically never: keeps the loads alive
+}
+
+__global__ void fill_bf16_kernel(std::uint16_t* x, std::size_t n, unsigned seed) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ static_cast<unsigned>(i >> 32) * 40503u ^ seed * 97u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float u = (h >> 8) * (1.0f / 8388608.0f) - 1.0f;  // [−1, 1)
+    unsigned bits = __float_as_uint(u);
+    x[i] = static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  }
+}
+
+}  // namespace
+
+double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream) {
+  int dev = 0, sms = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  DeviceMemory buf(bytes), sink(sizeof(unsigned));
+  cuda_check(cudaMemsetAsync(buf.ptr, 1, bytes, stream), "fill");
+  const std::size_t n = bytes / sizeof(uint4);
+  const auto us = time_calls_us(
+      [&] { streaming_read_kernel<<<sms * ctas_per_sm, 256, 0, stream>>>(buf.as<uint4>(), n, sink.as<unsigned>()); },
+      nullptr, stream, iters, 2);
+  cuda_check(cudaGetLastError(), "streaming read");
+  return static_cast<double>(bytes) / (median(us) * 1e-6) / 1e12;
+}
+
+void fill_bf16_uniform(std::uint16_t* x, std::size_t n, unsigned seed, cudaStream_t stream) {
+  fill_bf16_kernel<<<4096, 256, 0, stream>>>(x, n, seed);
+  cuda_check(cudaGetLastError(), "fill");
+}
+
+std::string utc_date() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string device_slug(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : '-';
+  for (const char* prefix : {"nvidia-", "tesla-"})
+    if (s.rfind(prefix, 0) == 0) s = s.substr(std::string(prefix).size());
+  // "h200-sxm-141gb" → "h200": the first word names the part.
+  const auto dash = s.find('-');
+  if (dash != std::string::npos && dash > 0) s = s.substr(0, dash);
+  return s.empty() ? "gpu" : s;
+}
+
+}  // namespace muh::bench

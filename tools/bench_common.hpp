@@ -1,0 +1,66 @@
+// bench_common.hpp — helpers shared by the `muh bench` families: CUDA-event timing, a cold-L2
+// flush, the streaming-read ceiling, random fills, medians, and the date / device labels that
+// result files carry.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace muh::bench {
+
+// Throws std::runtime_error("<what>: <CUDA error>") on failure.
+void cuda_check(cudaError_t e, const char* what);
+
+// A device allocation freed on scope exit.
+struct DeviceMemory {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  DeviceMemory() = default;
+  explicit DeviceMemory(std::size_t n);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  void reset(std::size_t n);
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr); }
+};
+
+// Overwrites a buffer of `bytes` (256 MB by default, > 4× the H200's 60 MB L2) so that the next
+// kernel starts with a cold L2 (nothing it reads is cached).
+class L2Flusher {
+ public:
+  explicit L2Flusher(std::size_t bytes = std::size_t(256) << 20);
+  void flush(cudaStream_t stream);
+
+ private:
+  DeviceMemory buf_;
+  int value_ = 0;
+};
+
+// Times `iters` calls of f, each preceded (untimed) by `before` (e.g. an L2 flush), with CUDA
+// events on `stream` around f alone, after `warmup` untimed rounds. Returns the per-call times in
+// microseconds, sorted.
+std::vector<double> time_calls_us(const std::function<void()>& f, const std::function<void()>& before,
+                                  cudaStream_t stream, int iters, int warmup = 3);
+
+double median(const std::vector<double>& sorted);
+
+// The read ceiling: a kernel that streams `bytes` of device memory with 16-byte loads
+// (grid-stride, `ctas_per_sm` CTAs of 256 threads per SM) and keeps only a checksum. A decode
+// only reads, so this — not a copy's read + write figure — is its ceiling. Returns TB/s (median of
+// `iters` runs).
+double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream);
+
+// Fills n bf16 values (bit patterns) with a hash-based uniform(−1, 1) of their index and seed.
+void fill_bf16_uniform(std::uint16_t* x, std::size_t n, unsigned seed, cudaStream_t stream);
+
+// "2026-11-30" (UTC) and a file-name-safe lower-case device label ("nvidia-h200" → "h200").
+std::string utc_date();
+std::string device_slug(const std::string& device_name);
+
+}  // namespace muh::bench

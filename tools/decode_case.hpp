@@ -1,0 +1,520 @@
+// decode_case.hpp — one paged-decode check, shared by tests/gpu/test_decode.cu and `muh verify`
+// (tools/verify_decode.cpp) so that both run exactly the same thing. Host code only (the CUDA
+// runtime API and muh's public API); no gtest.
+//
+// A DecodeProblem builds random inputs for a DecodeCase, computes the CPU reference (double) and
+// a naive same-precision result, uploads everything, and runs paged_decode under a forced target
+// and split count, plain or through a captured CUDA graph.
+//
+// What a run checks:
+//   * every output element finite — out and lse are pre-filled with NaN, so a row never written
+//     shows up; unused slots of each sequence's last page (and unused pages) hold NaN, so a
+//     masking leak shows up; block-table entries past a sequence hold 2^30 (never dereferenced);
+//   * |out − ref| ≤ tol, with tol = 2 · max(naive_err, floor):
+//       naive_err — the max error of a naive implementation at the storage precision: fp32
+//         scores and softmax, p rounded to the storage type before P·V (what any 16-bit
+//         tensor-core kernel does), fp32 accumulation, output rounded to the storage type;
+//       floor — u · max|ref| for fp16/bf16 (u = 2^-11 / 2^-8: one rounding of the largest
+//         output), 64 · 2^-24 · max|ref| for fp32 (a few ulps of exp2 and of reordered fp32
+//         sums over up to thousands of terms); it only matters when the naive error happens to
+//         be 0 (e.g. seq_len 1, where out = v exactly);
+//   * lse: |lse − lse_ref| ≤ 1e-3 + 1e-5·|lse_ref| (fp32 scores; bugs move it by O(0.1)), and an
+//     empty sequence gives lse = −inf and out = 0 exactly.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "muh/attention.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/plan.hpp"
+#include "muh/reference.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh::check {
+
+struct DecodeCase {
+  int target = 0;
+  DType dtype = DType::bf16;
+  KVLayout layout = KVLayout::nhd;
+  int head_dim = 128;
+  int page_size = 16;
+  int num_q_heads = 8;
+  int num_kv_heads = 2;
+  std::vector<int> seq_lens{17};
+  int force_splits = 0;        // 0: the plan's choice
+  float softmax_scale = 0.f;   // 0: 1/sqrt(head_dim)
+  unsigned seed = 1;
+  std::string shape = "case";  // label of the shape family
+
+  std::string name() const {
+    std::string s = "t" + std::to_string(target) + "_" + std::string(dtype_name(dtype)) + "_hd" +
+                    std::to_string(head_dim) + "_" + (layout == KVLayout::nhd ? "nhd" : "vllm") + "_" + shape;
+    return s;
+  }
+};
+
+struct DecodeOutcome {
+  std::string error;               // non-empty: the run itself failed (Status or CUDA error)
+  double max_err = 0;              // max |out − ref|
+  double tol = 0;
+  double naive_err = 0;
+  double max_ref = 0;
+  double lse_err = 0;              // max |lse − lse_ref| over non-empty rows
+  double lse_tol = 0;
+  std::size_t nonfinite = 0;       // NaN / inf elements of out
+  std::size_t empty_bad = 0;       // elements of empty sequences that are not out = 0 / lse = −inf
+  int num_splits = 0;              // the plan's
+  std::vector<unsigned char> out_bytes;  // raw out, then raw lse (bitwise comparisons)
+  std::vector<float> out;                // out as float
+
+  bool pass() const {
+    return error.empty() && nonfinite == 0 && empty_bad == 0 && max_err <= tol && lse_err <= lse_tol;
+  }
+  std::string summary() const {
+    if (!error.empty()) return error;
+    std::string s = "max_err " + std::to_string(max_err) + " (tol " + std::to_string(tol) + ", naive " +
+                    std::to_string(naive_err) + "), lse_err " + std::to_string(lse_err) + ", nonfinite " +
+                    std::to_string(nonfinite) + ", bad empty rows " + std::to_string(empty_bad) + ", splits " +
+                    std::to_string(num_splits);
+    return s;
+  }
+};
+
+// Unit roundoff of the storage type (one rounding of a value).
+inline double decode_unit_roundoff(DType t) {
+  return t == DType::bf16 ? 1.0 / 256 : t == DType::fp16 ? 1.0 / 2048 : 1.0 / 16777216;
+}
+
+inline float round_storage(float x, DType t) {
+  if (t == DType::bf16) return ref::bf16_bits_to_float(ref::float_to_bf16_bits(x));
+  if (t == DType::fp16) return ref::fp16_bits_to_float(ref::float_to_fp16_bits(x));
+  return x;
+}
+
+inline std::vector<unsigned char> to_bytes(const std::vector<float>& x, DType t) {
+  std::vector<unsigned char> out(x.size() * dtype_size(t));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::fp32) {
+      std::memcpy(out.data() + 4 * i, &x[i], 4);
+    } else {
+      const std::uint16_t h = t == DType::bf16 ? ref::float_to_bf16_bits(x[i]) : ref::float_to_fp16_bits(x[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+inline float from_bytes(const unsigned char* p, std::size_t i, DType t) {
+  if (t == DType::fp32) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return t == DType::bf16 ? ref::bf16_bits_to_float(h) : ref::fp16_bits_to_float(h);
+}
+
+// A device allocation freed on scope exit.
+struct DevBuf {
+  void* p = nullptr;
+  std::size_t n = 0;
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  bool alloc(std::size_t bytes) {
+    if (p) cudaFree(p);
+    p = nullptr;
+    n = bytes;
+    return bytes == 0 || cudaMalloc(&p, bytes) == cudaSuccess;
+  }
+};
+
+class DecodeProblem {
+ public:
+  explicit DecodeProblem(const DecodeCase& c) : c_(c) { build_host(); }
+
+  const DecodeCase& config() const { return c_; }
+  int max_seq_len() const { return max_len_; }
+
+  // Replaces the sequence lengths — each at most that sequence's original length, since only
+  // those pages exist — and recomputes the reference; upload_seq_lens() moves them to the device.
+  void set_seq_lens(const std::vector<int>& lens) {
+    // Misuse is a bug of the caller, not a kernel failure: stop loudly.
+    if (lens.size() != lens_.size()) std::abort();
+    for (std::size_t i = 0; i < lens.size(); ++i)
+      if (lens[i] < 0 || lens[i] > lens_[i]) std::abort();
+    lens_ = lens;
+    compute_reference();
+  }
+
+  // Uploads every input; returns an error message or "".
+  std::string upload() {
+    const std::size_t e = dtype_size(c_.dtype);
+    if (!q_d_.alloc(q_.size() * e) || !k_d_.alloc(k_.size() * e) || !v_d_.alloc(v_.size() * e) ||
+        !bt_d_.alloc(bt_.size() * 4) || !lens_d_.alloc(lens_.size() * 4) || !out_d_.alloc(out_elems() * e) ||
+        !lse_d_.alloc(lse_elems() * 4))
+      return "cudaMalloc failed";
+    auto put = [](DevBuf& b, const void* h, std::size_t n) { return cudaMemcpy(b.p, h, n, cudaMemcpyHostToDevice); };
+    cudaError_t err = put(q_d_, to_bytes(q_, c_.dtype).data(), q_.size() * e);
+    if (!err) err = put(k_d_, to_bytes(k_, c_.dtype).data(), k_.size() * e);
+    if (!err) err = put(v_d_, to_bytes(v_, c_.dtype).data(), v_.size() * e);
+    if (!err) err = put(bt_d_, bt_.data(), bt_.size() * 4);
+    if (!err) err = put(lens_d_, lens_.data(), lens_.size() * 4);
+    return err ? std::string("upload: ") + cudaGetErrorString(err) : std::string();
+  }
+  std::string upload_seq_lens() {
+    const cudaError_t err = cudaMemcpy(lens_d_.p, lens_.data(), lens_.size() * 4, cudaMemcpyHostToDevice);
+    return err ? std::string("upload seq_lens: ") + cudaGetErrorString(err) : std::string();
+  }
+
+  DecodeParams params() const {
+    DecodeParams p;
+    p.dtype = c_.dtype;
+    p.layout = c_.layout;
+    p.q = q_d_.p;
+    p.k_cache = k_d_.p;
+    p.v_cache = v_d_.p;
+    p.out = out_d_.p;
+    p.lse = static_cast<float*>(lse_d_.p);
+    p.block_table = static_cast<const int*>(bt_d_.p);
+    p.seq_lens = static_cast<const int*>(lens_d_.p);
+    p.num_seqs = static_cast<int>(lens_.size());
+    p.num_q_heads = c_.num_q_heads;
+    p.num_kv_heads = c_.num_kv_heads;
+    p.head_dim = c_.head_dim;
+    p.page_size = c_.page_size;
+    p.num_pages = num_pages_;
+    p.max_blocks_per_seq = max_blocks_;
+    p.max_seq_len = max_len_;
+    p.softmax_scale = c_.softmax_scale;
+    return p;
+  }
+
+  // Plans (forced target, force_splits ≥ 0) and runs once; with `graph`, the plan is a
+  // cuda_graph plan and the call is captured into a graph and replayed `graph_replays` times.
+  DecodeOutcome run(const HardwareCapability& hw, int force_splits, bool graph = false) {
+    DecodeOutcome r;
+    DecodeParams p = params();
+    DecodePlan plan;
+    const Status s = plan_decode(p, hw, PlanOptions{c_.target, force_splits, graph}, &plan);
+    if (!s.ok()) return fail(r, "plan_decode: " + s.message());
+    r.num_splits = plan.num_splits;
+    if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");
+    poison(plan.workspace_bytes);
+    RunOptions opt;
+    opt.force_target = c_.target;
+    opt.stream = stream();
+    if (!graph) {
+      opt.debug_checks = true;  // seq_lens and used block ids checked on the host as well
+      const Status run = paged_decode(p, plan, ws_d_.p, plan.workspace_bytes, opt);
+      if (!run.ok()) return fail(r, "paged_decode: " + run.message());
+    } else {
+      const Status cap = capture(p, plan, opt);
+      if (!cap.ok()) return fail(r, cap.message());
+      const cudaError_t e = cudaGraphLaunch(graph_exec_, stream());
+      if (e) return fail(r, std::string("cudaGraphLaunch: ") + cudaGetErrorString(e));
+    }
+    return collect(r);
+  }
+
+  // Replays the graph captured by the last run(graph = true) after poisoning the outputs.
+  DecodeOutcome replay() {
+    DecodeOutcome r;
+    if (graph_exec_ == nullptr) return fail(r, "no captured graph");
+    poison(0);
+    const cudaError_t e = cudaGraphLaunch(graph_exec_, stream());
+    if (e) return fail(r, std::string("cudaGraphLaunch: ") + cudaGetErrorString(e));
+    r.num_splits = last_splits_;
+    return collect(r);
+  }
+
+  ~DecodeProblem() {
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  DecodeProblem(const DecodeProblem&) = delete;
+  DecodeProblem& operator=(const DecodeProblem&) = delete;
+
+ private:
+  DecodeCase c_;
+  int max_len_ = 0, max_blocks_ = 1, num_pages_ = 1, last_splits_ = 0;
+  PagedKVShape kv_;
+  std::vector<float> q_, k_, v_, ref_out_, ref_lse_;
+  std::vector<int> bt_, lens_;
+  double naive_err_ = 0, max_ref_ = 0;
+  DevBuf q_d_, k_d_, v_d_, bt_d_, lens_d_, out_d_, lse_d_, ws_d_;
+  cudaStream_t stream_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+
+  cudaStream_t stream() {
+    if (stream_ == nullptr) cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    return stream_;
+  }
+  std::size_t out_elems() const { return lens_.size() * c_.num_q_heads * static_cast<std::size_t>(c_.head_dim); }
+  std::size_t lse_elems() const { return lens_.size() * c_.num_q_heads; }
+
+  static DecodeOutcome fail(DecodeOutcome& r, std::string m) {
+    r.error = std::move(m);
+    return r;
+  }
+
+  void poison(std::size_t ws_bytes) {
+    cudaMemsetAsync(out_d_.p, 0xff, out_elems() * dtype_size(c_.dtype), stream());  // NaN in fp16/bf16/fp32
+    cudaMemsetAsync(lse_d_.p, 0xff, lse_elems() * 4, stream());
+    if (ws_bytes) cudaMemsetAsync(ws_d_.p, 0xff, ws_bytes, stream());
+  }
+
+  Status capture(const DecodeParams& p, const DecodePlan& plan, const RunOptions& opt) {
+    if (graph_exec_) {
+      cudaGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+    }
+    cudaStreamSynchronize(stream());
+    cudaGraph_t g = nullptr;
+    cudaError_t e = cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal);
+    if (e) return {StatusCode::cuda_error, std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(e)};
+    const Status s = paged_decode(p, plan, ws_d_.p, plan.workspace_bytes, opt);
+    e = cudaStreamEndCapture(stream(), &g);
+    if (!s.ok()) {
+      if (g) cudaGraphDestroy(g);
+      return {s.code(), "paged_decode under capture: " + s.message()};
+    }
+    if (e) return {StatusCode::cuda_error, std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e)};
+    e = cudaGraphInstantiate(&graph_exec_, g, 0);
+    cudaGraphDestroy(g);
+    if (e) return {StatusCode::cuda_error, std::string("cudaGraphInstantiate: ") + cudaGetErrorString(e)};
+    last_splits_ = plan.num_splits;
+    return Status::Ok();
+  }
+
+  DecodeOutcome collect(DecodeOutcome& r) {
+    cudaError_t e = cudaStreamSynchronize(stream());
+    if (e) return fail(r, std::string("kernel: ") + cudaGetErrorString(e));
+    const std::size_t es = dtype_size(c_.dtype);
+    std::vector<unsigned char> ob(out_elems() * es);
+    std::vector<float> lse(lse_elems());
+    e = cudaMemcpy(ob.data(), out_d_.p, ob.size(), cudaMemcpyDeviceToHost);
+    if (!e) e = cudaMemcpy(lse.data(), lse_d_.p, lse.size() * 4, cudaMemcpyDeviceToHost);
+    if (e) return fail(r, std::string("download: ") + cudaGetErrorString(e));
+    r.out.resize(out_elems());
+    for (std::size_t i = 0; i < r.out.size(); ++i) r.out[i] = from_bytes(ob.data(), i, c_.dtype);
+    const std::size_t D = c_.head_dim, H = c_.num_q_heads;
+    for (std::size_t s = 0; s < lens_.size(); ++s)
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t row = s * H + h;
+        const bool empty = lens_[s] == 0;
+        for (std::size_t d = 0; d < D; ++d) {
+          const float x = r.out[row * D + d];
+          if (!std::isfinite(x)) {
+            ++r.nonfinite;
+            continue;
+          }
+          if (empty && x != 0.f) ++r.empty_bad;
+          r.max_err = std::max(r.max_err, double(std::fabs(x - ref_out_[row * D + d])));
+        }
+        if (empty) {
+          if (!(std::isinf(lse[row]) && lse[row] < 0)) ++r.empty_bad;
+        } else if (!std::isfinite(lse[row])) {
+          ++r.nonfinite;
+        } else {
+          r.lse_err = std::max(r.lse_err, double(std::fabs(lse[row] - ref_lse_[row])));
+        }
+      }
+    r.naive_err = naive_err_;
+    r.max_ref = max_ref_;
+    const double floor = c_.dtype == DType::fp32 ? 64.0 * decode_unit_roundoff(c_.dtype) * max_ref_
+                                                 : decode_unit_roundoff(c_.dtype) * max_ref_;
+    r.tol = 2.0 * std::max(naive_err_, floor);
+    double max_abs_lse = 0;
+    for (std::size_t i = 0; i < ref_lse_.size(); ++i)
+      if (std::isfinite(ref_lse_[i])) max_abs_lse = std::max(max_abs_lse, double(std::fabs(ref_lse_[i])));
+    r.lse_tol = 1e-3 + 1e-5 * max_abs_lse;
+    r.out_bytes = ob;
+    const auto* lb = reinterpret_cast<const unsigned char*>(lse.data());
+    r.out_bytes.insert(r.out_bytes.end(), lb, lb + lse.size() * 4);
+    return r;
+  }
+
+  void build_host() {
+    std::mt19937 rng(c_.seed * 7919u + 17u);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    lens_ = c_.seq_lens;
+    max_len_ = lens_.empty() ? 0 : *std::max_element(lens_.begin(), lens_.end());
+    const int ps = c_.page_size, D = c_.head_dim, Hkv = c_.num_kv_heads;
+    kv_ = PagedKVShape{c_.layout, ps, Hkv, D, 16 / dtype_size(c_.dtype)};
+    // Pages: each sequence's pages in random order among all pages, plus 3 pages nobody uses.
+    int used = 0;
+    for (int len : lens_) used += (len + ps - 1) / ps;
+    num_pages_ = used + 3;
+    max_blocks_ = std::max(1, (max_len_ + ps - 1) / ps + 1);  // one spare block-table column
+    std::vector<int> perm(num_pages_);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    bt_.assign(lens_.size() * static_cast<std::size_t>(max_blocks_), 1 << 30);  // never dereferenced
+    int next = 0;
+    for (std::size_t s = 0; s < lens_.size(); ++s)
+      for (int b = 0; b < (lens_[s] + ps - 1) / ps; ++b) bt_[s * max_blocks_ + b] = perm[next++];
+    // K, V: random storage-precision values; NaN in every slot no sequence uses.
+    const std::size_t cache = static_cast<std::size_t>(num_pages_) * ps * Hkv * D;
+    k_.assign(cache, std::numeric_limits<float>::quiet_NaN());
+    v_.assign(cache, std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t s = 0; s < lens_.size(); ++s)
+      for (int t = 0; t < lens_[s]; ++t) {
+        const int page = bt_[s * max_blocks_ + t / ps];
+        for (int h = 0; h < Hkv; ++h)
+          for (int d = 0; d < D; ++d) {
+            k_[kv_.k_offset(page, t % ps, h, d)] = round_storage(u(rng), c_.dtype);
+            v_[kv_.v_offset(page, t % ps, h, d)] = round_storage(u(rng), c_.dtype);
+          }
+      }
+    // q ~ U(−2, 2): scores of std ≈ 1.3 at scale 1/sqrt(D), a softmax that is neither flat nor one-hot.
+    q_.resize(lens_.size() * static_cast<std::size_t>(c_.num_q_heads) * D);
+    for (auto& x : q_) x = round_storage(2.f * u(rng), c_.dtype);
+    compute_reference();
+  }
+
+  void compute_reference() {
+    const int D = c_.head_dim, H = c_.num_q_heads, group = c_.num_q_heads / c_.num_kv_heads;
+    const float scale = c_.softmax_scale > 0.f ? c_.softmax_scale : 1.f / std::sqrt(static_cast<float>(D));
+    ref_out_.assign(out_elems(), 0.f);
+    ref_lse_.assign(lse_elems(), 0.f);
+    ref::paged_decode(q_.data(), k_.data(), v_.data(), kv_, bt_.data(), max_blocks_, lens_.data(),
+                      static_cast<int>(lens_.size()), H, scale, ref_out_.data(), ref_lse_.data());
+    max_ref_ = 0;
+    for (float x : ref_out_) max_ref_ = std::max(max_ref_, double(std::fabs(x)));
+    // The naive same-precision implementation (see the top of the file).
+    naive_err_ = 0;
+    std::vector<float> sc, o(D);
+    for (std::size_t s = 0; s < lens_.size(); ++s) {
+      const int len = lens_[s];
+      if (len == 0) continue;
+      sc.assign(len, 0.f);
+      for (int h = 0; h < H; ++h) {
+        const int kh = h / group;
+        const float* q = q_.data() + (s * H + h) * static_cast<std::size_t>(D);
+        float m = -std::numeric_limits<float>::infinity();
+        for (int t = 0; t < len; ++t) {
+          const int page = bt_[s * max_blocks_ + t / c_.page_size];
+          float acc = 0.f;
+          for (int d = 0; d < D; ++d) acc += q[d] * k_[kv_.k_offset(page, t % c_.page_size, kh, d)];
+          sc[t] = acc * scale;
+          m = std::max(m, sc[t]);
+        }
+        float l = 0.f;
+        std::fill(o.begin(), o.end(), 0.f);
+        for (int t = 0; t < len; ++t) {
+          const int page = bt_[s * max_blocks_ + t / c_.page_size];
+          const float p = std::exp(sc[t] - m);
+          l += p;
+          const float pr = round_storage(p, c_.dtype);
+          for (int d = 0; d < D; ++d) o[d] += pr * v_[kv_.v_offset(page, t % c_.page_size, kh, d)];
+        }
+        for (int d = 0; d < D; ++d) {
+          const float x = round_storage(o[d] / l, c_.dtype);
+          naive_err_ = std::max(naive_err_, double(std::fabs(x - ref_out_[(s * H + h) * D + d])));
+        }
+      }
+    }
+  }
+};
+
+// ---- The forced-policy sweep ---------------------------------------------------------------
+// Shapes (each a family; every one runs for each target × dtype × head_dim × layout):
+//   len1            seq_len 1 (three sequences), GQA 4
+//   ragged          lengths that are multiples of neither the page nor the partition, GQA 8, page 8
+//   one_partition   lengths of exactly one partition (the policy's) and one token less, GQA 1
+//   many_partitions 6 forced partitions of 256 tokens over 1500 / 700 / 3 tokens, GQA 4
+//   empty_seqs      seq_len 0 among others, V2 forced (3 partitions), GQA 8
+//   gqa20           20 query heads per KV head: two head chunks per KV head, page 32
+//   long_auto       4100 tokens, the plan's own choice (V2 on sm80 targets), GQA 8
+//   page64          page 64
+//   page1           page 1 (NHD only: the vLLM layout moves V in 8-token runs of one page)
+struct DecodeShape {
+  const char* name;
+  int page_size;
+  int num_q_heads;
+  int num_kv_heads;
+  std::vector<int> seq_lens;  // -1 = the policy's partition_size, -2 = that minus one
+  int force_splits;
+  bool quick;                 // part of `muh verify --quick`
+  bool nhd_only = false;
+};
+
+inline const std::vector<DecodeShape>& decode_shapes() {
+  static const std::vector<DecodeShape> shapes = {
+      {"len1", 16, 8, 2, {1, 1, 1}, 0, true},
+      {"ragged", 8, 16, 2, {17, 1, 200, 33}, 0, true},
+      {"one_partition", 32, 4, 4, {-1, -2}, 0, false},
+      {"many_partitions", 16, 8, 2, {1500, 700, 3}, 6, true},
+      {"empty_seqs", 16, 16, 2, {0, 37, 0, 130}, 3, true},
+      {"gqa20", 32, 40, 2, {77, 300}, 0, false},
+      {"long_auto", 16, 16, 2, {4100}, 0, false},
+      {"page64", 64, 8, 2, {130, 64}, 0, false},
+      {"page1", 1, 8, 2, {19, 40}, 0, false, true},
+  };
+  return shapes;
+}
+
+inline DecodeCase make_decode_case(int target, DType t, int head_dim, KVLayout layout, const DecodeShape& sh,
+                                   unsigned seed) {
+  DecodeCase c;
+  c.target = target;
+  c.dtype = t;
+  c.head_dim = head_dim;
+  c.layout = layout;
+  c.page_size = sh.page_size;
+  c.num_q_heads = sh.num_q_heads;
+  c.num_kv_heads = sh.num_kv_heads;
+  const int part = decode_policy(target, t, head_dim).partition_size;
+  c.seq_lens.clear();
+  for (int len : sh.seq_lens) c.seq_lens.push_back(len == -1 ? part : len == -2 ? part - 1 : len);
+  c.force_splits = sh.force_splits;
+  c.shape = sh.name;
+  c.seed = seed + static_cast<unsigned>(head_dim) * 131u + static_cast<unsigned>(t) * 17u;
+  return c;
+}
+
+// fp32 runs only the portable agent: it is swept on the targets whose 16-bit rows are portable
+// too (0 and 75); on the others the fp32 row is the same portable instantiation.
+inline bool sweep_fp32_on(int target) {
+  return decode_policy(target, DType::bf16, 128).agent == Agent::portable;
+}
+
+// Every (target, dtype, head_dim, layout, shape) of the sweep over this build's instances.
+inline std::vector<DecodeCase> decode_sweep_cases(bool quick, unsigned seed) {
+  std::vector<DecodeCase> v;
+  const std::pair<DType, int> instances[] = {
+#define MUH_DECODE_X(t, d) {DType::t, d},
+      MUH_FOR_EACH_INSTANCE(MUH_DECODE_X)
+#undef MUH_DECODE_X
+  };
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti) {
+    const int target = compiled_targets::values[ti];
+    for (const auto& [t, d] : instances) {
+      if (t == DType::fp32 && !sweep_fp32_on(target)) continue;
+      for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
+        for (const DecodeShape& sh : decode_shapes())
+          if ((!quick || sh.quick) && !(sh.nhd_only && layout != KVLayout::nhd))
+            v.push_back(make_decode_case(target, t, d, layout, sh, seed));
+    }
+  }
+  return v;
+}
+
+}  // namespace muh::check

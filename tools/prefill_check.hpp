@@ -1,0 +1,329 @@
+// prefill_check.hpp — one prefill case, run on the GPU under a forced dispatch target and held
+// against the CPU reference. Shared by tests/gpu/test_prefill.cu (one gtest case per
+// (target, dtype, head_dim, shape)) and tools/verify_prefill.cpp (`muh verify`), so both check
+// exactly the same thing. Host code only (CUDA runtime API); no gtest.
+//
+// The tolerance: max |out − ref| ≤ 2 × max(naive_err, u·max|ref|), where ref is muh::ref::prefill
+// (double accumulation over the inputs rounded to the storage type) and naive_err is the error of
+// a naive implementation at the input precision, computed here the way an eager framework does
+// it in that dtype: S = Q·Kᵀ (fp32 accumulation) rounded to the dtype, scaled and rounded again,
+// softmax in fp32 rounded to the dtype, O = P·V (fp32 accumulation) rounded to the dtype. The
+// factor 2 is FlashAttention's test criterion. The floor u·max|ref| (u = unit roundoff of the
+// dtype: 2^-8 bf16, 2^-11 fp16, 2^-24 fp32) is the rounding any implementation that stores its
+// output in the dtype makes; it only matters when the naive error happens to be ~0.
+// lse is held to 1e-3·(1 + |ref|) (it is computed in fp32 from the same scores), and −inf
+// (a query that sees no key) must match exactly. Outputs are pre-filled with NaN (0xFF bytes),
+// so a row the kernel forgets shows up as non-finite. Every case runs twice: out and lse must be
+// bitwise equal (run-to-run determinism).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <functional>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "muh/attention.hpp"
+#include "muh/dtype.hpp"
+#include "muh/reference.hpp"
+
+namespace muh::check {
+
+struct PrefillCase {
+  const char* name;
+  std::vector<int> len_q, len_k;  // per sequence (0 allowed)
+  int num_q_heads, num_kv_heads;
+  bool causal;
+  float softmax_scale;  // 0 → 1/sqrt(head_dim); larger values make the softmax sharp
+};
+
+// The shapes every compiled policy is checked on. Lengths of 1, lengths that are no multiple of
+// any tile (16/32/64/128), zero-length sequences, q shorter and longer than k under a causal
+// mask, GQA ratios 1, 4 and 8, and sharp softmaxes (scale 1–2) that exercise the running-max
+// rescale across many key tiles.
+inline const std::vector<PrefillCase>& prefill_cases() {
+  static const std::vector<PrefillCase> cases = {
+      {"varlen_causal_gqa4", {1, 67, 0, 130, 16}, {1, 67, 0, 130, 16}, 8, 2, true, 0.f},
+      {"varlen_gqa8_k_differs", {1, 33, 100, 129}, {5, 70, 100, 300}, 8, 1, false, 1.f},
+      {"causal_q_shorter_than_k", {1, 37, 128, 5}, {200, 50, 300, 5}, 4, 4, true, 0.5f},
+      {"causal_q_longer_than_k", {50, 3, 9}, {20, 0, 9}, 2, 1, true, 0.f},
+      {"long_sharp_causal", {300}, {300}, 2, 2, true, 2.f},
+  };
+  return cases;
+}
+
+// Host-side data of one (case, dtype, head_dim): inputs rounded to the dtype, the reference and
+// the naive error. Built once and shared by every target that runs it.
+struct PrefillInputs {
+  const PrefillCase* c = nullptr;
+  DType dtype = DType::bf16;
+  int head_dim = 0;
+  float scale = 0.f;
+  std::vector<int> cu_q, cu_k;
+  int total_q = 0, total_k = 0, max_q = 0, max_k = 0;
+  std::vector<float> q, k, v;
+  std::vector<float> ref_out, ref_lse;
+  double naive_err = 0, max_ref = 0;
+};
+
+inline double unit_roundoff_of(DType t) {
+  return t == DType::bf16 ? 1.0 / 256 : t == DType::fp16 ? 1.0 / 2048 : 1.0 / 16777216;
+}
+
+inline float round_to_dtype(float x, DType t) {
+  if (t == DType::bf16) return ref::bf16_bits_to_float(ref::float_to_bf16_bits(x));
+  if (t == DType::fp16) return ref::fp16_bits_to_float(ref::float_to_fp16_bits(x));
+  return x;
+}
+
+// The naive implementation at the input precision (see the header comment).
+inline void naive_prefill(const PrefillInputs& in, std::vector<float>& out) {
+  const int d = in.head_dim, hq = in.c->num_q_heads, hkv = in.c->num_kv_heads, group = hq / hkv;
+  const DType t = in.dtype;
+  out.assign(in.q.size(), 0.f);
+  std::vector<float> s, p;
+  for (std::size_t b = 0; b + 1 < in.cu_q.size(); ++b) {
+    const int q0 = in.cu_q[b], sq = in.cu_q[b + 1] - q0, k0 = in.cu_k[b], sk = in.cu_k[b + 1] - k0;
+    for (int i = 0; i < sq; ++i) {
+      const int n = in.c->causal ? std::min(sk, std::max(0, i + sk - sq + 1)) : sk;
+      for (int h = 0; h < hq; ++h) {
+        const int kh = h / group;
+        const float* qr = &in.q[(std::size_t(q0 + i) * hq + h) * d];
+        float* o = &out[(std::size_t(q0 + i) * hq + h) * d];
+        if (n == 0) continue;
+        s.assign(n, 0.f);
+        float m = -INFINITY;
+        for (int j = 0; j < n; ++j) {
+          const float* kr = &in.k[(std::size_t(k0 + j) * hkv + kh) * d];
+          float acc = 0.f;
+          for (int e = 0; e < d; ++e) acc += qr[e] * kr[e];
+          s[j] = round_to_dtype(round_to_dtype(acc, t) * in.scale, t);
+          m = std::max(m, s[j]);
+        }
+        p.assign(n, 0.f);
+        float den = 0.f;
+        for (int j = 0; j < n; ++j) den += (p[j] = std::exp(s[j] - m));
+        for (int j = 0; j < n; ++j) p[j] = round_to_dtype(p[j] / den, t);
+        for (int e = 0; e < d; ++e) {
+          float acc = 0.f;
+          for (int j = 0; j < n; ++j) acc += p[j] * in.v[(std::size_t(k0 + j) * hkv + kh) * d + e];
+          o[e] = round_to_dtype(acc, t);
+        }
+      }
+    }
+  }
+}
+
+inline std::unique_ptr<PrefillInputs> make_prefill_inputs(const PrefillCase& c, DType t, int head_dim, unsigned seed) {
+  auto in = std::make_unique<PrefillInputs>();
+  in->c = &c;
+  in->dtype = t;
+  in->head_dim = head_dim;
+  in->scale = c.softmax_scale > 0.f ? c.softmax_scale : 1.f / std::sqrt(float(head_dim));
+  in->cu_q.assign(1, 0);
+  in->cu_k.assign(1, 0);
+  for (std::size_t b = 0; b < c.len_q.size(); ++b) {
+    in->cu_q.push_back(in->cu_q.back() + c.len_q[b]);
+    in->cu_k.push_back(in->cu_k.back() + c.len_k[b]);
+    in->max_q = std::max(in->max_q, c.len_q[b]);
+    in->max_k = std::max(in->max_k, c.len_k[b]);
+  }
+  in->total_q = in->cu_q.back();
+  in->total_k = in->cu_k.back();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  auto fill = [&](std::vector<float>& x, std::size_t n) {
+    x.resize(n);
+    for (auto& e : x) e = round_to_dtype(u(rng), t);
+  };
+  fill(in->q, std::size_t(in->total_q) * c.num_q_heads * head_dim);
+  fill(in->k, std::size_t(in->total_k) * c.num_kv_heads * head_dim);
+  fill(in->v, std::size_t(in->total_k) * c.num_kv_heads * head_dim);
+  in->ref_out.assign(in->q.size(), 0.f);
+  in->ref_lse.assign(std::size_t(in->total_q) * c.num_q_heads, 0.f);
+  ref::prefill(in->q.data(), in->k.data(), in->v.data(), in->cu_q.data(), in->cu_k.data(), int(c.len_q.size()),
+               c.num_q_heads, c.num_kv_heads, head_dim, in->scale, c.causal, in->ref_out.data(), in->ref_lse.data());
+  std::vector<float> naive;
+  naive_prefill(*in, naive);
+  for (std::size_t i = 0; i < naive.size(); ++i) {
+    in->naive_err = std::max(in->naive_err, double(std::fabs(naive[i] - in->ref_out[i])));
+    in->max_ref = std::max(in->max_ref, double(std::fabs(in->ref_out[i])));
+  }
+  return in;
+}
+
+// Inputs are deterministic per (case, dtype, head_dim, seed); cached so every target reuses them.
+inline const PrefillInputs& cached_prefill_inputs(std::size_t case_index, DType t, int head_dim, unsigned seed = 1) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::size_t, int, int, unsigned>, std::unique_ptr<PrefillInputs>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[{case_index, int(t), head_dim, seed}];
+  if (!slot) slot = make_prefill_inputs(prefill_cases()[case_index], t, head_dim, seed + unsigned(case_index) * 7919u);
+  return *slot;
+}
+
+struct PrefillResult {
+  Status status;                  // of the prefill call (or a CUDA step around it)
+  double max_err = 0, tol = 0;    // max |out − ref| and its bound
+  double max_lse_err = 0;         // max |lse − ref| over finite entries
+  std::size_t nonfinite = 0;      // non-finite outputs (NaN pre-fill left, or overflow)
+  std::size_t lse_mismatch = 0;   // lse entries outside 1e-3·(1+|ref|), or −inf disagreements
+  bool deterministic = true;      // two runs bitwise equal
+  bool pass = false;
+  std::string note;               // why it failed, in one line
+};
+
+namespace detail {
+struct DevBuf {
+  void* p = nullptr;
+  explicit DevBuf(std::size_t n) {
+    if (n && cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
+  }
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+inline std::vector<unsigned char> to_bytes(const std::vector<float>& x, DType t) {
+  const int e = dtype_size(t);
+  std::vector<unsigned char> out(x.size() * e);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::fp32) {
+      std::memcpy(&out[4 * i], &x[i], 4);
+    } else {
+      const std::uint16_t h = t == DType::bf16 ? ref::float_to_bf16_bits(x[i]) : ref::float_to_fp16_bits(x[i]);
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  }
+  return out;
+}
+
+inline float from_bytes(const unsigned char* p, std::size_t i, DType t) {
+  if (t == DType::fp32) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return t == DType::bf16 ? ref::bf16_bits_to_float(h) : ref::fp16_bits_to_float(h);
+}
+}  // namespace detail
+
+// Runs `in` with the policy of dispatch target `target` (twice) and compares. `launch`, when
+// given, replaces muh::prefill() (the GPU test uses it to run kernels of policies outside the
+// tables, e.g. other K/V ring depths).
+using PrefillLauncher = std::function<Status(const PrefillParams&)>;
+inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const PrefillLauncher& launch = {}) {
+  using detail::DevBuf;
+  PrefillResult r;
+  const DType t = in.dtype;
+  const std::size_t e = dtype_size(t);
+  const std::size_t nq = in.q.size(), nk = in.k.size(), nl = std::size_t(in.total_q) * in.c->num_q_heads;
+  DevBuf dq(nq * e), dk(nk * e), dv(nk * e), dout(nq * e), dout2(nq * e), dlse(nl * 4), dlse2(nl * 4),
+      dcq(in.cu_q.size() * 4), dck(in.cu_k.size() * 4);
+  auto fail = [&](const std::string& what, cudaError_t err) {
+    Status s(StatusCode::cuda_error, what + ": " + cudaGetErrorString(err));
+    std::swap(r.status, s);  // (assigning a [[nodiscard]] Status warns under nvcc)
+    r.note = r.status.message();
+    return r;
+  };
+  if ((nq && (!dq.p || !dout.p || !dout2.p)) || (nk && (!dk.p || !dv.p)) || !dcq.p || !dck.p)
+    return fail("cudaMalloc", cudaErrorMemoryAllocation);
+  const auto hq = detail::to_bytes(in.q, t), hk = detail::to_bytes(in.k, t), hv = detail::to_bytes(in.v, t);
+  cudaError_t err = cudaSuccess;
+  if (nq) err = cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess && nk) err = cudaMemcpy(dk.p, hk.data(), hk.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess && nk) err = cudaMemcpy(dv.p, hv.data(), hv.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaMemcpy(dcq.p, in.cu_q.data(), in.cu_q.size() * 4, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaMemcpy(dck.p, in.cu_k.data(), in.cu_k.size() * 4, cudaMemcpyHostToDevice);
+  // NaN pre-fill: 0xFF bytes are NaN in fp16, bf16 and fp32.
+  if (err == cudaSuccess && nq) err = cudaMemset(dout.p, 0xFF, nq * e);
+  if (err == cudaSuccess && nq) err = cudaMemset(dout2.p, 0xFF, nq * e);
+  if (err == cudaSuccess && nl) err = cudaMemset(dlse.p, 0xFF, nl * 4);
+  if (err == cudaSuccess && nl) err = cudaMemset(dlse2.p, 0xFF, nl * 4);
+  if (err != cudaSuccess) return fail("copying inputs", err);
+
+  PrefillParams p;
+  p.dtype = t;
+  p.q = dq.p;
+  p.k = dk.p;
+  p.v = dv.p;
+  p.cu_seqlens_q = static_cast<const int*>(dcq.p);
+  p.cu_seqlens_k = static_cast<const int*>(dck.p);
+  p.batch = int(in.cu_q.size()) - 1;
+  p.total_q = in.total_q;
+  p.total_k = in.total_k;
+  p.max_seqlen_q = in.max_q;
+  p.max_seqlen_k = in.max_k;
+  p.num_q_heads = in.c->num_q_heads;
+  p.num_kv_heads = in.c->num_kv_heads;
+  p.head_dim = in.head_dim;
+  p.softmax_scale = in.c->softmax_scale;
+  p.causal = in.c->causal;
+  RunOptions opt;
+  opt.force_target = target;
+  opt.debug_checks = true;  // also exercises the cu_seqlens checks
+  for (int run = 0; run < 2; ++run) {
+    p.out = run == 0 ? dout.p : dout2.p;
+    p.lse = static_cast<float*>(run == 0 ? dlse.p : dlse2.p);
+    Status s = launch ? launch(p) : prefill(p, opt);
+    std::swap(r.status, s);
+    if (!r.status.ok()) {
+      r.note = r.status.message();
+      return r;
+    }
+  }
+  if ((err = cudaDeviceSynchronize()) != cudaSuccess) return fail("prefill kernel", err);
+
+  std::vector<unsigned char> out(nq * e), out2(nq * e);
+  std::vector<float> lse(nl), lse2(nl);
+  if (nq) err = cudaMemcpy(out.data(), dout.p, out.size(), cudaMemcpyDeviceToHost);
+  if (err == cudaSuccess && nq) err = cudaMemcpy(out2.data(), dout2.p, out2.size(), cudaMemcpyDeviceToHost);
+  if (err == cudaSuccess && nl) err = cudaMemcpy(lse.data(), dlse.p, nl * 4, cudaMemcpyDeviceToHost);
+  if (err == cudaSuccess && nl) err = cudaMemcpy(lse2.data(), dlse2.p, nl * 4, cudaMemcpyDeviceToHost);
+  if (err != cudaSuccess) return fail("copying outputs", err);
+
+  r.deterministic = out == out2 && std::memcmp(lse.data(), lse2.data(), nl * 4) == 0;
+  for (std::size_t i = 0; i < nq; ++i) {
+    const float got = detail::from_bytes(out.data(), i, t);
+    if (!std::isfinite(got)) {
+      ++r.nonfinite;
+      continue;
+    }
+    r.max_err = std::max(r.max_err, double(std::fabs(got - in.ref_out[i])));
+  }
+  for (std::size_t i = 0; i < nl; ++i) {
+    const float want = in.ref_lse[i], got = lse[i];
+    if (std::isinf(want) || std::isinf(got) || std::isnan(got)) {
+      if (!(got == want)) ++r.lse_mismatch;
+      continue;
+    }
+    const double d = std::fabs(double(got) - want);
+    r.max_lse_err = std::max(r.max_lse_err, d);
+    if (d > 1e-3 * (1.0 + std::fabs(want))) ++r.lse_mismatch;
+  }
+  r.tol = 2.0 * std::max(in.naive_err, unit_roundoff_of(t) * in.max_ref);
+  r.pass = r.nonfinite == 0 && r.lse_mismatch == 0 && r.deterministic && r.max_err <= r.tol;
+  if (!r.pass) {
+    if (r.nonfinite) r.note += std::to_string(r.nonfinite) + " non-finite outputs; ";
+    if (r.lse_mismatch) r.note += std::to_string(r.lse_mismatch) + " lse mismatches; ";
+    if (!r.deterministic) r.note += "two runs differ bitwise; ";
+    if (r.max_err > r.tol) r.note += "max error " + std::to_string(r.max_err) + " > tol " + std::to_string(r.tol) + "; ";
+  }
+  return r;
+}
+
+}  // namespace muh::check
