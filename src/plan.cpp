@@ -131,12 +131,16 @@ Status check_decode_pointers(const DecodeParams& p) {
 
 namespace {
 
-// Cost-model constants (see the top of the file). HBM answers an idle read in ~0.6–0.8 µs on
-// H100/H200, but a streaming kernel near full bandwidth sees queues of twice that: 2 µs is the
-// conservative figure (too few CTAs costs far more than a few extra partitions). A CTA's start
-// (q and block-table loads, the first tile's round trip, the epilogue) is ~1.5 µs; the merge is
-// one more launch plus two dependent reads.
-constexpr double kLatencySeconds = 2.0e-6;
+// Cost-model constants (see the top of the file), calibrated on the H200 with the forced
+// split counts of `muh bench decode` (bench/results/decode-h200-*.md):
+//   * one CTA of the hd128 row streams 43 GB/s alone (V1 at batch 1: 8 CTAs move 134 MB in
+//     392 µs) with 64 KB in flight → an effective latency of 1.5 µs;
+//   * one CTA of the hd256 row, with twice the bytes in flight, streams only 40 GB/s (4 CTAs,
+//     134 MB, 829 µs): a CTA — one SM — tops out near 1.25× its fair share of HBM, kSmShareCap;
+//   * more partitions than fill the slots cost ~2 µs per extra wave of CTAs (128 × 8 CTAs of
+//     16 tokens: 30.6 µs against 14.6 µs at 16 × 8), the CTA start below; the merge is one more
+//     launch plus two dependent reads, ~2 µs.
+constexpr double kLatencySeconds = 1.5e-6;
 constexpr double kCtaStartSeconds = 1.5e-6;
 constexpr double kMergeSeconds = 2.0e-6;
 constexpr double kSplitGain = 0.99;  // take more partitions only for ≥ 1 % modelled gain

@@ -1,14 +1,18 @@
-// bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep]`.
+// bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep] [--policy-sweep]`.
 //
-// The issue's grid: bf16, page 16, NHD, pages in random order over a pool as large as the
-// largest cell; head_dim 128 with 32 q / 8 kv heads and head_dim 256 with 16 q / 4 kv heads;
+// The issue's grid: bf16, page 16, NHD, each cell's pages in random order (a permutation of its
+// own batch × kv_len / 16 pages) in FlashInfer's cache layout (K and V of a page side by side;
+// the same grid is also timed with vLLM's separate K/V regions and with pages spread over a
+// 34 GB pool — see PoolLayout); head_dim 128 with 32 q / 8 kv heads and head_dim 256 with
+// 16 q / 4 kv heads;
 // batch {1, 16, 64, 256} × kv_len {512, 2048, 8192, 32768}, every sequence kv_len long, through
 // muh::paged_decode() with the plan it makes for the present device. Each timed iteration starts
 // with a cold L2 (a 256 MB buffer is overwritten first, untimed); the figure is the median of
 // --iters (≥ 30) CUDA-event-timed calls after 3 warm-up calls. Effective bandwidth = (K and V
 // bytes of all tokens + q + out) / time. In the same run: the streaming-read ceiling (8 GiB,
 // 16 CTAs per SM), and — unless --no-split-sweep — forced split counts at batch 1 and 16, the
-// evidence for the plan's choice.
+// evidence for the plan's choice; with --policy-sweep, candidate sm80-agent shapes (warps ×
+// stages) on four cells per head dim, the evidence for the sm90 rows.
 // Results: a table on stdout (with the ratio to FlashInfer's figures on the same H200, from the
 // issue), decode-<device>-<date>.csv and .json under --out.
 #include <cuda_runtime.h>
@@ -29,6 +33,9 @@
 #include "commands.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
+#include "muh/kernels/decode_instance.cuh"
+#include "muh/kernels/decode_launch.cuh"
+#include "muh/tuning/tuning_sm90.hpp"
 
 namespace muh::cli {
 namespace {
@@ -53,8 +60,41 @@ constexpr double kFlashInferUs[2][4][4] = {
     {{13, 15, 24, 54}, {24, 54, 145, 510}, {54, 145, 511, 1968}, {154, 515, 1973, 7810}},
     {{17, 19, 29, 58}, {27, 56, 146, 506}, {53, 143, 509, 1956}, {160, 515, 1958, 7753}}};
 
+// ---- Policy sweep: candidate sm80-agent shapes (warps × stages, CTAs/SM the footprint allows)
+// timed on the same arguments as the plan's own policy — the measurements the sm90 rows cite.
+template <int W, int S, int CtasPerSm>
+struct Candidate {
+  constexpr DecodePolicy operator()() const {
+    return DecodePolicy{Agent::sm80, W, 16 * W, S, 128, CtasPerSm, tuning::sm90::kSmemCap, "bench candidate"};
+  }
+};
+
+using LaunchFn = Status (*)(const kernels::decode::DecodeArgs&, cudaStream_t);
+
+template <class G, int D>
+Status launch_candidate(const kernels::decode::DecodeArgs& a, cudaStream_t stream) {
+  return kernels::decode::launch_decode<G, DType::bf16, D>(a, KVLayout::nhd, 90, stream);
+}
+
+struct PolicyCandidate {
+  int head_dim, warps, stages, ctas_per_sm;
+  LaunchFn launch;
+  std::string name() const {
+    return "w" + std::to_string(warps) + "s" + std::to_string(stages) + "c" + std::to_string(ctas_per_sm);
+  }
+};
+
+#define MUH_CAND(D, W, S, C) PolicyCandidate{D, W, S, C, &launch_candidate<Candidate<W, S, C>, D>}
+const PolicyCandidate kCandidates[] = {
+    MUH_CAND(128, 4, 3, 2), MUH_CAND(128, 2, 6, 2), MUH_CAND(128, 1, 12, 2), MUH_CAND(128, 4, 6, 1),
+    MUH_CAND(128, 8, 3, 1), MUH_CAND(256, 4, 3, 1), MUH_CAND(256, 2, 6, 1), MUH_CAND(256, 1, 12, 1),
+    MUH_CAND(256, 2, 3, 2), MUH_CAND(256, 1, 6, 2),
+};
+#undef MUH_CAND
+
 struct Cell {
   std::string config;
+  std::string layout;
   int head_dim, q_heads, kv_heads, batch, kv_len;
   int splits, ctas, partition;
   bool forced;
@@ -62,10 +102,25 @@ struct Cell {
   double fi_tbps = 0, fi_us = 0;
 };
 
+// Where a cell's pages live. All three keep K and V in one 34 GB allocation (2 × 524288 pages
+// of 32 KB, filled once with random bf16) and put each sequence's pages in random order:
+//   interleaved  FlashInfer's cache tensor [num_pages, 2, page, kv_heads, head_dim]: the K and V
+//                of a page are neighbours; the cell's pages are a random permutation of its own
+//                batch × kv_len / 16 pages (block ids 2p, v_cache = k_cache + one page);
+//   split        vLLM's pair of tensors [2][num_pages, page, ...]: a K region then a V region of
+//                the cell's own pages, each in random order;
+//   spread       K and V in the two 16 GiB halves, the cell's pages drawn at random from all
+//                524288 (every cell's pages spread over the whole allocation).
+enum class PoolLayout { interleaved, split, spread };
+const char* pool_layout_name(PoolLayout l) {
+  return l == PoolLayout::interleaved ? "interleaved" : l == PoolLayout::split ? "split" : "spread";
+}
+
 struct Pool {
-  bench::DeviceMemory k, v, q, out, table, lens, ws;
-  std::vector<int> perm;  // a random order of all pages
-  long long pages = 0;
+  bench::DeviceMemory kv, q, out, table, lens, ws;
+  std::vector<int> perm_all;  // a random order of all max_pages pages (spread)
+  long long max_pages = 0;
+  std::size_t page_bytes = 0;
 };
 
 double cell_bytes(const DecodeConfig& c, int batch, int len) {
@@ -75,10 +130,32 @@ double cell_bytes(const DecodeConfig& c, int batch, int len) {
 }
 
 Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, int batch, int len, int force_splits,
-              int iters, bench::L2Flusher& flusher, cudaStream_t stream) {
+              int iters, bench::L2Flusher& flusher, cudaStream_t stream, const PolicyCandidate* cand = nullptr,
+              PoolLayout layout = PoolLayout::interleaved) {
   const int blocks = len / kPage;
-  std::vector<int> table(static_cast<std::size_t>(batch) * blocks);
-  for (std::size_t i = 0; i < table.size(); ++i) table[i] = pool.perm[i];
+  const long long n = static_cast<long long>(batch) * blocks;  // the cell's pages
+  std::vector<int> table(static_cast<std::size_t>(n));
+  unsigned char* base = pool.kv.as<unsigned char>();
+  const void* k_cache = base;
+  const void* v_cache = nullptr;
+  long long num_pages = 0;
+  if (layout == PoolLayout::spread) {
+    for (long long i = 0; i < n; ++i) table[i] = pool.perm_all[i];
+    v_cache = base + static_cast<std::size_t>(pool.max_pages) * pool.page_bytes;
+    num_pages = pool.max_pages;
+  } else {
+    std::iota(table.begin(), table.end(), 0);
+    std::mt19937 rng(static_cast<unsigned>(batch * 100003 + len));
+    std::shuffle(table.begin(), table.end(), rng);
+    if (layout == PoolLayout::interleaved) {
+      for (auto& id : table) id *= 2;
+      v_cache = base + pool.page_bytes;
+      num_pages = 2 * n;
+    } else {
+      v_cache = base + static_cast<std::size_t>(n) * pool.page_bytes;
+      num_pages = n;
+    }
+  }
   std::vector<int> lens(batch, len);
   bench::cuda_check(cudaMemcpy(pool.table.ptr, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "table");
   bench::cuda_check(cudaMemcpy(pool.lens.ptr, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "lens");
@@ -87,8 +164,8 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   p.dtype = DType::bf16;
   p.layout = KVLayout::nhd;
   p.q = pool.q.ptr;
-  p.k_cache = pool.k.ptr;
-  p.v_cache = pool.v.ptr;
+  p.k_cache = k_cache;
+  p.v_cache = v_cache;
   p.out = pool.out.ptr;
   p.block_table = pool.table.as<int>();
   p.seq_lens = pool.lens.as<int>();
@@ -97,7 +174,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   p.num_kv_heads = c.kv_heads;
   p.head_dim = c.head_dim;
   p.page_size = kPage;
-  p.num_pages = static_cast<int>(pool.pages);
+  p.num_pages = static_cast<int>(num_pages);
   p.max_blocks_per_seq = blocks;
   p.max_seq_len = len;
   DecodePlan plan;
@@ -106,14 +183,16 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   if (plan.workspace_bytes > pool.ws.bytes) pool.ws.reset(plan.workspace_bytes);
   RunOptions opt;
   opt.stream = stream;
+  const kernels::decode::DecodeArgs args = detail::make_decode_args(p, plan, pool.ws.ptr);
   auto call = [&] {
-    const Status r = paged_decode(p, plan, pool.ws.ptr, pool.ws.bytes, opt);
+    const Status r = cand ? cand->launch(args, stream) : paged_decode(p, plan, pool.ws.ptr, pool.ws.bytes, opt);
     if (!r.ok()) throw std::runtime_error("paged_decode: " + r.message());
   };
   const auto us = bench::time_calls_us(call, [&] { flusher.flush(stream); }, stream, iters);
   bench::cuda_check(cudaGetLastError(), "decode");
   Cell cell;
-  cell.config = c.name;
+  cell.config = cand ? std::string(c.name) + "_" + cand->name() : std::string(c.name);
+  cell.layout = pool_layout_name(layout);
   cell.head_dim = c.head_dim;
   cell.q_heads = c.q_heads;
   cell.kv_heads = c.kv_heads;
@@ -131,7 +210,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   return cell;
 }
 
-void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
+void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, bool policy_sweep) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();
@@ -156,22 +235,20 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
   // One pool for all cells: the largest cell (256 × 32768 tokens) has 524288 pages of
   // 16 tokens × 8 heads × 128 (or × 4 × 256) bf16 = 32 KB, i.e. 17.2 GB each of K and V.
   Pool pool;
-  pool.pages = 256LL * 32768 / kPage;
-  const std::size_t page_bytes = std::size_t(kPage) * 8 * 128 * 2;
-  const std::size_t cache_bytes = static_cast<std::size_t>(pool.pages) * page_bytes;
-  pool.k.reset(cache_bytes);
-  pool.v.reset(cache_bytes);
-  bench::fill_bf16_uniform(pool.k.as<std::uint16_t>(), cache_bytes / 2, 1, stream);
-  bench::fill_bf16_uniform(pool.v.as<std::uint16_t>(), cache_bytes / 2, 2, stream);
+  pool.max_pages = 256LL * 32768 / kPage;
+  pool.page_bytes = std::size_t(kPage) * 8 * 128 * 2;
+  const std::size_t kv_bytes = 2 * static_cast<std::size_t>(pool.max_pages) * pool.page_bytes;
+  pool.kv.reset(kv_bytes);
+  bench::fill_bf16_uniform(pool.kv.as<std::uint16_t>(), kv_bytes / 2, 1, stream);
   pool.q.reset(std::size_t(256) * 32 * 128 * 2);
   pool.out.reset(pool.q.bytes);
   bench::fill_bf16_uniform(pool.q.as<std::uint16_t>(), pool.q.bytes / 2, 3, stream);
-  pool.table.reset(static_cast<std::size_t>(pool.pages) * 4);
+  pool.table.reset(static_cast<std::size_t>(pool.max_pages) * 4);
   pool.lens.reset(256 * 4);
-  pool.perm.resize(pool.pages);
-  std::iota(pool.perm.begin(), pool.perm.end(), 0);
+  pool.perm_all.resize(pool.max_pages);
+  std::iota(pool.perm_all.begin(), pool.perm_all.end(), 0);
   std::mt19937 rng(2026);
-  std::shuffle(pool.perm.begin(), pool.perm.end(), rng);
+  std::shuffle(pool.perm_all.begin(), pool.perm_all.end(), rng);
   bench::cuda_check(cudaStreamSynchronize(stream), "pool fill");
   bench::L2Flusher flusher;
 
@@ -186,6 +263,17 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
                      c.kv_len, c.median_us, c.tbps, c.splits);
         cells.push_back(c);
       }
+  // The same grid with the cache laid out as vLLM's K/V pair and spread over the whole pool.
+  std::vector<Cell> layouts;
+  for (PoolLayout l : {PoolLayout::split, PoolLayout::spread})
+    for (int ci = 0; ci < 2; ++ci)
+      for (int bi = 0; bi < 4; ++bi)
+        for (int li = 0; li < 4; ++li) {
+          Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream, nullptr, l);
+          c.fi_tbps = kFlashInferTbps[ci][bi][li];
+          c.fi_us = kFlashInferUs[ci][bi][li];
+          layouts.push_back(c);
+        }
   std::vector<Cell> sweep;
   if (split_sweep) {
     for (int ci = 0; ci < 2; ++ci)
@@ -195,6 +283,19 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
             if (s > len / 16 || static_cast<long long>(s) * batch * kConfigs[ci].kv_heads > 8192) continue;
             sweep.push_back(run_cell(pool, hw, kConfigs[ci], batch, len, s, iters, flusher, stream));
           }
+  }
+
+  // Candidate policies on four cells per head dim: two V1 (batch 64 × 8192, batch 256 × 2048)
+  // and two V2 (batch 1 × 32768, batch 16 × 8192) with the plan's own split counts.
+  std::vector<Cell> psweep;
+  const int kSweepCells[4][2] = {{64, 8192}, {256, 2048}, {1, 32768}, {16, 8192}};
+  if (policy_sweep) {
+    for (int ci = 0; ci < 2; ++ci)
+      for (const PolicyCandidate& cand : kCandidates) {
+        if (cand.head_dim != kConfigs[ci].head_dim) continue;
+        for (const auto& bl : kSweepCells)
+          psweep.push_back(run_cell(pool, hw, kConfigs[ci], bl[0], bl[1], 0, iters, flusher, stream, &cand));
+      }
   }
 
   // ---- Table -----------------------------------------------------------------------------------
@@ -211,6 +312,19 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
         std::printf(" %.2f (%.0f µs) [%.2f×] |", c.tbps, c.median_us, c.tbps / c.fi_tbps);
       }
       std::printf("\n");
+    }
+  }
+  for (const char* lname : {"split", "spread"}) {
+    std::printf("\ncache layout '%s' (see the CSV's 'layout' column): TB/s (µs) [× FlashInfer]\n", lname);
+    for (int ci = 0; ci < 2; ++ci) {
+      std::printf("| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
+      for (int bi = 0; bi < 4; ++bi) {
+        std::printf("| batch %d |", kBatches[bi]);
+        for (const Cell& c : layouts)
+          if (c.layout == lname && c.config == kConfigs[ci].name && c.batch == kBatches[bi])
+            std::printf(" %.2f (%.0f µs) [%.2f×] |", c.tbps, c.median_us, c.tbps / c.fi_tbps);
+        std::printf("\n");
+      }
     }
   }
   std::printf("\nplan per cell (splits × partition tokens → CTAs; model µs):\n");
@@ -234,21 +348,33 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
         }
   }
 
+  if (!psweep.empty()) {
+    std::printf("\npolicy sweep (sm80 agent, bf16 NHD; µs median / TB/s): warps w, stages s, CTAs/SM c\n");
+    for (std::size_t i = 0; i < psweep.size(); i += 4) {
+      std::printf("  %-24s", psweep[i].config.c_str());
+      for (std::size_t k = i; k < i + 4 && k < psweep.size(); ++k)
+        std::printf("  b%d kv%d: %7.1f / %.2f", psweep[k].batch, psweep[k].kv_len, psweep[k].median_us, psweep[k].tbps);
+      std::printf("\n");
+    }
+  }
+
   // ---- Files ---------------------------------------------------------------------------------------
   const std::string stem = out_dir + "/decode-" + bench::device_slug(hw.name) + "-" + bench::utc_date();
   {
     std::ofstream csv(stem + ".csv");
     if (!csv) throw UsageError("muh bench decode: cannot write " + stem + ".csv");
-    csv << "kind,config,head_dim,q_heads,kv_heads,batch,kv_len,splits,partition_tokens,ctas,median_us,min_us,max_us,"
+    csv << "kind,layout,config,head_dim,q_heads,kv_heads,batch,kv_len,splits,partition_tokens,ctas,median_us,min_us,max_us,"
            "tbps,model_us,flashinfer_tbps,flashinfer_us,ratio_vs_flashinfer,ceiling_tbps,fraction_of_ceiling\n";
     auto row = [&](const char* kind, const Cell& c) {
-      csv << kind << ',' << c.config << ',' << c.head_dim << ',' << c.q_heads << ',' << c.kv_heads << ',' << c.batch
+      csv << kind << ',' << c.layout << ',' << c.config << ',' << c.head_dim << ',' << c.q_heads << ',' << c.kv_heads << ',' << c.batch
           << ',' << c.kv_len << ',' << c.splits << ',' << c.partition << ',' << c.ctas << ',' << c.median_us << ','
           << c.min_us << ',' << c.max_us << ',' << c.tbps << ',' << c.model_us << ',' << c.fi_tbps << ',' << c.fi_us
           << ',' << (c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0) << ',' << ceiling << ',' << c.tbps / ceiling << '\n';
     };
     for (const Cell& c : cells) row("grid", c);
+    for (const Cell& c : layouts) row("grid_layout", c);
     for (const Cell& c : sweep) row("forced_splits", c);
+    for (const Cell& c : psweep) row("policy_sweep", c);
   }
   {
     nlohmann::json j;
@@ -265,7 +391,10 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
     j["method"] = {{"dtype", "bf16"},
                    {"layout", "nhd"},
                    {"page_size", kPage},
-                   {"page_order", "random permutation of a 524288-page pool"},
+                   {"page_order", "random permutation of the cell's own batch x kv_len / 16 pages"},
+                   {"cache_layout", "interleaved: FlashInfer's [num_pages, 2, page, kv_heads, head_dim] "
+                                    "(cells_other_layouts: split = vLLM's K/V pair, spread = pages drawn "
+                                    "from a 34 GB pool)"},
                    {"l2", "256 MB buffer overwritten before each timed call (untimed)"},
                    {"statistic", "median of CUDA-event-timed calls after 3 warm-up calls"},
                    {"iterations", iters},
@@ -273,7 +402,7 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
     j["ceiling_tbps"] = ceiling;
     j["ceiling_method"] = "streaming read of 8 GiB, 16-byte loads, 16 CTAs x 256 threads per SM, median of 20";
     auto to_json = [&](const Cell& c) {
-      return nlohmann::json{{"config", c.config},         {"head_dim", c.head_dim},   {"q_heads", c.q_heads},
+      return nlohmann::json{{"config", c.config},         {"layout", c.layout},         {"head_dim", c.head_dim},   {"q_heads", c.q_heads},
                             {"kv_heads", c.kv_heads},     {"batch", c.batch},         {"kv_len", c.kv_len},
                             {"splits", c.splits},         {"partition_tokens", c.partition},
                             {"ctas", c.ctas},             {"median_us", c.median_us}, {"min_us", c.min_us},
@@ -282,7 +411,9 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep) {
                             {"ratio_vs_flashinfer", c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0}};
     };
     for (const Cell& c : cells) j["cells"].push_back(to_json(c));
+    for (const Cell& c : layouts) j["cells_other_layouts"].push_back(to_json(c));
     for (const Cell& c : sweep) j["forced_splits"].push_back(to_json(c));
+    for (const Cell& c : psweep) j["policy_sweep"].push_back(to_json(c));
     std::ofstream js(stem + ".json");
     if (!js) throw UsageError("muh bench decode: cannot write " + stem + ".json");
     js << j.dump(2) << '\n';
@@ -298,6 +429,7 @@ void add_bench_decode(CLI::App& bench) {
     std::string out = ".";
     int iters = 30;
     bool no_sweep = false;
+    bool policy_sweep = false;
   };
   static Opts o;
   CLI::App* cmd = bench.add_subcommand(
@@ -306,7 +438,9 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_option("--out", o.out, "directory for decode-<device>-<date>.csv/.json")->check(CLI::ExistingDirectory);
   cmd->add_option("--iters", o.iters, "timed iterations per cell (median; at least 30)")->check(CLI::Range(30, 100000));
   cmd->add_flag("--no-split-sweep", o.no_sweep, "skip the forced-split-count cells at batch 1 and 16");
-  cmd->callback([] { run_bench_decode(o.out, o.iters, !o.no_sweep); });
+  cmd->add_flag("--policy-sweep", o.policy_sweep,
+                "also time candidate sm80-agent shapes (warps x stages) on four cells per head dim");
+  cmd->callback([] { run_bench_decode(o.out, o.iters, !o.no_sweep, o.policy_sweep); });
 }
 
 }  // namespace muh::cli

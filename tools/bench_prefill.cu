@@ -247,8 +247,11 @@ void run(const Options& o) {
     print_row(r);
     rows.push_back(std::move(r));
   };
-  // Clocks ramp from idle (345 MHz seen) to 1980 MHz: the first cells of run 1 read ~15 % low
-  // against the same kernel timed later in the run, so the GEMM runs ~0.5 s before anything counts.
+  // Clocks ramp from idle (345 MHz seen) to 1980 MHz, so the GEMM runs ~0.5 s before anything
+  // counts. Seen on the H200 (bench/results/prefill-h200-2026-11-30.md): the first cells after
+  // the GEMM (hd128 1k) still read ~20 % below compare_torch.py's figures for the same kernel,
+  // and the timed GEMM read 688 TFLOP/s with this warm-up against 798 without; later cells agree
+  // with compare_torch.py within 6 %.
   (void)time_gemm(300);
   add(time_gemm(o.iters));
   {

@@ -193,17 +193,6 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   E* stages = sQ + Tr::kQElems + warp * S * Tr::kStageElems;  // this warp's [S][K tile | V tile]
 
-  // Q rows of this CTA → sQ (rows past w.rows are zero: padded MMA rows, never written out).
-  {
-    const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + w.head0) * D;
-    for (int i = tid; i < kRows * (D / 8); i += Tr::kThreads) {
-      const int r = i / (D / 8), c = i % (D / 8);
-      uint4 x = make_uint4(0, 0, 0, 0);
-      if (r < w.rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * 8);
-      *reinterpret_cast<uint4*>(sQ + r * R + c * 8) = x;
-    }
-  }
-
   // This warp's tiles: w, w + W, … of the CTA's ceil(len / 16) tiles.
   const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
@@ -236,6 +225,18 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
     }
     ptx::cp_async_commit();
   }
+  // Q rows of this CTA → sQ (rows past w.rows are zero: padded MMA rows, never written out).
+  // Loaded after the K/V prologue is in flight, so the two latencies overlap.
+  {
+    const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + w.head0) * D;
+    for (int i = tid; i < kRows * (D / 8); i += Tr::kThreads) {
+      const int r = i / (D / 8), c = i % (D / 8);
+      uint4 x = make_uint4(0, 0, 0, 0);
+      if (r < w.rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * 8);
+      *reinterpret_cast<uint4*>(sQ + r * R + c * 8) = x;
+    }
+  }
+
   __syncthreads();  // sQ is written
 
   unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims

@@ -18,15 +18,17 @@ constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 // kernel, same tiles); the caps decide which rows fit. Run-to-run noise at 4k causal was up to
 // ~15 % (the same kernel read 262 and 307 in one run), so only clear gaps decided.
 //   hd 128: 128×64, 4 warps (2 m16 tiles each), 4 buffers = 96 KB: 2 CTAs/SM at 255 registers.
-//           Sweep 2: 346/262/338/328 — vs 3 buffers 316/290/337/338, 2 buffers 297/275/308/316,
-//           128×32 ×6 272/276/304/299, 128×128 w8 ×4 263/237/277/280, 128×64 w8 ×4
-//           242/232/252/253, 64×64 w4 ×4 237/234/263/269. (Sweep 1, before ex2.approx: 4 buffers
-//           318/278/330/318, 2 buffers 294/253/309/322.)
+//           Final sweep (run 3): 344/276/344/331 — vs 3 buffers 316/295/342/341, 2 buffers
+//           297/277/312/316, 128×32 ×6 273/280/306/308, 128×128 w8 ×4 266/248/277/281,
+//           128×64 w8 ×4 245/233/251/253, 64×64 w4 ×4 240/247/264/271. 4 buffers led at 4k
+//           non-causal (+9 % in runs 2 and 3); 3 buffers led the causal cells in the sweeps
+//           (+7–11 % at 4k, +3 % at 16k), but the table row itself (4 buffers) read 307 and 312 at
+//           4k causal in the same runs, above 3 buffers' 290/295: that cell is noise-bound; 4 kept.
 //   hd 64, 96: the hd-128 tile (FA2's choice up to hd 128); not measured separately.
-//   hd 256: 128×64, 8 warps (1 m16 tile each), 2 buffers = 128 KB: 1 CTA/SM, the K/V of one
-//           tile shared by 8 warps. Sweep 2: 282/275/298/303 — vs 64×64 w4 ×2 (96 KB, FA2's
-//           H100 layout, 2 CTAs/SM) 253/254/284/291, 128×64 w8 ×3 268/258/277/283, 64×64 w4 ×3/×4
-//           206–217, 64×32 ×3/×4 233–256.
+//   hd 256: 128×64, 8 warps (1 m16 tile each), 2 buffers = 128 KB: 1 CTA/SM, one K/V tile
+//           shared by 8 warps. Final sweep: 284/279/298/304 — vs 64×64 w4 ×2 (96 KB, FA2's H100
+//           layout, 2 CTAs/SM) 256/256/288/293, 128×64 w8 ×3 272/259/277/283, 64×64 w4 ×3/×4
+//           200–217, 64×32 ×3/×4 235–258.
 //           It needs 128 KB: on 99 KB parts (sm_86/sm_89) the row is 64×64 w4 ×2 (96 KB), the
 //           best measured row that fits there.
 // fp32 stays on the portable agent (no fp32 tensor-core path).
@@ -34,12 +36,12 @@ constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);
   const int cap = smem_cap(cc);
   PrefillPolicy p{Agent::sm80, 128, 64, 4, 4, cap,
-                  head_dim == 128 ? "H200 sweep 2: 128x64 w4, 4 K/V buffers (346/262/338/328 TFLOP/s)"
+                  head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s)"
                                   : "hd128's tile (128x64 w4, 4 K/V buffers); not measured at this head dim"};
   if (head_dim > 128) {
-    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep 2: 128x64 w8, 2 K/V buffers (282/275/298/303 TFLOP/s)"};
+    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8, 2 K/V buffers (284/279/298/304 TFLOP/s)"};
     if (prefill_smem_bytes(p, t, head_dim) > cap)
-      p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep 2: 64x64 w4, 2 K/V buffers (253/254/284/291), fits 99 KB"};
+      p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep: 64x64 w4, 2 K/V buffers (256/256/288/293 TFLOP/s), fits 99 KB"};
   }
   // A smaller part: shrink block_n, then buffers (not below 2: keep loads overlapping), to fit.
   while (prefill_smem_bytes(p, t, head_dim) > cap && p.block_n > 32) p.block_n /= 2;
@@ -53,9 +55,12 @@ constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
 // 2 CTAs/SM up to head_dim 128 (1 at 256: 128 fp32 accumulators per lane), and drops stages,
 // then CTAs/SM, then warps until the footprint fits cap / ctas_per_sm − 1 KB (the per-CTA
 // reservation). Bytes in flight per SM stay ≥ 64 KB on every row (e.g. H200 hd128: 2 CTAs ×
-// 4 warps × 2 tiles ahead × 8 KB), above the ≈ 34 KB that 4.5 TB/s × ~1 µs / 132 SMs needs.
-// Partitions of V2 are multiples of 128 tokens (two rounds of 4 warps): fine enough for the
-// plan to fill 132 SMs at batch 1 (32k tokens → up to 256 partitions), coarse enough that a
+// 4 warps × 2 tiles ahead × 8 KB). On the H200 more in flight did not pay: the policy sweep of
+// `muh bench decode --policy-sweep` (bench/results/decode-h200-2026-11-30.md) timed 4 warps ×
+// 6 stages × 1 CTA/SM (≈ 1.5× the bytes in flight) 1–4 % slower, and fewer warps with more
+// stages (2 × 6, 1 × 12) slower still — one warp alone needs ~1650 cycles per 16-token hd128
+// tile, so an SM needs several busy warps. Partitions of V2 are multiples of 128 tokens (two rounds of 4
+// warps): fine enough for the plan to fill 132 SMs at batch 1, coarse enough that a
 // partition's pipeline fill (~1 µs) stays small against its stream.
 constexpr DecodePolicy fit_decode(DType t, int head_dim, int cap, const char* evidence) {
   DecodePolicy p{Agent::sm80, 4, 64, 4, 128, head_dim <= 128 ? 2 : 1, cap, evidence};

@@ -17,12 +17,20 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
   return p;
 }
 
-// Decode: the sm80 tensor-core agent fitted to Hopper's 227 KB (hd ≤ 128: 2 CTAs/SM; hd 256:
-// 1 CTA/SM with 3 stages). Figures: bench/results (muh bench decode on the H200).
+// Decode: the sm80 tensor-core agent fitted to Hopper's 227 KB (hd ≤ 128: 4 warps × 3 stages,
+// 2 CTAs/SM; hd 256: 4 warps × 3 stages, 1 CTA/SM). Measured on the H200 (muh bench decode,
+// bench/results/decode-h200-2026-11-30.md; bf16, cold L2, streaming-read ceiling 4.55 TB/s):
+// hd128 batch 256 × 32k 4.20 TB/s, batch 64 × 32k 4.12; hd256 4.11 / 4.11. Candidates timed in
+// the same run on four cells (b64×8k, b256×2k, b1×32k, b16×8k), time relative to the row:
+// hd128 8w×3s×1 within ±1 %, 4w×6s×1 +1 to +4 %, 2w×6s×2 +2 % on the V1 cells and +26/+35 %
+// on the V2 cells, 1w×12s×2 1.6–2.7×; hd256 2w×3s×2 −5 % to +1 %, 2w×6s×1 −3 % to +5 %,
+// 1w×6s×2 and 1w×12s×1 up to 1.9×. No shape wins clearly, so the rows keep the fitted 4 × 3.
 constexpr DecodePolicy decode(DType t, int head_dim) {
   if (t == DType::fp32) return portable::decode(t, head_dim);
   return sm80::fit_decode(t, head_dim, kSmemCap,
-                          "sm80 agent fitted to 227 KB; H200 measurement pending");
+                          "H200 muh bench decode 2026-11-30: 4w x 3 stages (2 CTAs/SM to hd128, 1 at "
+                          "hd256) reaches 4.20 / 4.11 TB/s at batch 256 x 32k (ceiling 4.55); "
+                          "--policy-sweep found no clearly better shape (best candidate within -5..+1 %)");
 }
 
 }  // namespace muh::tuning::sm90
