@@ -18,6 +18,8 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <cstdio>
+#include <type_traits>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -35,7 +37,39 @@ namespace {
 // ---- Errors -------------------------------------------------------------------------------------
 // TORCH_CHECK_VALUE → Python ValueError; TORCH_CHECK_NOT_IMPLEMENTED → NotImplementedError (a
 // RuntimeError); TORCH_CHECK → RuntimeError. Messages read "muh.<op>: <argument> ...".
-#define MUH_ARG_CHECK(cond, op, ...) TORCH_CHECK_VALUE(cond, "muh.", op, ": ", __VA_ARGS__)
+//
+// The message is assembled here (text()/cat() below) and handed to the TORCH_CHECK macros as one
+// std::string: on the H200 machine (torch 2.11+cu130) inserting an integer into c10::str's
+// ostream from this module crashed (SIGSEGV in basic_ostream::_M_insert<long>, cuda-gdb
+// backtrace from check_vllm_unsupported), while string-only messages worked. So no number,
+// shape or device goes through an ostream in this file.
+std::string text(const char* s) { return s; }
+std::string text(const std::string& s) { return s; }
+std::string text(std::string_view s) { return std::string(s); }
+template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+std::string text(I v) { return std::to_string(v); }
+std::string text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+std::string text(c10::IntArrayRef a) {
+  std::string s = "[";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
+  return s + "]";
+}
+std::string text(const c10::Device& d) { return d.str(); }
+std::string text(at::ScalarType t) { return c10::toString(t); }
+template <class... T>
+std::string cat(const T&... parts) {
+  std::string s;
+  ((s += text(parts)), ...);
+  return s;
+}
+#define MUH_ARG_CHECK(cond, op, ...) \
+  TORCH_CHECK_VALUE(cond, ::muh::torch_ops::cat("muh.", op, ": ", __VA_ARGS__))
+#define MUH_NOT_IMPLEMENTED_CHECK(cond, ...) \
+  TORCH_CHECK_NOT_IMPLEMENTED(cond, ::muh::torch_ops::cat(__VA_ARGS__))
 
 [[noreturn]] void throw_status(const Status& s, const char* op) {
   const std::string m = std::string("muh.") + op + ": " + s.message();
@@ -43,7 +77,7 @@ namespace {
     case StatusCode::invalid_argument: TORCH_CHECK_VALUE(false, m);
     case StatusCode::unsupported:
     case StatusCode::not_compiled: TORCH_CHECK_NOT_IMPLEMENTED(false, m);
-    default: TORCH_CHECK(false, m, " [", status_code_name(s.code()), "]");
+    default: TORCH_CHECK(false, m + " [" + status_code_name(s.code()) + "]");
   }
   // TORCH_CHECK(false, ...) always throws; this keeps [[noreturn]] honest for the compiler.
   throw std::logic_error(m);
@@ -167,13 +201,13 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
 // What muh does not do raises instead of computing something else.
 void check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& alibi_slopes,
                             std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!alibi_slopes.has_value(), "muh.", op,
+  MUH_NOT_IMPLEMENTED_CHECK(!alibi_slopes.has_value(), "muh.", op,
                               ": alibi_slopes is not supported (muh has no ALiBi); pass None");
-  TORCH_CHECK_NOT_IMPLEMENTED(kv_cache_dtype == "auto", "muh.", op, ": kv_cache_dtype='",
+  MUH_NOT_IMPLEMENTED_CHECK(kv_cache_dtype == "auto", "muh.", op, ": kv_cache_dtype='",
                               kv_cache_dtype, "' is not supported (no fp8 KV cache in muh); "
                               "the cache must have the query's dtype and kv_cache_dtype='auto'");
   // vLLM's kernels switch to block-sparse when blocksparse_vert_stride > 1.
-  TORCH_CHECK_NOT_IMPLEMENTED(blocksparse_vert_stride <= 1, "muh.", op,
+  MUH_NOT_IMPLEMENTED_CHECK(blocksparse_vert_stride <= 1, "muh.", op,
                               ": block-sparse attention (blocksparse_vert_stride=",
                               blocksparse_vert_stride, ") is not supported; pass 0");
 }
@@ -200,13 +234,13 @@ DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query
   // x = 16 bytes / element size: vLLM packs the key's head dim in 16-byte groups.
   const int64_t x = 16 / query.element_size();
   a.cuda(key_cache, "key_cache");
-  TORCH_CHECK_NOT_IMPLEMENTED(key_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
+  MUH_NOT_IMPLEMENTED_CHECK(key_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
                               ": key_cache dtype ", key_cache.scalar_type(), " differs from query dtype ",
                               query.scalar_type(), " (muh has no fp8/quantised KV cache)");
   a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
   a.contiguous(key_cache, "key_cache");
   a.cuda(value_cache, "value_cache");
-  TORCH_CHECK_NOT_IMPLEMENTED(value_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
+  MUH_NOT_IMPLEMENTED_CHECK(value_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
                               ": value_cache dtype ", value_cache.scalar_type(), " differs from query dtype ",
                               query.scalar_type(), " (muh has no fp8/quantised KV cache)");
   a.dim(value_cache, "value_cache", 4, "[num_blocks, num_kv_heads, head_size, block_size]");
