@@ -203,7 +203,7 @@ kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const Decode
   a.num_splits = plan.num_splits;
   a.partition_tokens = plan.partition_tokens;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
-  a.scale_log2 = scale * kernels::decode::kLog2e;
+  a.scale_log2 = scale * kernels::kLog2e;
   if (plan.num_splits > 1) {
     // Partials laid out for the plan's capacity: o [plan.num_seqs, splits, Hq, D], then lse.
     a.part_o = static_cast<float*>(workspace);

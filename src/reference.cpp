@@ -159,6 +159,36 @@ float fp16_bits_to_float(std::uint16_t h) {
   return f;
 }
 
+float round_to(float x, DType t) {
+  if (t == DType::bf16) return bf16_bits_to_float(float_to_bf16_bits(x));
+  if (t == DType::fp16) return fp16_bits_to_float(float_to_fp16_bits(x));
+  return x;
+}
+
+std::vector<unsigned char> to_storage(const std::vector<float>& x, DType t) {
+  std::vector<unsigned char> out(x.size() * dtype_size(t));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::fp32) {
+      std::memcpy(out.data() + 4 * i, &x[i], 4);
+    } else {
+      const std::uint16_t h = t == DType::bf16 ? float_to_bf16_bits(x[i]) : float_to_fp16_bits(x[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+float from_storage(const unsigned char* bytes, std::size_t i, DType t) {
+  if (t == DType::fp32) {
+    float f;
+    std::memcpy(&f, bytes + 4 * i, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, bytes + 2 * i, 2);
+  return t == DType::bf16 ? bf16_bits_to_float(h) : fp16_bits_to_float(h);
+}
+
 void round_to_bf16(float* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) x[i] = bf16_bits_to_float(float_to_bf16_bits(x[i]));
 }

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
@@ -92,58 +93,6 @@ struct DecodeOutcome {
   }
 };
 
-// Unit roundoff of the storage type (one rounding of a value).
-inline double decode_unit_roundoff(DType t) {
-  return t == DType::bf16 ? 1.0 / 256 : t == DType::fp16 ? 1.0 / 2048 : 1.0 / 16777216;
-}
-
-inline float round_storage(float x, DType t) {
-  if (t == DType::bf16) return ref::bf16_bits_to_float(ref::float_to_bf16_bits(x));
-  if (t == DType::fp16) return ref::fp16_bits_to_float(ref::float_to_fp16_bits(x));
-  return x;
-}
-
-inline std::vector<unsigned char> to_bytes(const std::vector<float>& x, DType t) {
-  std::vector<unsigned char> out(x.size() * dtype_size(t));
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (t == DType::fp32) {
-      std::memcpy(out.data() + 4 * i, &x[i], 4);
-    } else {
-      const std::uint16_t h = t == DType::bf16 ? ref::float_to_bf16_bits(x[i]) : ref::float_to_fp16_bits(x[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    }
-  }
-  return out;
-}
-
-inline float from_bytes(const unsigned char* p, std::size_t i, DType t) {
-  if (t == DType::fp32) {
-    float f;
-    std::memcpy(&f, p + 4 * i, 4);
-    return f;
-  }
-  std::uint16_t h;
-  std::memcpy(&h, p + 2 * i, 2);
-  return t == DType::bf16 ? ref::bf16_bits_to_float(h) : ref::fp16_bits_to_float(h);
-}
-
-// A device allocation freed on scope exit.
-struct DevBuf {
-  void* p = nullptr;
-  std::size_t n = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  bool alloc(std::size_t bytes) {
-    if (p) cudaFree(p);
-    p = nullptr;
-    n = bytes;
-    return bytes == 0 || cudaMalloc(&p, bytes) == cudaSuccess;
-  }
-};
 
 class DecodeProblem {
  public:
@@ -171,9 +120,9 @@ class DecodeProblem {
         !lse_d_.alloc(lse_elems() * 4))
       return "cudaMalloc failed";
     auto put = [](DevBuf& b, const void* h, std::size_t n) { return cudaMemcpy(b.p, h, n, cudaMemcpyHostToDevice); };
-    cudaError_t err = put(q_d_, to_bytes(q_, c_.dtype).data(), q_.size() * e);
-    if (!err) err = put(k_d_, to_bytes(k_, c_.dtype).data(), k_.size() * e);
-    if (!err) err = put(v_d_, to_bytes(v_, c_.dtype).data(), v_.size() * e);
+    cudaError_t err = put(q_d_, ref::to_storage(q_, c_.dtype).data(), q_.size() * e);
+    if (!err) err = put(k_d_, ref::to_storage(k_, c_.dtype).data(), k_.size() * e);
+    if (!err) err = put(v_d_, ref::to_storage(v_, c_.dtype).data(), v_.size() * e);
     if (!err) err = put(bt_d_, bt_.data(), bt_.size() * 4);
     if (!err) err = put(lens_d_, lens_.data(), lens_.size() * 4);
     return err ? std::string("upload: ") + cudaGetErrorString(err) : std::string();
@@ -313,7 +262,7 @@ class DecodeProblem {
     if (!e) e = cudaMemcpy(lse.data(), lse_d_.p, lse.size() * 4, cudaMemcpyDeviceToHost);
     if (e) return fail(r, std::string("download: ") + cudaGetErrorString(e));
     r.out.resize(out_elems());
-    for (std::size_t i = 0; i < r.out.size(); ++i) r.out[i] = from_bytes(ob.data(), i, c_.dtype);
+    for (std::size_t i = 0; i < r.out.size(); ++i) r.out[i] = ref::from_storage(ob.data(), i, c_.dtype);
     const std::size_t D = c_.head_dim, H = c_.num_q_heads;
     for (std::size_t s = 0; s < lens_.size(); ++s)
       for (std::size_t h = 0; h < H; ++h) {
@@ -338,8 +287,8 @@ class DecodeProblem {
       }
     r.naive_err = naive_err_;
     r.max_ref = max_ref_;
-    const double floor = c_.dtype == DType::fp32 ? 64.0 * decode_unit_roundoff(c_.dtype) * max_ref_
-                                                 : decode_unit_roundoff(c_.dtype) * max_ref_;
+    const double floor = c_.dtype == DType::fp32 ? 64.0 * ref::unit_roundoff(c_.dtype) * max_ref_
+                                                 : ref::unit_roundoff(c_.dtype) * max_ref_;
     r.tol = 2.0 * std::max(naive_err_, floor);
     double max_abs_lse = 0;
     for (std::size_t i = 0; i < ref_lse_.size(); ++i)
@@ -379,13 +328,13 @@ class DecodeProblem {
         const int page = bt_[s * max_blocks_ + t / ps];
         for (int h = 0; h < Hkv; ++h)
           for (int d = 0; d < D; ++d) {
-            k_[kv_.k_offset(page, t % ps, h, d)] = round_storage(u(rng), c_.dtype);
-            v_[kv_.v_offset(page, t % ps, h, d)] = round_storage(u(rng), c_.dtype);
+            k_[kv_.k_offset(page, t % ps, h, d)] = ref::round_to(u(rng), c_.dtype);
+            v_[kv_.v_offset(page, t % ps, h, d)] = ref::round_to(u(rng), c_.dtype);
           }
       }
     // q ~ U(−2, 2): scores of std ≈ 1.3 at scale 1/sqrt(D), a softmax that is neither flat nor one-hot.
     q_.resize(lens_.size() * static_cast<std::size_t>(c_.num_q_heads) * D);
-    for (auto& x : q_) x = round_storage(2.f * u(rng), c_.dtype);
+    for (auto& x : q_) x = ref::round_to(2.f * u(rng), c_.dtype);
     compute_reference();
   }
 
@@ -422,11 +371,11 @@ class DecodeProblem {
           const int page = bt_[s * max_blocks_ + t / c_.page_size];
           const float p = std::exp(sc[t] - m);
           l += p;
-          const float pr = round_storage(p, c_.dtype);
+          const float pr = ref::round_to(p, c_.dtype);
           for (int d = 0; d < D; ++d) o[d] += pr * v_[kv_.v_offset(page, t % c_.page_size, kh, d)];
         }
         for (int d = 0; d < D; ++d) {
-          const float x = round_storage(o[d] / l, c_.dtype);
+          const float x = ref::round_to(o[d] / l, c_.dtype);
           naive_err_ = std::max(naive_err_, double(std::fabs(x - ref_out_[(s * H + h) * D + d])));
         }
       }

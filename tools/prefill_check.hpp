@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_buffer.hpp"
 #include "muh/attention.hpp"
 #include "muh/dtype.hpp"
 #include "muh/reference.hpp"
@@ -76,16 +77,6 @@ struct PrefillInputs {
   double naive_err = 0, max_ref = 0;
 };
 
-inline double unit_roundoff_of(DType t) {
-  return t == DType::bf16 ? 1.0 / 256 : t == DType::fp16 ? 1.0 / 2048 : 1.0 / 16777216;
-}
-
-inline float round_to_dtype(float x, DType t) {
-  if (t == DType::bf16) return ref::bf16_bits_to_float(ref::float_to_bf16_bits(x));
-  if (t == DType::fp16) return ref::fp16_bits_to_float(ref::float_to_fp16_bits(x));
-  return x;
-}
-
 // The naive implementation at the input precision (see the header comment).
 inline void naive_prefill(const PrefillInputs& in, std::vector<float>& out) {
   const int d = in.head_dim, hq = in.c->num_q_heads, hkv = in.c->num_kv_heads, group = hq / hkv;
@@ -107,17 +98,17 @@ inline void naive_prefill(const PrefillInputs& in, std::vector<float>& out) {
           const float* kr = &in.k[(std::size_t(k0 + j) * hkv + kh) * d];
           float acc = 0.f;
           for (int e = 0; e < d; ++e) acc += qr[e] * kr[e];
-          s[j] = round_to_dtype(round_to_dtype(acc, t) * in.scale, t);
+          s[j] = ref::round_to(ref::round_to(acc, t) * in.scale, t);
           m = std::max(m, s[j]);
         }
         p.assign(n, 0.f);
         float den = 0.f;
         for (int j = 0; j < n; ++j) den += (p[j] = std::exp(s[j] - m));
-        for (int j = 0; j < n; ++j) p[j] = round_to_dtype(p[j] / den, t);
+        for (int j = 0; j < n; ++j) p[j] = ref::round_to(p[j] / den, t);
         for (int e = 0; e < d; ++e) {
           float acc = 0.f;
           for (int j = 0; j < n; ++j) acc += p[j] * in.v[(std::size_t(k0 + j) * hkv + kh) * d + e];
-          o[e] = round_to_dtype(acc, t);
+          o[e] = ref::round_to(acc, t);
         }
       }
     }
@@ -144,7 +135,7 @@ inline std::unique_ptr<PrefillInputs> make_prefill_inputs(const PrefillCase& c, 
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   auto fill = [&](std::vector<float>& x, std::size_t n) {
     x.resize(n);
-    for (auto& e : x) e = round_to_dtype(u(rng), t);
+    for (auto& e : x) e = ref::round_to(u(rng), t);
   };
   fill(in->q, std::size_t(in->total_q) * c.num_q_heads * head_dim);
   fill(in->k, std::size_t(in->total_k) * c.num_kv_heads * head_dim);
@@ -183,51 +174,12 @@ struct PrefillResult {
   std::string note;               // why it failed, in one line
 };
 
-namespace detail {
-struct DevBuf {
-  void* p = nullptr;
-  explicit DevBuf(std::size_t n) {
-    if (n && cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
-  }
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-};
-
-inline std::vector<unsigned char> to_bytes(const std::vector<float>& x, DType t) {
-  const int e = dtype_size(t);
-  std::vector<unsigned char> out(x.size() * e);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (t == DType::fp32) {
-      std::memcpy(&out[4 * i], &x[i], 4);
-    } else {
-      const std::uint16_t h = t == DType::bf16 ? ref::float_to_bf16_bits(x[i]) : ref::float_to_fp16_bits(x[i]);
-      std::memcpy(&out[2 * i], &h, 2);
-    }
-  }
-  return out;
-}
-
-inline float from_bytes(const unsigned char* p, std::size_t i, DType t) {
-  if (t == DType::fp32) {
-    float f;
-    std::memcpy(&f, p + 4 * i, 4);
-    return f;
-  }
-  std::uint16_t h;
-  std::memcpy(&h, p + 2 * i, 2);
-  return t == DType::bf16 ? ref::bf16_bits_to_float(h) : ref::fp16_bits_to_float(h);
-}
-}  // namespace detail
 
 // Runs `in` with the policy of dispatch target `target` (twice) and compares. `launch`, when
 // given, replaces muh::prefill() (the GPU test uses it to run kernels of policies outside the
 // tables, e.g. other K/V ring depths).
 using PrefillLauncher = std::function<Status(const PrefillParams&)>;
 inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const PrefillLauncher& launch = {}) {
-  using detail::DevBuf;
   PrefillResult r;
   const DType t = in.dtype;
   const std::size_t e = dtype_size(t);
@@ -242,7 +194,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   };
   if ((nq && (!dq.p || !dout.p || !dout2.p)) || (nk && (!dk.p || !dv.p)) || !dcq.p || !dck.p)
     return fail("cudaMalloc", cudaErrorMemoryAllocation);
-  const auto hq = detail::to_bytes(in.q, t), hk = detail::to_bytes(in.k, t), hv = detail::to_bytes(in.v, t);
+  const auto hq = ref::to_storage(in.q, t), hk = ref::to_storage(in.k, t), hv = ref::to_storage(in.v, t);
   cudaError_t err = cudaSuccess;
   if (nq) err = cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice);
   if (err == cudaSuccess && nk) err = cudaMemcpy(dk.p, hk.data(), hk.size(), cudaMemcpyHostToDevice);
@@ -298,7 +250,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
 
   r.deterministic = out == out2 && std::memcmp(lse.data(), lse2.data(), nl * 4) == 0;
   for (std::size_t i = 0; i < nq; ++i) {
-    const float got = detail::from_bytes(out.data(), i, t);
+    const float got = ref::from_storage(out.data(), i, t);
     if (!std::isfinite(got)) {
       ++r.nonfinite;
       continue;
@@ -315,7 +267,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
     r.max_lse_err = std::max(r.max_lse_err, d);
     if (d > 1e-3 * (1.0 + std::fabs(want))) ++r.lse_mismatch;
   }
-  r.tol = 2.0 * std::max(in.naive_err, unit_roundoff_of(t) * in.max_ref);
+  r.tol = 2.0 * std::max(in.naive_err, ref::unit_roundoff(t) * in.max_ref);
   r.pass = r.nonfinite == 0 && r.lse_mismatch == 0 && r.deterministic && r.max_err <= r.tol;
   if (!r.pass) {
     if (r.nonfinite) r.note += std::to_string(r.nonfinite) + " non-finite outputs; ";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "muh/dtype.hpp"
 #include "muh/kernels/paged_kv.hpp"
 
 namespace muh::ref {
@@ -47,5 +48,17 @@ std::uint16_t float_to_bf16_bits(float f);
 float bf16_bits_to_float(std::uint16_t h);
 std::uint16_t float_to_fp16_bits(float f);
 float fp16_bits_to_float(std::uint16_t h);
+
+// The same for whole buffers, as the GPU tests and `muh verify` build device inputs: one value
+// rounded to t's precision; host floats → t's storage bytes; element i of such bytes → float.
+float round_to(float x, DType t);
+std::vector<unsigned char> to_storage(const std::vector<float>& x, DType t);
+float from_storage(const unsigned char* bytes, std::size_t i, DType t);
+
+// Unit roundoff of a storage type: the relative error of one rounding to it (bf16 2^-8,
+// fp16 2^-11, fp32 2^-24) — the scale of a naive same-precision implementation's error.
+constexpr double unit_roundoff(DType t) {
+  return t == DType::bf16 ? 1.0 / 256 : t == DType::fp16 ? 1.0 / 2048 : 1.0 / 16777216;
+}
 
 }  // namespace muh::ref

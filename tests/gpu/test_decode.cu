@@ -277,7 +277,7 @@ TEST_P(DecodeDebugChecks, RefusesBadDeviceTables) {
   }
   RunOptions opt;
   opt.debug_checks = true;
-  const Status s = paged_decode(p, plan, ws.ptr, plan.workspace_bytes, opt);
+  const Status s = paged_decode(p, plan, ws.p, plan.workspace_bytes, opt);
   EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
   EXPECT_NE(s.message().find(what == 2 ? "seq_lens" : "block_table"), std::string::npos) << s.message();
 }
@@ -309,7 +309,7 @@ TEST(DecodeCApi, MatchesTheCppApi) {
   testing::DeviceBuffer work(ws);
   ASSERT_EQ(muh_paged_decode(int(p.dtype), int(p.layout), p.q, p.k_cache, p.v_cache, p.out, p.lse, p.block_table,
                              p.seq_lens, p.num_seqs, p.num_q_heads, p.num_kv_heads, p.head_dim, p.page_size,
-                             p.num_pages, p.max_blocks_per_seq, p.max_seq_len, p.softmax_scale, work.ptr, ws, -1, 0,
+                             p.num_pages, p.max_blocks_per_seq, p.max_seq_len, p.softmax_scale, work.p, ws, -1, 0,
                              0, nullptr),
             MUH_OK)
       << muh_last_error();
@@ -321,7 +321,7 @@ TEST(DecodeCApi, MatchesTheCppApi) {
   // A bad call through the C ABI: a code and a message, nothing launched.
   EXPECT_EQ(muh_paged_decode(int(p.dtype), int(p.layout), p.q, p.k_cache, p.v_cache, p.out, p.lse, p.block_table,
                              p.seq_lens, p.num_seqs, p.num_q_heads, 3, p.head_dim, p.page_size, p.num_pages,
-                             p.max_blocks_per_seq, p.max_seq_len, 0.f, work.ptr, ws, -1, 0, 0, nullptr),
+                             p.max_blocks_per_seq, p.max_seq_len, 0.f, work.p, ws, -1, 0, 0, nullptr),
             MUH_INVALID_ARGUMENT);
   EXPECT_NE(std::string(muh_last_error()).find("multiple"), std::string::npos) << muh_last_error();
 }

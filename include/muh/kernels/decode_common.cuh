@@ -21,27 +21,12 @@
 #include <cstdint>
 
 #include "muh/dtype.hpp"
+#include "muh/kernels/numeric.cuh"
 #include "muh/kernels/online_softmax.hpp"
 #include "muh/kernels/paged_kv.hpp"
 #include "muh/tuning/policy.hpp"  // kDecodeRows
 
 namespace muh::kernels::decode {
-
-template <DType T> struct storage;
-template <> struct storage<DType::fp16> { using type = __half; };
-template <> struct storage<DType::bf16> { using type = __nv_bfloat16; };
-template <> struct storage<DType::fp32> { using type = float; };
-template <DType T> using storage_t = typename storage<T>::type;
-
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(float x) { return x; }
-template <class E> __device__ __forceinline__ E from_float(float x);
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
 
 // Four floats → four 16-bit elements in one 8-byte word (round to nearest even).
 template <class E>
@@ -50,9 +35,7 @@ __device__ __forceinline__ uint2 pack4(float4 o) {
   return *reinterpret_cast<const uint2*>(e);
 }
 
-// Softmax runs in base 2: s2 = (q·k) · scale · log2(e), p = 2^(s2 − m); lse = ln 2 · (m + log2 l).
-inline constexpr float kLog2e = 1.4426950408889634f;
-inline constexpr float kLn2 = 0.6931471805599453f;
+// Element types and the base-2 softmax constants (kLog2e, kLn2) come from kernels/numeric.cuh.
 inline constexpr int kRows = kDecodeRows;  // query heads per CTA (the MMA's 16 rows)
 
 // One decode launch, as src/decode.cu validated it and the plan shaped it.

@@ -13,28 +13,11 @@
 #include <cstdint>
 
 #include "muh/dtype.hpp"
+#include "muh/kernels/numeric.cuh"
 
 namespace muh::kernels {
 
-// Storage type of a DType on the device.
-template <DType T> struct storage;
-template <> struct storage<DType::fp16> { using type = __half; };
-template <> struct storage<DType::bf16> { using type = __nv_bfloat16; };
-template <> struct storage<DType::fp32> { using type = float; };
-template <DType T> using storage_t = typename storage<T>::type;
-
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(float x) { return x; }
-
-template <class T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-
-// log2(e) and ln(2): softmax runs in base 2 (exp2f) with the scale folded into log2(e).
-inline constexpr float kLog2e = 1.4426950408889634f;
-inline constexpr float kLn2 = 0.6931471805599453f;
+// Element types and the base-2 softmax constants (kLog2e, kLn2) come from kernels/numeric.cuh.
 
 // One prefill launch, as src/prefill.cu validated and filled it.
 struct PrefillArgs {
