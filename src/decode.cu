@@ -24,6 +24,7 @@
 #include "decode_check.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
+#include "muh/instances.hpp"
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_instance.cuh"
 
@@ -152,7 +153,7 @@ Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspa
   if (fn == nullptr)
     return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                           std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
-                                          detail::decode_compiled_list() +
+                                          describe_compiled_instances() +
                                           "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
   MUH_TRY(detail::check_decode_pointers(p));
   MUH_TRY(detail::check_workspace(plan, workspace, workspace_bytes));

@@ -19,11 +19,4 @@ Status check_decode_shape(const DecodeParams& p);
 // block_table / seq_lens 4-byte aligned. (The workspace is checked against the plan.)
 Status check_decode_pointers(const DecodeParams& p);
 
-// Whether (t, head_dim) has decode kernels in this build, and the list of those that do.
-bool decode_is_compiled(DType t, int head_dim);
-std::string decode_compiled_list();
-
-// Whether `target` is one of this build's dispatch targets (MUH_TARGETS).
-bool decode_target_compiled(int target);
-
 }  // namespace muh::detail

@@ -36,38 +36,9 @@ namespace detail {
 
 namespace {
 
-struct CompiledDecode {
-  DType dtype;
-  int head_dim;
-};
-#define MUH_DECODE_COMPILED_ENTRY(t, d) CompiledDecode{DType::t, d},
-constexpr CompiledDecode kCompiledDecode[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_COMPILED_ENTRY)};
-#undef MUH_DECODE_COMPILED_ENTRY
-
 bool is_pow2_int(long long x) { return x > 0 && (x & (x - 1)) == 0; }
 
 }  // namespace
-
-bool decode_is_compiled(DType t, int head_dim) {
-  for (const auto& e : kCompiledDecode)
-    if (e.dtype == t && e.head_dim == head_dim) return true;
-  return false;
-}
-
-std::string decode_compiled_list() {
-  std::string s;
-  for (const auto& e : kCompiledDecode) {
-    if (!s.empty()) s += ", ";
-    s += std::string(dtype_name(e.dtype)) + "/" + std::to_string(e.head_dim);
-  }
-  return s;
-}
-
-bool decode_target_compiled(int target) {
-  for (std::size_t i = 0; i < compiled_targets::size; ++i)
-    if (compiled_targets::values[i] == target) return true;
-  return false;
-}
 
 Status check_decode_shape(const DecodeParams& p) {
   const std::string w = "paged_decode: ";
@@ -196,7 +167,7 @@ Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const Pl
   const bool forced = opt.force_target >= 0;
   if (forced) {
     target = opt.force_target;
-    if (!detail::decode_target_compiled(target))
+    if (!is_compiled_target(target))
       return {StatusCode::not_compiled,
               w + "target " + std::to_string(target) + " is not compiled into this build (compiled: " +
                   detail::describe_targets(compiled_targets::values, compiled_targets::size) +

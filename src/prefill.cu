@@ -22,6 +22,7 @@
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_instance.cuh"
 #include "muh/kernels/prefill_launch.cuh"
@@ -55,21 +56,6 @@ PrefillInstanceFn find_prefill_instance(DType t, int head_dim) {
   return nullptr;
 }
 
-bool is_compiled_target(int target) {
-  for (std::size_t i = 0; i < compiled_targets::size; ++i)
-    if (compiled_targets::values[i] == target) return true;
-  return false;
-}
-
-std::string compiled_instances() {
-  std::string s;
-  for (const auto& e : kPrefillInstances) {
-    if (!s.empty()) s += ", ";
-    s += std::string(dtype_name(e.dtype)) + "/" + std::to_string(e.head_dim);
-  }
-  return s;
-}
-
 bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
 
 Status validate_prefill(const PrefillParams& p, const RunOptions& opt) {
@@ -83,7 +69,7 @@ Status validate_prefill(const PrefillParams& p, const RunOptions& opt) {
   if (find_prefill_instance(p.dtype, p.head_dim) == nullptr)
     return {StatusCode::not_compiled, where + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                           std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
-                                          compiled_instances() + "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
+                                          describe_compiled_instances() + "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
   if (p.num_q_heads < 1 || p.num_kv_heads < 1)
     return invalid_argument(where + "num_q_heads (" + std::to_string(p.num_q_heads) + ") and num_kv_heads (" +
                             std::to_string(p.num_kv_heads) + ") must be >= 1");

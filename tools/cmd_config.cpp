@@ -24,6 +24,7 @@
 #include "muh/build_config.hpp"
 #include "muh/config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
 #include "muh/models.hpp"
 
 namespace muh::cli {
@@ -207,19 +208,6 @@ Request resolve(const Options& o) {
 
 // ---- Which compiled instantiation runs a config -------------------------------------------------
 
-constexpr bool instance_compiled(DType t, int hd) {
-#define MUH_CLI_IS_COMPILED(dt, d) \
-  if (t == DType::dt && hd == d) return true;
-  MUH_FOR_EACH_INSTANCE(MUH_CLI_IS_COMPILED)
-#undef MUH_CLI_IS_COMPILED
-  return false;
-}
-
-bool target_compiled(int t) {
-  for (std::size_t i = 0; i < compiled_targets::size; ++i)
-    if (compiled_targets::values[i] == t) return true;
-  return false;
-}
 
 std::string target_name(int t) { return t == 0 ? "portable (0)" : "sm_" + std::to_string(t); }
 
@@ -266,7 +254,7 @@ Instantiation find_instantiation(const char* family, Selector sel, const Request
             std::to_string(Selector::head_dim) + ".cu";
   const int want = target_for(r.hw);
   // The dispatch target: the profile's own; for the present device, the best compiled one.
-  in.run_target = target_compiled(want) ? want
+  in.run_target = is_compiled_target(want) ? want
                   : r.hw_is_device      ? (best_compiled_target(r.hw.compute_capability) >= 0
                                                ? best_compiled_target(r.hw.compute_capability)
                                                : 0)
@@ -278,14 +266,14 @@ Instantiation find_instantiation(const char* family, Selector sel, const Request
   }
   in.inst_target = instantiation_target(sel, in.run_target);
   // A device with less shared memory than its row assumes runs the portable row (config.hpp).
-  if (!(sel(in.inst_target) == chosen) && target_compiled(0) && sel(0) == chosen) in.inst_target = 0;
+  if (!(sel(in.inst_target) == chosen) && is_compiled_target(0) && sel(0) == chosen) in.inst_target = 0;
   for (std::size_t i = 0; i < compiled_targets::size; ++i) {
     const int t = compiled_targets::values[i];
     if (instantiation_target(sel, t) == in.inst_target) in.sharing.push_back(t);
   }
   const std::string sel_name = std::string(family == std::string("prefill") ? "PrefillSelector" : "DecodeSelector");
   in.getter = "policy_getter<" + sel_name + "<" + key + ">, " + std::to_string(in.inst_target) + ">";
-  if (!instance_compiled(Selector::dtype, Selector::head_dim)) {
+  if (!is_compiled_instance(Selector::dtype, Selector::head_dim)) {
     in.reason = "(" + key + ") not compiled in this build (MUH_DTYPES × MUH_HEAD_DIMS)";
     return in;
   }

@@ -39,6 +39,7 @@
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
 #include "muh/plan.hpp"
 #include "muh/reference.hpp"
 #include "muh/tuning/selectors.hpp"
@@ -448,14 +449,9 @@ inline bool sweep_fp32_on(int target) {
 // Every (target, dtype, head_dim, layout, shape) of the sweep over this build's instances.
 inline std::vector<DecodeCase> decode_sweep_cases(bool quick, unsigned seed) {
   std::vector<DecodeCase> v;
-  const std::pair<DType, int> instances[] = {
-#define MUH_DECODE_X(t, d) {DType::t, d},
-      MUH_FOR_EACH_INSTANCE(MUH_DECODE_X)
-#undef MUH_DECODE_X
-  };
   for (std::size_t ti = 0; ti < compiled_targets::size; ++ti) {
     const int target = compiled_targets::values[ti];
-    for (const auto& [t, d] : instances) {
+    for (const auto& [t, d] : kCompiledInstances) {
       if (t == DType::fp32 && !sweep_fp32_on(target)) continue;
       for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
         for (const DecodeShape& sh : decode_shapes())

@@ -4,12 +4,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
 #include "muh/tuning/selectors.hpp"
 #include "prefill_check.hpp"
 #include "verify.hpp"
@@ -38,20 +40,15 @@ std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProg
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   const int cc = major * 10 + minor;
 
-  const std::pair<DType, int> instances[] = {
-#define MUH_X(t, d) {DType::t, d},
-      MUH_FOR_EACH_INSTANCE(MUH_X)
-#undef MUH_X
-  };
   // --quick: the two varlen shapes (GQA 4 causal, GQA 8 with k ≠ q); otherwise all of them.
   const std::size_t n_cases = opt.quick ? 2 : check::prefill_cases().size();
   std::vector<int> targets;
   for (std::size_t i = 0; i < compiled_targets::size; ++i)
     if (compiled_targets::values[i] <= cc) targets.push_back(compiled_targets::values[i]);
-  const int total = int(targets.size() * (sizeof instances / sizeof instances[0]) * n_cases);
+  const int total = int(targets.size() * std::size(kCompiledInstances) * n_cases);
   int done = 0;
   for (int target : targets) {
-    for (const auto& [t, d] : instances) {
+    for (const auto& [t, d] : kCompiledInstances) {
       VerifyRow row{"prefill", describe(target, t, d), 0, 0, 0, true, ""};
       double worst_ratio = -1;
       for (std::size_t c = 0; c < n_cases; ++c) {

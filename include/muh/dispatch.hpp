@@ -123,6 +123,13 @@ constexpr std::size_t distinct_policy_count(Selector, target_list<Ts...>) {
   return detail::lowest_target_resolver<Selector, Ts...>::distinct_policies();
 }
 
+// Whether `target` is one of this build's dispatch targets (MUH_TARGETS).
+constexpr bool is_compiled_target(int target) {
+  for (std::size_t i = 0; i < compiled_targets::size; ++i)
+    if (compiled_targets::values[i] == target) return true;
+  return false;
+}
+
 // The compiled target that runs on a device of compute capability `device_cc`: the highest
 // compiled NVIDIA target <= device_cc, or -1 when none is (then only the portable target 0,
 // which every build compiles, could run — callers say so).

@@ -16,6 +16,7 @@
 #include "muh/build_config.hpp"
 #include "muh/config.hpp"
 #include "muh/hardware.hpp"
+#include "muh/instances.hpp"
 #include "muh/models.hpp"
 #include "muh/shapes.hpp"
 
@@ -212,9 +213,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("compiled_targets", [] { return std::vector<int>{MUH_TARGET_LIST}; });
   m.def("compiled_instances", [] {
     std::vector<std::pair<std::string, int>> v;
-#define MUH_PY_INSTANCE(t, d) v.emplace_back(#t, d);
-    MUH_FOR_EACH_INSTANCE(MUH_PY_INSTANCE)
-#undef MUH_PY_INSTANCE
+    for (const auto& e : kCompiledInstances) v.emplace_back(std::string(dtype_name(e.dtype)), e.head_dim);
     return v;
   });
 }

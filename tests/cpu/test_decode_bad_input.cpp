@@ -13,6 +13,7 @@
 
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
+#include "muh/instances.hpp"
 #include "muh/muh.h"
 #include "muh/plan.hpp"
 
@@ -22,18 +23,13 @@ namespace {
 // Aligned host storage standing in for device pointers: validation never dereferences them.
 alignas(256) unsigned char g_fake[4096];
 
-constexpr std::pair<DType, int> kCompiled[] = {
-#define MUH_X(t, d) {DType::t, d},
-    MUH_FOR_EACH_INSTANCE(MUH_X)
-#undef MUH_X
-};
 
 // A well-formed request for a compiled (dtype, head_dim): 4 sequences of up to 1000 tokens,
 // GQA 4, page 16, NHD.
 DecodeParams good() {
   DecodeParams p;
-  p.dtype = kCompiled[0].first;
-  p.head_dim = kCompiled[0].second;
+  p.dtype = kCompiledInstances[0].dtype;
+  p.head_dim = kCompiledInstances[0].head_dim;
   p.layout = KVLayout::nhd;
   p.q = g_fake;
   p.k_cache = g_fake + 256;

@@ -10,6 +10,7 @@
 
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
+#include "muh/instances.hpp"
 #include "muh/muh.h"
 #include "muh/shapes.hpp"
 
@@ -19,17 +20,12 @@ namespace {
 // Aligned host storage standing in for device pointers: validation never dereferences them.
 alignas(64) unsigned char g_fake[1024];
 
-constexpr std::pair<DType, int> kCompiled[] = {
-#define MUH_X(t, d) {DType::t, d},
-    MUH_FOR_EACH_INSTANCE(MUH_X)
-#undef MUH_X
-};
 
 // A well-formed request for a compiled (dtype, head_dim): 2 sequences of 3 + 5 tokens.
 PrefillParams good() {
   PrefillParams p;
-  p.dtype = kCompiled[0].first;
-  p.head_dim = kCompiled[0].second;
+  p.dtype = kCompiledInstances[0].dtype;
+  p.head_dim = kCompiledInstances[0].head_dim;
   p.q = g_fake;
   p.k = g_fake + 64;
   p.v = g_fake + 128;
@@ -124,7 +120,7 @@ TEST(PrefillBadInput, PrunedInstanceIsNotCompiled) {
   for (DType t : {DType::fp16, DType::bf16, DType::fp32})
     for (int d : kSupportedHeadDims) {
       bool compiled = false;
-      for (const auto& [ct, cd] : kCompiled) compiled |= ct == t && cd == d;
+      compiled = is_compiled_instance(t, d);
       PrefillParams p = good();
       p.dtype = t;
       p.head_dim = d;

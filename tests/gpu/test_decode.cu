@@ -18,6 +18,7 @@
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
 #include "muh/muh.h"
 #include "muh/tuning/selectors.hpp"
 
@@ -44,28 +45,12 @@ const HardwareCapability& device_hw() {
       GTEST_SKIP() << "target " << (target) << " is newer than the device (sm_" << device_cc() << ")"; \
   } while (0)
 
-bool compiled(DType t, int d) {
-  const std::pair<DType, int> instances[] = {
-#define MUH_X(tt, dd) {DType::tt, dd},
-      MUH_FOR_EACH_INSTANCE(MUH_X)
-#undef MUH_X
-  };
-  for (const auto& [it, id] : instances)
-    if (it == t && id == d) return true;
-  return false;
-}
-
 // A 16-bit instance for the suites below: bf16 hd128 where compiled, else the first 16-bit one.
 std::pair<DType, int> a_16bit_instance(int prefer_hd = 128) {
-  const std::pair<DType, int> instances[] = {
-#define MUH_X(tt, dd) {DType::tt, dd},
-      MUH_FOR_EACH_INSTANCE(MUH_X)
-#undef MUH_X
-  };
-  if (compiled(DType::bf16, prefer_hd)) return {DType::bf16, prefer_hd};
-  for (const auto& [t, d] : instances)
+  if (is_compiled_instance(DType::bf16, prefer_hd)) return {DType::bf16, prefer_hd};
+  for (const auto& [t, d] : kCompiledInstances)
     if (t != DType::fp32) return {t, d};
-  return instances[0];
+  return {kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim};
 }
 
 std::vector<int> all_targets() {

@@ -15,6 +15,7 @@
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh {
@@ -29,13 +30,8 @@ struct PrefillTestParam {
 
 std::vector<PrefillTestParam> all_params() {
   std::vector<PrefillTestParam> v;
-  const std::pair<DType, int> instances[] = {
-#define MUH_X(t, d) {DType::t, d},
-      MUH_FOR_EACH_INSTANCE(MUH_X)
-#undef MUH_X
-  };
   for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
-    for (const auto& [t, d] : instances)
+    for (const auto& [t, d] : kCompiledInstances)
       for (std::size_t c = 0; c < check::prefill_cases().size(); ++c)
         v.push_back({compiled_targets::values[ti], t, d, c});
   return v;

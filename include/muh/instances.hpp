@@ -1,0 +1,41 @@
+// instances.hpp — what this build compiled, as values: the (dtype, head_dim) instances of
+// MUH_FOR_EACH_INSTANCE (build_config.hpp). Selection never depends on it; validation, --explain,
+// `muh verify` and the tests read it to know what can run. (Dispatch targets: dispatch.hpp.)
+#pragma once
+
+#include <string>
+
+#include "muh/build_config.hpp"
+#include "muh/dtype.hpp"
+
+namespace muh {
+
+struct CompiledInstance {
+  DType dtype;
+  int head_dim;
+};
+
+// CMake refuses empty MUH_DTYPES / MUH_HEAD_DIMS, so this list is never empty.
+inline constexpr CompiledInstance kCompiledInstances[] = {
+#define MUH_COMPILED_INSTANCE(t, d) CompiledInstance{DType::t, d},
+    MUH_FOR_EACH_INSTANCE(MUH_COMPILED_INSTANCE)
+#undef MUH_COMPILED_INSTANCE
+};
+
+constexpr bool is_compiled_instance(DType t, int head_dim) {
+  for (const auto& e : kCompiledInstances)
+    if (e.dtype == t && e.head_dim == head_dim) return true;
+  return false;
+}
+
+// "fp16/128, bf16/128, ..." for messages.
+inline std::string describe_compiled_instances() {
+  std::string s;
+  for (const auto& e : kCompiledInstances) {
+    if (!s.empty()) s += ", ";
+    s += std::string(dtype_name(e.dtype)) + "/" + std::to_string(e.head_dim);
+  }
+  return s;
+}
+
+}  // namespace muh
