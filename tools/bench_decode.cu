@@ -1,4 +1,9 @@
-// bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep] [--policy-sweep]`.
+// bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep] [--no-layouts]
+//                    [--policy-sweep] [--kv-layout nhd|vllm] [--only hdD:BATCH:KV_LEN ...]`.
+//
+// --only times just the listed cells (a quick look at a few cells, or under ncu); it also accepts
+// the probe config kv1 (see kProbeConfigs). --kv-layout vllm runs the grid on vLLM's cache layout
+// (same page bytes).
 //
 // The issue's grid: bf16, page 16, NHD, each cell's pages in random order (a permutation of its
 // own batch × kv_len / 16 pages) in FlashInfer's cache layout (K and V of a page side by side;
@@ -47,6 +52,10 @@ struct DecodeConfig {
   int kv_heads;
 };
 constexpr DecodeConfig kConfigs[] = {{"hd128_32q_8kv", 128, 32, 8}, {"hd256_16q_4kv", 256, 16, 4}};
+// Reachable with --only only: the hd128 cell's bytes with one KV head per sequence (each head's
+// page one contiguous 4 KB run instead of 16 rows of 256 B at a 2 KB stride) — batch × 8 of it
+// reads what the hd128 cell reads, with the same CTAs and work per CTA, in another pattern.
+constexpr DecodeConfig kProbeConfigs[] = {{"kv1_4q_1kv", 128, 4, 1}};
 constexpr int kBatches[] = {1, 16, 64, 256};
 constexpr int kLens[] = {512, 2048, 8192, 32768};
 constexpr int kPage = 16;
@@ -69,11 +78,11 @@ struct Candidate {
   }
 };
 
-using LaunchFn = Status (*)(const kernels::decode::DecodeArgs&, cudaStream_t);
+using LaunchFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, cudaStream_t);
 
 template <class G, int D>
-Status launch_candidate(const kernels::decode::DecodeArgs& a, cudaStream_t stream) {
-  return kernels::decode::launch_decode<G, DType::bf16, D>(a, KVLayout::nhd, 90, stream);
+Status launch_candidate(const kernels::decode::DecodeArgs& a, KVLayout a_layout, cudaStream_t stream) {
+  return kernels::decode::launch_decode<G, DType::bf16, D>(a, a_layout, 90, stream);
 }
 
 struct PolicyCandidate {
@@ -87,8 +96,8 @@ struct PolicyCandidate {
 #define MUH_CAND(D, W, S, C) PolicyCandidate{D, W, S, C, &launch_candidate<Candidate<W, S, C>, D>}
 const PolicyCandidate kCandidates[] = {
     MUH_CAND(128, 4, 3, 2), MUH_CAND(128, 2, 6, 2), MUH_CAND(128, 1, 12, 2), MUH_CAND(128, 4, 6, 1),
-    MUH_CAND(128, 8, 3, 1), MUH_CAND(256, 4, 3, 1), MUH_CAND(256, 2, 6, 1), MUH_CAND(256, 1, 12, 1),
-    MUH_CAND(256, 2, 3, 2), MUH_CAND(256, 1, 6, 2),
+    MUH_CAND(128, 8, 3, 1), MUH_CAND(128, 4, 2, 3), MUH_CAND(256, 4, 3, 1), MUH_CAND(256, 2, 6, 1),
+    MUH_CAND(256, 1, 12, 1), MUH_CAND(256, 2, 3, 2), MUH_CAND(256, 1, 6, 2),
 };
 #undef MUH_CAND
 
@@ -118,6 +127,7 @@ const char* pool_layout_name(PoolLayout l) {
 
 struct Pool {
   bench::DeviceMemory kv, q, out, table, lens, ws;
+  KVLayout kv_layout = KVLayout::nhd;  // --kv-layout: the kernel's cache layout (same page bytes)
   std::vector<int> perm_all;  // a random order of all max_pages pages (spread)
   long long max_pages = 0;
   std::size_t page_bytes = 0;
@@ -133,6 +143,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
               int iters, bench::L2Flusher& flusher, cudaStream_t stream, const PolicyCandidate* cand = nullptr,
               PoolLayout layout = PoolLayout::interleaved) {
   const int blocks = len / kPage;
+  const std::size_t page_bytes = std::size_t(kPage) * c.kv_heads * c.head_dim * 2;  // ≤ pool.page_bytes
   const long long n = static_cast<long long>(batch) * blocks;  // the cell's pages
   std::vector<int> table(static_cast<std::size_t>(n));
   unsigned char* base = pool.kv.as<unsigned char>();
@@ -149,10 +160,10 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
     std::shuffle(table.begin(), table.end(), rng);
     if (layout == PoolLayout::interleaved) {
       for (auto& id : table) id *= 2;
-      v_cache = base + pool.page_bytes;
+      v_cache = base + page_bytes;
       num_pages = 2 * n;
     } else {
-      v_cache = base + static_cast<std::size_t>(n) * pool.page_bytes;
+      v_cache = base + static_cast<std::size_t>(n) * page_bytes;
       num_pages = n;
     }
   }
@@ -162,7 +173,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
 
   DecodeParams p;
   p.dtype = DType::bf16;
-  p.layout = KVLayout::nhd;
+  p.layout = pool.kv_layout;
   p.q = pool.q.ptr;
   p.k_cache = k_cache;
   p.v_cache = v_cache;
@@ -185,7 +196,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   opt.stream = stream;
   const kernels::decode::DecodeArgs args = detail::make_decode_args(p, plan, pool.ws.ptr);
   auto call = [&] {
-    const Status r = cand ? cand->launch(args, stream) : paged_decode(p, plan, pool.ws.ptr, pool.ws.bytes, opt);
+    const Status r = cand ? cand->launch(args, p.layout, stream) : paged_decode(p, plan, pool.ws.ptr, pool.ws.bytes, opt);
     if (!r.ok()) throw std::runtime_error("paged_decode: " + r.message());
   };
   const auto us = bench::time_calls_us(call, [&] { flusher.flush(stream); }, stream, iters);
@@ -210,7 +221,21 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   return cell;
 }
 
-void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, bool policy_sweep) {
+struct BenchDecodeOptions {
+  std::string out = ".";
+  int iters = 30;
+  bool no_sweep = false;
+  bool policy_sweep = false;
+  bool no_layouts = false;
+  std::string kv_layout = "nhd";
+  std::vector<std::string> only;  // "hd128:1:32768" — grid cells to run (all when empty)
+};
+
+void run_bench_decode(const BenchDecodeOptions& o) {
+  const std::string& out_dir = o.out;
+  const int iters = o.iters;
+  const bool split_sweep = !o.no_sweep && o.only.empty();
+  const bool policy_sweep = o.policy_sweep;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();
@@ -235,6 +260,7 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
   // One pool for all cells: the largest cell (256 × 32768 tokens) has 524288 pages of
   // 16 tokens × 8 heads × 128 (or × 4 × 256) bf16 = 32 KB, i.e. 17.2 GB each of K and V.
   Pool pool;
+  pool.kv_layout = o.kv_layout == "vllm" ? KVLayout::vllm : KVLayout::nhd;
   pool.max_pages = 256LL * 32768 / kPage;
   pool.page_bytes = std::size_t(kPage) * 8 * 128 * 2;
   const std::size_t kv_bytes = 2 * static_cast<std::size_t>(pool.max_pages) * pool.page_bytes;
@@ -244,7 +270,7 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
   pool.out.reset(pool.q.bytes);
   bench::fill_bf16_uniform(pool.q.as<std::uint16_t>(), pool.q.bytes / 2, 3, stream);
   pool.table.reset(static_cast<std::size_t>(pool.max_pages) * 4);
-  pool.lens.reset(256 * 4);
+  pool.lens.reset(2048 * 4);  // --only probe cells go up to batch 2048
   pool.perm_all.resize(pool.max_pages);
   std::iota(pool.perm_all.begin(), pool.perm_all.end(), 0);
   std::mt19937 rng(2026);
@@ -253,6 +279,31 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
   bench::L2Flusher flusher;
 
   std::vector<Cell> cells;
+  // --only: exactly the listed cells, in order (probe configs included).
+  for (const std::string& v : o.only) {
+    int b = 0, l = 0;
+    char name[8] = {};
+    std::sscanf(v.c_str(), "%7[a-z0-9]:%d:%d", name, &b, &l);
+    const DecodeConfig* cfg = nullptr;
+    for (const auto& c : kConfigs)
+      if (std::string(c.name).rfind(std::string(name) + "_", 0) == 0) cfg = &c;
+    for (const auto& c : kProbeConfigs)
+      if (std::string(c.name).rfind(std::string(name) + "_", 0) == 0) cfg = &c;
+    if (cfg == nullptr || b < 1 || b > 2048 || l % kPage != 0 || static_cast<long long>(b) * l * cfg->kv_heads > 256LL * 32768 * 8)
+      throw UsageError("muh bench decode: --only " + v + ": unknown config or too many tokens");
+    Cell c = run_cell(pool, hw, *cfg, b, l, 0, iters, flusher, stream);
+    for (int ci = 0; ci < 2; ++ci)
+      for (int bi = 0; bi < 4; ++bi)
+        for (int li = 0; li < 4; ++li)
+          if (cfg == &kConfigs[ci] && b == kBatches[bi] && l == kLens[li]) {
+            c.fi_tbps = kFlashInferTbps[ci][bi][li];
+            c.fi_us = kFlashInferUs[ci][bi][li];
+          }
+    std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d)\n", c.config.c_str(), c.batch,
+                 c.kv_len, c.median_us, c.tbps, c.splits);
+    cells.push_back(c);
+  }
+  if (o.only.empty())
   for (int ci = 0; ci < 2; ++ci)
     for (int bi = 0; bi < 4; ++bi)
       for (int li = 0; li < 4; ++li) {
@@ -265,6 +316,7 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
       }
   // The same grid with the cache laid out as vLLM's K/V pair and spread over the whole pool.
   std::vector<Cell> layouts;
+  if (!o.no_layouts && o.only.empty())
   for (PoolLayout l : {PoolLayout::split, PoolLayout::spread})
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
@@ -308,13 +360,19 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
     for (int bi = 0; bi < 4; ++bi) {
       std::printf("| batch %d |", kBatches[bi]);
       for (int li = 0; li < 4; ++li) {
-        const Cell& c = cells[(ci * 4 + bi) * 4 + li];
-        std::printf(" %.2f (%.0f µs) [%.2f×] |", c.tbps, c.median_us, c.tbps / c.fi_tbps);
+        const Cell* c = nullptr;
+        for (const Cell& x : cells)
+          if (x.config == kConfigs[ci].name && x.batch == kBatches[bi] && x.kv_len == kLens[li]) c = &x;
+        if (c == nullptr)
+          std::printf(" — |");
+        else
+          std::printf(" %.2f (%.0f µs) [%.2f×] |", c->tbps, c->median_us, c->fi_tbps > 0 ? c->tbps / c->fi_tbps : 0.0);
       }
       std::printf("\n");
     }
   }
   for (const char* lname : {"split", "spread"}) {
+    if (layouts.empty()) break;
     std::printf("\ncache layout '%s' (see the CSV's 'layout' column): TB/s (µs) [× FlashInfer]\n", lname);
     for (int ci = 0; ci < 2; ++ci) {
       std::printf("| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
@@ -389,7 +447,7 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
     j["muh_version"] = MUH_VERSION_STRING;
     j["cuda_architectures"] = MUH_CUDA_ARCHITECTURES_STRING;
     j["method"] = {{"dtype", "bf16"},
-                   {"layout", "nhd"},
+                   {"layout", o.kv_layout},
                    {"page_size", kPage},
                    {"page_order", "random permutation of the cell's own batch x kv_len / 16 pages"},
                    {"cache_layout", "interleaved: FlashInfer's [num_pages, 2, page, kv_heads, head_dim] "
@@ -425,22 +483,27 @@ void run_bench_decode(const std::string& out_dir, int iters, bool split_sweep, b
 }  // namespace
 
 void add_bench_decode(CLI::App& bench) {
-  struct Opts {
-    std::string out = ".";
-    int iters = 30;
-    bool no_sweep = false;
-    bool policy_sweep = false;
-  };
-  static Opts o;
+  static BenchDecodeOptions o;
   CLI::App* cmd = bench.add_subcommand(
       "decode", "paged decode: bf16, page 16, hd128 32q/8kv and hd256 16q/4kv, batch {1,16,64,256} x kv_len "
                 "{512..32768}, cold L2, against the streaming-read ceiling (CSV + JSON)");
   cmd->add_option("--out", o.out, "directory for decode-<device>-<date>.csv/.json")->check(CLI::ExistingDirectory);
   cmd->add_option("--iters", o.iters, "timed iterations per cell (median; at least 30)")->check(CLI::Range(30, 100000));
   cmd->add_flag("--no-split-sweep", o.no_sweep, "skip the forced-split-count cells at batch 1 and 16");
+  cmd->add_flag("--no-layouts", o.no_layouts, "skip the grid's repeats with the other page placements");
   cmd->add_flag("--policy-sweep", o.policy_sweep,
                 "also time candidate sm80-agent shapes (warps x stages) on four cells per head dim");
-  cmd->callback([] { run_bench_decode(o.out, o.iters, !o.no_sweep, o.policy_sweep); });
+  cmd->add_option("--kv-layout", o.kv_layout, "cache layout the kernel reads: nhd (default) or vllm")
+      ->check(CLI::IsMember({"nhd", "vllm"}));
+  cmd->add_option("--only", o.only,
+                  "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
+      ->check([](const std::string& v) {
+        int b = 0, l = 0;
+        char hd[8] = {};
+        return std::sscanf(v.c_str(), "%7[a-z0-9]:%d:%d", hd, &b, &l) == 3 ? std::string()
+                                                                            : "expected hdD:BATCH:KV_LEN, got " + v;
+      });
+  cmd->callback([] { run_bench_decode(o); });
 }
 
 }  // namespace muh::cli
