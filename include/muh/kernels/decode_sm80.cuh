@@ -188,25 +188,36 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   extern __shared__ __align__(16) unsigned char smem[];
   E* sQ = reinterpret_cast<E*>(smem);  // [16][D + 8]
 
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // The block-table entries of this warp's first two tiles do not depend on the sequence's length
+  // (a partition starts at split · partition_tokens, V1 at 0), so they are read before seq_lens:
+  // after the cold-L2 flush of a decode step, seq_lens, the table and K/V are each a trip to HBM,
+  // and the first K/V copies now wait for two trips instead of three. Entries past the
+  // sequence's end are read (the row has max_blocks of them) but never used.
+  const int* bt = a.block_table + static_cast<std::int64_t>(blockIdx.z) * a.max_blocks;
+  const int first_tok = (a.num_splits == 1 ? 0 : static_cast<int>(blockIdx.y) * a.partition_tokens) + warp * 16;
+  const long long covered = static_cast<long long>(a.max_blocks) << a.page_shift;
+  auto early_page = [&](int j) {
+    const int tok = first_tok + j * W * 16 + (lane & 15);
+    return tok < covered ? __ldg(bt + (tok >> a.page_shift)) : 0;
+  };
+  const int early0 = early_page(0), early1 = early_page(1);
+
   const CtaWork w = cta_work(a);
   if (w.idle) return;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   E* stages = sQ + Tr::kQElems + warp * S * Tr::kStageElems;  // this warp's [S][K tile | V tile]
 
   // This warp's tiles: w, w + W, … of the CTA's ceil(len / 16) tiles.
   const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
-  const int* bt = a.block_table + static_cast<std::int64_t>(w.seq) * a.max_blocks;
   const std::uint64_t pol = ptx::l2_evict_first();
   auto tile_start = [&](int j) { return w.kv_begin + (warp + j * W) * 16; };
   // Block-table entries: lane l holds the page of token tile_start(j) + (l & 15). They are
   // loaded two tiles ahead of their use (two tiles of compute hide an L2 hit), and the sector
   // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
   // table is in HBM too: one 32-byte sector serves 8 pages).
-  auto load_page = [&](int j) {
-    const int tok = tile_start(j) + (lane & 15);
-    return j < my_tiles && tok < w.kv_end ? __ldg(bt + (tok >> a.page_shift)) : 0;
-  };
+  auto in_range = [&](int j) { return j < my_tiles && tile_start(j) + (lane & 15) < w.kv_end; };
+  auto load_page = [&](int j) { return in_range(j) ? __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)) : 0; };
   auto prefetch_pages = [&](int j) {
     const int tok = tile_start(j);
     if (lane == 0 && j < my_tiles && tok < w.kv_end) ptx::prefetch_l2(bt + (tok >> a.page_shift));
@@ -214,7 +225,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
 
   // Pipeline prologue: tiles 0 .. S−2 in flight (one commit group per tile, empty ones too, so
   // that wait_group<S − 1> always means "tile j has landed").
-  int page = load_page(0), page_next = load_page(1);
+  int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
     if (j < my_tiles) {
