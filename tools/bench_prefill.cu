@@ -270,8 +270,8 @@ void run(const Options& o) {
             Candidate<128, 64, 8, 4>, Candidate<64, 64, 4, 4>, Candidate<128, 128, 8, 4>,
             Candidate<128, 32, 4, 6>>(buf, 32, o.iters, s);
       sweep<256, Candidate<64, 64, 4, 2>, Candidate<64, 64, 4, 3>, Candidate<64, 64, 4, 4>,
-            Candidate<128, 64, 8, 2>, Candidate<128, 64, 8, 3>, Candidate<64, 32, 4, 3>,
-            Candidate<64, 32, 4, 4>>(buf, 16, o.iters, s);
+            Candidate<128, 64, 8, 2>, Candidate<128, 64, 8, 3>, Candidate<64, 32, 4, 2>,
+            Candidate<64, 32, 4, 3>, Candidate<64, 32, 4, 4>>(buf, 16, o.iters, s);
       for (auto& r : s) add(r);
     }
   }

@@ -110,6 +110,10 @@ std::vector<RingParam> ring_params() {
       {"bf16_hd256_64x64w4_ring3", DType::bf16, 256, ring_launcher<RingPolicy<64, 64, 4, 3>, DType::bf16, 256>(), 0},
       {"bf16_hd96_128x64w8_ring5", DType::bf16, 96, ring_launcher<RingPolicy<128, 64, 8, 5>, DType::bf16, 96>(), 0},
       {"fp16_hd64_64x32w4_ring2", DType::fp16, 64, ring_launcher<RingPolicy<64, 32, 4, 2>, DType::fp16, 64>(), 0},
+      // Warp pairs (hd 256, 8 warps of one m16 tile each): one buffer with 16 keys per half, and
+      // three buffers (the K copy issued after the softmax).
+      {"fp16_hd256_128x32w8_ring1", DType::fp16, 256, ring_launcher<RingPolicy<128, 32, 8, 1>, DType::fp16, 256>(), 0},
+      {"bf16_hd256_128x64w8_ring3", DType::bf16, 256, ring_launcher<RingPolicy<128, 64, 8, 3>, DType::bf16, 256>(), 0},
   };
   std::vector<RingParam> v;
   for (const auto& b : base)

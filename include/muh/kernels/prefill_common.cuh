@@ -45,10 +45,22 @@ inline long long prefill_grid_size(const PrefillArgs& a) {
   return static_cast<long long>(a.num_m_blocks) * a.batch * a.num_q_heads;
 }
 
-// The work of one CTA. The linear block index runs over heads fastest (the q heads of one GQA
-// group are neighbours, so their K/V reads meet in L2), then sequences, then q tiles from the
-// LAST one down: the tiles that see the most keys under a causal mask start first and the last
-// wave is made of short tiles rather than long ones.
+// The work of one CTA. The linear block index runs over q tiles fastest, in chunks of
+// kPrefillChunk tiles (all of them without a causal mask), then heads, then sequences, then
+// chunks. CTAs that run together thus read the K/V of a few (sequence, head) pairs, which stay in
+// L2 (FlashAttention-2's grid has q tiles fastest for the same reason): with heads fastest, the
+// 132 CTAs of a wave at hd 256, seq 4k (64 sequence-heads × 32 tiles) read 64 different 4 MB K/V
+// streams — 256 MB against a 50 MB L2 — two CTAs per stream. Within a chunk, and chunk by chunk,
+// tiles go from the LAST one down: under a causal mask the tiles that see the most keys start
+// first and the last wave is made of short tiles rather than long ones; chunking keeps that
+// order global enough that the tail is short tiles only. Measured together with the skipped O
+// rescale (prefill_sm80.cuh) on the H200, `muh bench prefill`, seq 4k / 4k causal / 16k / 16k
+// causal (two runs of one session): hd128 128×64 w4 +5.9/+4.1/+4.6/+1.7 %, hd256 128×64 w8
+// +2.9/+3.0/+2.7/+2.8 %; the 64×64 w4 hd-256 row read 256/256/288/293 TFLOP/s in the earlier
+// session's sweep and 290/279/293/285 after (the gain at 4k, where heads-fastest shared each
+// stream between 2–4 CTAs; at 16k it already shared one among ~8).
+inline constexpr int kPrefillChunk = 8;
+
 struct TileCoord {
   int m_block;
   int b;
@@ -56,11 +68,25 @@ struct TileCoord {
 };
 
 __device__ __forceinline__ TileCoord tile_of(long long linear, const PrefillArgs& a) {
-  const int h = static_cast<int>(linear % a.num_q_heads);
-  linear /= a.num_q_heads;
-  const int b = static_cast<int>(linear % a.batch);
-  linear /= a.batch;
-  return {a.num_m_blocks - 1 - static_cast<int>(linear), b, h};
+  const int nm = a.num_m_blocks;
+  const long long bh_count = static_cast<long long>(a.batch) * a.num_q_heads;
+  const int chunk = a.causal && nm > kPrefillChunk ? kPrefillChunk : nm;
+  const long long full = nm / chunk;  // whole chunks, from the top tiles down; then the rest
+  const long long in_full = full * chunk * bh_count;
+  long long bh;
+  int m_from_top;
+  if (linear < in_full) {
+    const long long c = linear / (chunk * bh_count), r = linear % (chunk * bh_count);
+    bh = r / chunk;
+    m_from_top = static_cast<int>(c * chunk + r % chunk);
+  } else {
+    const int rem = nm - static_cast<int>(full) * chunk;  // > 0 here
+    const long long r = linear - in_full;
+    bh = r / rem;
+    m_from_top = static_cast<int>(full) * chunk + static_cast<int>(r % rem);
+  }
+  // Heads fastest within (sequence, head): the q heads of one GQA group are neighbours.
+  return {nm - 1 - m_from_top, static_cast<int>(bh / a.num_q_heads), static_cast<int>(bh % a.num_q_heads)};
 }
 
 // Keys [0, result) that any query row of [m0, m0 + rows) may see.

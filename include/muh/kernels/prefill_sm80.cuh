@@ -11,6 +11,10 @@
 //   O += P V        P rounded to 16 bits in registers and fed straight to the second mma as its
 //                   A operand (the S accumulator layout IS the A fragment layout); V by
 //                   ldmatrix.trans
+// At head_dim 256 with one m16 tile per warp (8-warp rows), warps work in pairs: the two warps
+// of a pair share 32 rows, each computes S for half of the key tile and O for half of the head
+// dim, and they swap row maxima and P halves through shared memory (policy.hpp,
+// prefill_sm80_warp_pairs: each K/V fragment read then feeds two m16 tiles; +7–8 % measured).
 // K and V tiles stream through a ring of num_stages shared-memory tile buffers with cp.async; key tiles are
 // visited from the last to the first, so the masked tiles (diagonal, ragged end) come first and
 // the rest run without mask code. Shared-memory rows are XOR-swizzled in 16-byte chunks so that
@@ -107,24 +111,39 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the tensor-core agent takes 16-bit inputs");
   static_assert(BM % (16 * W) == 0, "each warp owns whole m16 tiles: block_m % (16·num_warps) == 0");
   static_assert(BN % 16 == 0 && D % 16 == 0, "block_n and head_dim must be multiples of 16");
-  constexpr int RW = BM / W;    // query rows per warp
-  constexpr int MT = RW / 16;   // m16 tiles per warp
-  constexpr int NTL = BN / 8;   // n8 tiles of S per m16 tile
-  constexpr int KD = D / 16;    // k16 steps of Q Kᵀ
-  constexpr int DTL = D / 8;    // n8 tiles of O
+  // Warp pairs (policy.hpp, prefill_sm80_warp_pairs): warps 2p and 2p+1 share 32 query rows;
+  // in Q Kᵀ each takes half of the key tile, in P V half of the head dim, and they swap row
+  // maxima and their halves of P through shared memory (two pair barriers per key tile).
+  constexpr bool kPairs = prefill_sm80_warp_pairs(P, D);
+  constexpr int WN = kPairs ? 2 : 1;  // warps sharing a row block
+  constexpr int RW = BM * WN / W;     // query rows per warp (of its pair)
+  constexpr int MT = RW / 16;         // m16 tiles per warp
+  constexpr int BNW = BN / WN;        // keys of one warp in Q Kᵀ
+  constexpr int NTL = BNW / 8;        // n8 tiles of S per m16 tile
+  constexpr int KD = D / 16;          // k16 steps of Q Kᵀ
+  constexpr int DW = D / WN;          // head dims of one warp in P V
+  constexpr int DTL = DW / 8;         // n8 tiles of O
+  constexpr int KH = BNW / 16;        // k16 steps of P V over one warp's own keys
+  static_assert(!kPairs || (MT == 2 && BNW % 16 == 0 && (DW / 8) % Swz::kGroup == 0),
+                "pairs: 2 m16 tiles per warp, whole k16 steps per half, halves aligned to the swizzle");
   // Q fragments stay in registers when they cost ≤ 32 registers per thread (hd ≤ 128 with one
   // m16 tile per warp); beyond that the O and S accumulators need the registers and Q is re-read
   // from shared memory by ldmatrix at every k16 step (FA2 does the same at hd 256).
   constexpr bool kQInRegs = MT * KD * 4 <= 32;
-  // Q tile + a ring of num_stages K-or-V tiles: exactly the footprint the tables are checked with.
-  static_assert((BM + S * BN) * D * 2 == prefill_smem_bytes(P, DT, D), "footprint != policy.hpp");
+  // Q tile + a ring of num_stages K-or-V tiles (+ the pairs' exchange): exactly the footprint
+  // the tables are checked with.
+  constexpr int kXWarpBytes = 32 * BN + 128;  // per warp: its half of P, then its row maxima
+  static_assert((BM + S * BN) * D * 2 + (kPairs ? W * kXWarpBytes : 0) == prefill_smem_bytes(P, DT, D),
+                "footprint != policy.hpp");
 
   extern __shared__ __align__(128) unsigned char prefill_sm80_smem[];
   T* sQ = reinterpret_cast<T*>(prefill_sm80_smem);  // [BM][D]; reused for O in the epilogue
   T* sKV = sQ + BM * D;                             // [S][BN][D]: the ring of K and V tiles
+  unsigned char* sX = reinterpret_cast<unsigned char*>(sKV + S * BN * D);  // [W][kXWarpBytes] (pairs)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;  // mma fragment row group and column pair
+  const int wm = warp / WN, wn = warp % WN;  // row block of this warp, its half (pairs) or 0
   const TileCoord tc = tile_of(blockIdx.x, a);
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
@@ -175,7 +194,18 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     sm80::cp_async_commit();
   }
 
-  const int row0 = warp * RW;  // this warp's first row in the tile
+  const int row0 = wm * RW;  // this warp's first row in the tile
+  // Pairs: the two warps of row block wm meet at barrier 1 + wm (64 threads); their exchange
+  // areas: P halves as the A fragments each lane holds ([MT][KH][32 lanes] × 16 bytes, so the
+  // partner's lane l reads exactly what lane l wrote), then [MT][2][8 rows] fp32 row maxima.
+  auto pair_sync = [&] {
+    if constexpr (kPairs) sm80::named_barrier_sync(1 + wm, 64);
+  };
+  unsigned char* const x_own = sX + warp * kXWarpBytes;
+  const unsigned char* const x_mate = sX + (warp ^ 1) * kXWarpBytes;
+  float* const xm_own = reinterpret_cast<float*>(x_own + 32 * BN);
+  const float* const xm_mate = reinterpret_cast<const float*>(x_mate + 32 * BN);
+
   float o[MT][DTL][4];
   float row_m[MT][2], row_l[MT][2];  // running max (raw score units) and this thread's partial sum
 #pragma unroll
@@ -192,10 +222,14 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   //   Q (A operand): matrices rows 0–7 / 8–15 × chunks 2kk / 2kk+1 → a0..a3
   //   K (B of Q Kᵀ): keys 0–7 × chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk, 8–15 × 2kk+1 → b0,b1 of two n8 tiles
   //   V (B of P V, .trans): keys 0–7 / 8–15 × chunk 2dp, then × 2dp+1 → b0,b1 of two d tiles
+  // A warp of a pair starts its K rows at key wn·BNW and its V columns at dim wn·DW (chunk
+  // wn·DW/8, a multiple of the swizzle group, so the XOR pattern is the same: a plain offset).
   const std::uint32_t q_base = sm80::smem_addr(sQ);
   const Sm80LdmOffsets<D> q_off_lane(lane & 15, lane >> 4);
   const Sm80LdmOffsets<D> k_off_lane((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
   const Sm80LdmOffsets<D> v_off_lane((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  const std::uint32_t k_half = static_cast<std::uint32_t>(wn * BNW * D * 2);
+  const std::uint32_t v_half = static_cast<std::uint32_t>(wn * DW * 2);
 
   for (int i = 0; i < n_tiles; ++i) {
     consume(2 * i);  // K(i) (and, at i = 0, Q) landed; the buffer P V(i−1) used is refilled
@@ -209,9 +243,9 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
       }
     }
 
-    // S = Q Kᵀ over one key tile.
+    // S = Q Kᵀ over this warp's keys of one key tile.
     const int n0 = (n_tiles - 1 - i) * BN;
-    const std::uint32_t k_base = sm80::smem_addr(sKV) + ((2 * i) % S) * (BN * D * 2);
+    const std::uint32_t k_base = sm80::smem_addr(sKV) + ((2 * i) % S) * (BN * D * 2) + k_half;
     float s[MT][NTL][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -248,8 +282,10 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     // next step: wait for V(i) right after Q Kᵀ so that it is issued before the softmax and
     // overlaps it as well as P V (as FA2 does). With more buffers that copy is needed ≥ 1.5
     // steps later, so it waits until after the softmax, where fewer registers are live (issuing
-    // early at 128×64, 4 buffers, hd 128 spilled 20 bytes).
-    constexpr bool kIssueBeforeSoftmax = S <= 2;
+    // early at 128×64, 4 buffers, hd 128 spilled 20 bytes). Warp pairs hold more live registers
+    // through the softmax (the exchanged maxima, 2 m16 tiles of S) and issue after it too
+    // (issuing early spilled 40 bytes at 128×64 w8, hd 256).
+    constexpr bool kIssueBeforeSoftmax = S <= 2 && !kPairs;
     if constexpr (kIssueBeforeSoftmax) consume(2 * i + 1);
 
     // Mask: only tiles crossing the sequence end or the causal diagonal.
@@ -259,10 +295,10 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {
           // Row qi sees keys j < limit; in tile coordinates, column nt·8 + (e & 1) of this lane
-          // is key n0 + 2t + nt·8 + (e & 1).
+          // is key n0 + wn·BNW + 2t + nt·8 + (e & 1).
           const int qi = m0 + row0 + mt * 16 + g + hr * 8;
           const int limit = a.causal ? min(sk, (sk - sq) + qi + 1) : sk;
-          const int lim = limit - n0 - 2 * t;
+          const int lim = limit - n0 - wn * BNW - 2 * t;
 #pragma unroll
           for (int nt = 0; nt < NTL; ++nt)
 #pragma unroll
@@ -272,21 +308,44 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     }
 
     // Online softmax, per row (lane holds rows g and g+8 of each m16 tile; a row's 2·NTL values
-    // per lane, the rest in the other 3 lanes of the quad).
+    // per lane, the rest in the other 3 lanes of the quad — and, with pairs, in the mate warp).
+    float mx[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        float m = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NTL; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * hr], s[mt][nt][2 * hr + 1]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        mx[mt][hr] = m;
+        if constexpr (kPairs)
+          if (t == 0) xm_own[(mt * 2 + hr) * 8 + g] = m;
+      }
+    if constexpr (kPairs) {
+      pair_sync();  // both halves' maxima written (and, by the CTA barrier above, last tile's P read)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) mx[mt][hr] = fmaxf(mx[mt][hr], xm_mate[(mt * 2 + hr) * 8 + g]);
+    }
+    // O and l are rescaled only when some row max of the warp grew (a warp-uniform branch): on
+    // the other tiles the factor is exp2(0) = 1 exactly (and 0 · 0 for rows still at −inf), so
+    // skipping it changes no bit and saves DTL·4 FMUL + 4·MT MUFU per lane (136 at hd 256).
+    bool grew = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) grew |= mx[mt][hr] > row_m[mt][hr];
+    const bool rescale = __any_sync(0xffffffffu, grew);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < NTL; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hr], s[mt][nt][2 * hr + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(row_m[mt][hr], mx);
+        const float m_new = fmaxf(row_m[mt][hr], mx[mt][hr]);
         // A row with nothing visible yet keeps m = −inf; exp2 against 0 then gives p = 0.
         const float m_use = m_new == -INFINITY ? 0.f : m_new * a.scale_log2;
-        const float corr = sm80::exp2_approx(row_m[mt][hr] * a.scale_log2 - m_use);  // m_old = −inf → 0
-        row_m[mt][hr] = m_new;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < NTL; ++nt)
@@ -296,39 +355,70 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
             s[mt][nt][e] = p;
             sum += p;
           }
-        row_l[mt][hr] = row_l[mt][hr] * corr + sum;
+        if (rescale) {
+          const float corr = sm80::exp2_approx(row_m[mt][hr] * a.scale_log2 - m_use);  // m_old = −inf → 0
+          row_l[mt][hr] = row_l[mt][hr] * corr + sum;
 #pragma unroll
-        for (int dt = 0; dt < DTL; ++dt) {
-          o[mt][dt][2 * hr] *= corr;
-          o[mt][dt][2 * hr + 1] *= corr;
+          for (int dt = 0; dt < DTL; ++dt) {
+            o[mt][dt][2 * hr] *= corr;
+            o[mt][dt][2 * hr + 1] *= corr;
+          }
+        } else {
+          row_l[mt][hr] += sum;
         }
+        row_m[mt][hr] = m_new;
       }
     }
 
-    if constexpr (!kIssueBeforeSoftmax) consume(2 * i + 1);
-
-    // O += P V: P (16-bit) from the S accumulators; V fragments by ldmatrix.trans.
-    const std::uint32_t v_base = sm80::smem_addr(sKV) + ((2 * i + 1) % S) * (BN * D * 2);
+    // P (16-bit) from the S accumulators: the accumulator layout IS the A fragment layout.
+    // Packed for the whole tile before P V (and before a late copy is issued): the S registers
+    // die here, which keeps the 128×64 w4 hd-128 kernel within 255 registers (packing per k16
+    // step inside the P V loop spilled 12 bytes there).
+    std::uint32_t pa[KH][MT][4];
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      std::uint32_t pa[MT][4];
+    for (int kk = 0; kk < KH; ++kk)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        pa[mt][0] = sm80::pack2<DT>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = sm80::pack2<DT>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = sm80::pack2<DT>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = sm80::pack2<DT>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        pa[kk][mt][0] = sm80::pack2<DT>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[kk][mt][1] = sm80::pack2<DT>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[kk][mt][2] = sm80::pack2<DT>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[kk][mt][3] = sm80::pack2<DT>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        if constexpr (kPairs)
+          *reinterpret_cast<uint4*>(x_own + ((kk * MT + mt) * 32 + lane) * 16) =
+              make_uint4(pa[kk][mt][0], pa[kk][mt][1], pa[kk][mt][2], pa[kk][mt][3]);
       }
+
+    if constexpr (!kIssueBeforeSoftmax) consume(2 * i + 1);
+
+    // O += P V over this warp's head dims: first the k16 steps of its own keys (P from
+    // registers), then, with pairs, the mate's (P from the exchange). V by ldmatrix.trans.
+    const std::uint32_t v_base = sm80::smem_addr(sKV) + ((2 * i + 1) % S) * (BN * D * 2) + v_half;
+    auto pv_step = [&](const std::uint32_t (&pk)[MT][4], int key_row) {
 #pragma unroll
       for (int dp = 0; dp < DTL / 2; ++dp) {
-        // Matrices: keys kk·16+0..7 / +8..15 × d chunks 2dp / 2dp+1 → b0,b1 of d tiles 2dp, 2dp+1.
+        // Matrices: keys key_row+0..7 / +8..15 × d chunks 2dp / 2dp+1 → b0,b1 of d tiles 2dp, 2dp+1.
         std::uint32_t vb[4];
-        sm80::ldmatrix_x4_trans(vb, v_base + v_off_lane.at(kk * 16, dp));
+        sm80::ldmatrix_x4_trans(vb, v_base + v_off_lane.at(key_row, dp));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          sm80::mma_16816<DT>(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
-          sm80::mma_16816<DT>(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+          sm80::mma_16816<DT>(o[mt][2 * dp], pk[mt], vb[0], vb[1]);
+          sm80::mma_16816<DT>(o[mt][2 * dp + 1], pk[mt], vb[2], vb[3]);
         }
+      }
+    };
+#pragma unroll
+    for (int kk = 0; kk < KH; ++kk) pv_step(pa[kk], wn * BNW + kk * 16);
+    if constexpr (kPairs) {
+      pair_sync();  // the mate's half of P is written
+#pragma unroll
+      for (int kk = 0; kk < KH; ++kk) {
+        std::uint32_t pm[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint4 v = *reinterpret_cast<const uint4*>(x_mate + ((kk * MT + mt) * 32 + lane) * 16);
+          pm[mt][0] = v.x, pm[mt][1] = v.y, pm[mt][2] = v.z, pm[mt][3] = v.w;
+        }
+        pv_step(pm, (wn ^ 1) * BNW + kk * 16);
       }
     }
   }
@@ -336,31 +426,49 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   __syncthreads();  // every copy into sQ has landed (also when there was no key tile at all)
 
   // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then). O goes
-  // through this warp's own rows of sQ so that global stores are whole 16-byte chunks.
+  // through this warp's own rows (and, with pairs, head dims) of sQ so that global stores are
+  // whole 16-byte chunks. With pairs each warp's l covers its half of the keys: the halves are
+  // added through the exchange (both warps used the same maxima, so the sums share one scale).
+  float l_row[MT][2];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       float l = row_l[mt][hr];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
+      l_row[mt][hr] = l;
+      if constexpr (kPairs)
+        if (t == 0) xm_own[(mt * 2 + hr) * 8 + g] = l;
+    }
+  if constexpr (kPairs) {
+    pair_sync();
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) l_row[mt][hr] += xm_mate[(mt * 2 + hr) * 8 + g];
+  }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const float l = l_row[mt][hr];
       const float inv = l > 0.f ? 1.f / l : 0.f;
       const int r = row0 + mt * 16 + g + hr * 8;
-      if (a.lse != nullptr && t == 0 && m0 + r < sq)
+      if (a.lse != nullptr && t == 0 && wn == 0 && m0 + r < sq)
         a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] =
             l > 0.f ? row_m[mt][hr] * a.scale + logf(l) : -INFINITY;
 #pragma unroll
       for (int dt = 0; dt < DTL; ++dt)
-        *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, dt) + 2 * t) =
+        *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, wn * DTL + dt) + 2 * t) =
             sm80::pack2<DT>(o[mt][dt][2 * hr] * inv, o[mt][dt][2 * hr + 1] * inv);
     }
   }
   __syncwarp();
-  constexpr int kChunks = D / 8;
   T* gO = static_cast<T*>(a.out) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
 #pragma unroll
-  for (int idx = lane; idx < RW * kChunks; idx += 32) {
-    const int r = row0 + idx / kChunks, c = idx % kChunks;
+  for (int idx = lane; idx < RW * DTL; idx += 32) {
+    const int r = row0 + idx / DTL, c = wn * DTL + idx % DTL;
     if (m0 + r < sq)
       *reinterpret_cast<uint4*>(gO + r * ldq + c * 8) = *reinterpret_cast<const uint4*>(sQ + Swz::offset(r, c));
   }

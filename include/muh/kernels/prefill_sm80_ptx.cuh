@@ -47,6 +47,15 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// Barrier `id` (1..15; 0 is __syncthreads) over `threads` threads (a multiple of 32): the warp
+// pairs of the prefill agent meet here without stopping the rest of the CTA. Orders shared-memory
+// accesses among the participating threads like __syncthreads.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+#if MUH_SM80_PTX
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+
 // Four 8×8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i; lane l receives
 // row l/4, columns 2(l%4), 2(l%4)+1 of each (with .trans: column l/4, rows 2(l%4), 2(l%4)+1).
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {

@@ -80,10 +80,30 @@ struct DecodePolicy {
 // tiles that K and V take turns in (K0 V0 K1 V1 …), 16-bit elements:
 // (block_m + num_stages·block_n) · head_dim · elem_size. num_stages = 2 is FlashAttention-2's
 // one K + one V buffer (loads overlap compute); 4 double-buffers the pair; 1 is synchronous.
+// With warp pairs (prefill_sm80_warp_pairs) it adds the pairs' exchange area: per warp its half
+// of P (32 rows × block_n/2 keys, 16-bit: 32·block_n bytes) and 2 m16 tiles × 2 row halves ×
+// 8 rows of fp32 row maxima (128 bytes).
+constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim);
 constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
   if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
-  return (p.block_m + p.num_stages * p.block_n) * head_dim * e;
+  const int exchange = prefill_sm80_warp_pairs(p, head_dim) ? p.num_warps * (32 * p.block_n + 128) : 0;
+  return (p.block_m + p.num_stages * p.block_n) * head_dim * e + exchange;
+}
+
+// Warp pairs of the tensor-core prefill agent (kernels/prefill_sm80.cuh): at head_dim 256 a warp
+// holds one m16 tile (O alone is 128 fp32 registers per lane), so every K and V fragment it reads
+// from shared memory feeds one m16 tile. With pairs, two warps share 32 rows — S split by keys,
+// O by head dim (still 128 registers) — and each fragment feeds two: 144 → 96 ldmatrix.x4 per
+// warp and 64-key tile, plus 8 small exchange accesses. Measured on the H200 (bf16, 128×64 w8,
+// 2 buffers; `muh bench prefill`, seq 4k / 4k causal / 16k / 16k causal, same code otherwise):
+// 297/285/308/313 TFLOP/s with pairs against 277/267/286/289 without (+7–8 %; two runs, whose
+// hd-128 cells, untouched by pairs, agreed within 1.4 %). Only rows of ≥ 8 warps: at 64×64 w4
+// (2 CTAs/SM, the 99 KB parts' row) the exchange would push 96 KB past 99 KB, and that row read
+// 253/252/290/287 with pairs, no better than the earlier sweep's 256/256/288/293 without.
+constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim) {
+  return p.agent == Agent::sm80 && p.num_warps % 2 == 0 && p.num_warps >= 8 && p.block_m == 16 * p.num_warps &&
+         p.block_n % 32 == 0 && head_dim >= 256 && head_dim % 128 == 0;
 }
 
 // Decode (kernels/decode_portable.cuh, kernels/decode_sm80.cuh; each static_asserts its

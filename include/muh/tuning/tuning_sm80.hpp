@@ -25,12 +25,16 @@ constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 //           (+7–11 % at 4k, +3 % at 16k), but the table row itself (4 buffers) read 307 and 312 at
 //           4k causal in the same runs, above 3 buffers' 290/295: that cell is noise-bound; 4 kept.
 //   hd 64, 96: the hd-128 tile (FA2's choice up to hd 128); not measured separately.
-//   hd 256: 128×64, 8 warps (1 m16 tile each), 2 buffers = 128 KB: 1 CTA/SM, one K/V tile
-//           shared by 8 warps. Final sweep: 284/279/298/304 — vs 64×64 w4 ×2 (96 KB, FA2's H100
-//           layout, 2 CTAs/SM) 256/256/288/293, 128×64 w8 ×3 272/259/277/283, 64×64 w4 ×3/×4
-//           200–217, 64×32 ×3/×4 235–258.
-//           It needs 128 KB: on 99 KB parts (sm_86/sm_89) the row is 64×64 w4 ×2 (96 KB), the
-//           best measured row that fits there.
+//   hd 256: 128×64, 8 warps in 4 warp pairs (policy.hpp: 32 rows per pair), 2 buffers = 128 KB
+//           + 17 KB pair exchange: 1 CTA/SM, one K/V tile shared by 8 warps. Final sweep: 284/279/
+//           298/304 — vs 64×64 w4 ×2 (96 KB, FA2's H100 layout, 2 CTAs/SM) 256/256/288/293,
+//           128×64 w8 ×3 272/259/277/283, 64×64 w4 ×3/×4 200–217, 64×32 ×3/×4 235–258.
+//           Re-swept after warp pairs, the q-tile-fastest grid and the skipped O rescale
+//           (2026-11-30, 20 launches): this row 300/285/309/313; ×3 (177 KB: over the A100's
+//           163 KB) 304/289/313/317, within ~1.5 %; 64×64 w4 ×2 290/279/293/285; 64×32 w4 ×2–4
+//           247–267.
+//           It needs 145 KB: on 99 KB parts (sm_86/sm_89) the row is 64×64 w4 ×2 (96 KB, no pairs),
+//           the best measured row that fits there.
 // fp32 stays on the portable agent (no fp32 tensor-core path).
 constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);
@@ -39,9 +43,9 @@ constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
                   head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s)"
                                   : "hd128's tile (128x64 w4, 4 K/V buffers); not measured at this head dim"};
   if (head_dim > 128) {
-    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8, 2 K/V buffers (284/279/298/304 TFLOP/s)"};
+    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8 (warp pairs), 2 K/V buffers (300/285/309/313 TFLOP/s)"};
     if (prefill_smem_bytes(p, t, head_dim) > cap)
-      p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep: 64x64 w4, 2 K/V buffers (256/256/288/293 TFLOP/s), fits 99 KB"};
+      p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep: 64x64 w4, 2 K/V buffers (290/279/293/285 TFLOP/s), fits 99 KB"};
   }
   // A smaller part: shrink block_n, then buffers (not below 2: keep loads overlapping), to fit.
   while (prefill_smem_bytes(p, t, head_dim) > cap && p.block_n > 32) p.block_n /= 2;
