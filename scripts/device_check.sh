@@ -2,15 +2,25 @@
 # The check a kernel change needs on a GPU machine, in one go (one `device` call here): a full
 # build for the present GPU with every dispatch target, dtype and head dim; every GPU test
 # (forced-policy sweeps, determinism, CUDA graphs, Python ops); `muh verify --quick`; the CPU
-# suite; and, with --bench, `muh bench decode` plus its plot. Logs and results go to $OUT
-# (default ./device-out).
+# suite; with --bench, `muh bench decode` plus its plot; with --sanitize, compute-sanitizer
+# memcheck and racecheck on a small set (sm90 and portable decode with V1/V2 and both layouts, the
+# sm90 prefill rows and the hd-256 warp-pair ring cases); --no-tests skips the test suites and
+# verify (to run only --bench / --sanitize on a build a previous call made). Logs and results go
+# to $OUT (default ./device-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
 B=${MUH_DEVICE_BUILD_DIR:-build-dev}
 mkdir -p "$OUT"
-bench=0
-[ "${1:-}" = "--bench" ] && bench=1
+bench=0 sanitize=0 tests=1
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    --sanitize) sanitize=1 ;;
+    --no-tests) tests=0 ;;
+    *) echo "usage: scripts/device_check.sh [--bench] [--sanitize] [--no-tests]" >&2; exit 2 ;;
+  esac
+done
 t0=$(date +%s)
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 { cmake -S . -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release && cmake --build "$B" -j "$(nproc)"; } >"$OUT/build.log" 2>&1 ||
@@ -18,12 +28,29 @@ gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 echo "built in $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv | tee "$OUT/clocks.txt"
 status=0
-ctest --test-dir "$B" -L gpu -j 16 --timeout 600 --output-on-failure >"$OUT/gpu-tests.log" 2>&1 || status=1
-grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|Timeout|Exception" "$OUT/gpu-tests.log" | head -20
-ctest --test-dir "$B" -LE gpu -j 16 --output-on-failure >"$OUT/cpu-tests.log" 2>&1 || status=1
-grep -E "tests passed|tests failed" "$OUT/cpu-tests.log"
-"$B/muh" verify --quick >"$OUT/verify.log" 2>&1 || status=1
-tail -n 25 "$OUT/verify.log"
+if [ $tests = 1 ]; then
+  ctest --test-dir "$B" -L gpu -j 16 --timeout 600 --output-on-failure >"$OUT/gpu-tests.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|Timeout|Exception" "$OUT/gpu-tests.log" | head -20
+  ctest --test-dir "$B" -LE gpu -j 16 --output-on-failure >"$OUT/cpu-tests.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed" "$OUT/cpu-tests.log"
+  "$B/muh" verify --quick >"$OUT/verify.log" 2>&1 || status=1
+  tail -n 25 "$OUT/verify.log"
+fi
+if [ $sanitize = 1 ]; then
+  # Small shapes only: the sanitizers slow kernels down ~100x.
+  dec='Sweep/DecodeForced.MatchesReference/t90_bf16_hd128_*:Sweep/DecodeForced.MatchesReference/t0_fp16_hd64_*'
+  dec+=':Splits/DecodeSplits.V2MatchesV1/t90_hd256_*_x5'
+  pre='Prefill/PrefillForced.MatchesReference/t90_bf16_hd128_*:Prefill/PrefillForced.MatchesReference/t90_bf16_hd256_*'
+  pre+=':Prefill/PrefillRing.MatchesReference/*hd256_128x*w8_ring*'
+  for tool in memcheck racecheck; do
+    for t in "muh_gpu_decode_tests:$dec" "muh_gpu_prefill_tests:$pre"; do
+      exe=$(find "$B" -name "${t%%:*}" -type f | head -1)
+      log="$OUT/sanitize-$tool-${t%%:*}.log"
+      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 1 "$exe" --gtest_filter="${t#*:}" >"$log" 2>&1 || status=1
+      echo "$tool ${t%%:*}: $(grep -cE '^\[       OK \]' "$log") tests OK, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+    done
+  done
+fi
 if [ $bench = 1 ]; then
   "$B/muh" bench decode --out "$OUT" >"$OUT/bench-decode.log" 2>&1 || status=1
   tail -n 30 "$OUT/bench-decode.log"
