@@ -14,20 +14,16 @@ void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-DeviceMemory::DeviceMemory(std::size_t n) { reset(n); }
-DeviceMemory::~DeviceMemory() {
-  if (ptr) cudaFree(ptr);
-}
 void DeviceMemory::reset(std::size_t n) {
-  if (ptr) cudaFree(ptr);
-  ptr = nullptr;
-  bytes = n;
-  if (n) cuda_check(cudaMalloc(&ptr, n), "cudaMalloc");
+  if (!alloc(n)) {
+    cuda_check(cudaGetLastError(), "cudaMalloc");
+    throw std::runtime_error("cudaMalloc: failed");
+  }
 }
 
 L2Flusher::L2Flusher(std::size_t bytes) : buf_(bytes) {}
 void L2Flusher::flush(cudaStream_t stream) {
-  cuda_check(cudaMemsetAsync(buf_.ptr, value_++ & 0xff, buf_.bytes, stream), "L2 flush");
+  cuda_check(cudaMemsetAsync(buf_.p, value_++ & 0xff, buf_.n, stream), "L2 flush");
 }
 
 std::vector<double> time_calls_us(const std::function<void()>& f, const std::function<void()>& before,
@@ -103,7 +99,7 @@ double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaSt
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
   DeviceMemory buf(bytes), sink(sizeof(unsigned));
-  cuda_check(cudaMemsetAsync(buf.ptr, 1, bytes, stream), "fill");
+  cuda_check(cudaMemsetAsync(buf.p, 1, bytes, stream), "fill");
   const std::size_t n = bytes / sizeof(uint4);
   const auto us = time_calls_us(
       [&] { streaming_read_kernel<<<sms * ctas_per_sm, 256, 0, stream>>>(buf.as<uint4>(), n, sink.as<unsigned>()); },

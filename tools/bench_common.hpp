@@ -11,23 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.hpp"
+
 namespace muh::bench {
 
 // Throws std::runtime_error("<what>: <CUDA error>") on failure.
 void cuda_check(cudaError_t e, const char* what);
 
-// A device allocation freed on scope exit.
-struct DeviceMemory {
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
+// A device allocation freed on scope exit (check::DevBuf) that throws when cudaMalloc fails: a
+// benchmark cannot go on without its buffers.
+struct DeviceMemory : check::DevBuf {
   DeviceMemory() = default;
-  explicit DeviceMemory(std::size_t n);
-  ~DeviceMemory();
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  void reset(std::size_t n);
+  explicit DeviceMemory(std::size_t n) { reset(n); }
+  void reset(std::size_t n);  // throws std::runtime_error("cudaMalloc: <CUDA error>")
   template <class T>
-  T* as() const { return static_cast<T*>(ptr); }
+  T* as() const { return static_cast<T*>(p); }
 };
 
 // Overwrites a buffer of `bytes` (256 MB by default, > 4× the H200's 60 MB L2) so that the next

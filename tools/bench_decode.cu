@@ -168,16 +168,16 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
     }
   }
   std::vector<int> lens(batch, len);
-  bench::cuda_check(cudaMemcpy(pool.table.ptr, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "table");
-  bench::cuda_check(cudaMemcpy(pool.lens.ptr, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "lens");
+  bench::cuda_check(cudaMemcpy(pool.table.p, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "table");
+  bench::cuda_check(cudaMemcpy(pool.lens.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "lens");
 
   DecodeParams p;
   p.dtype = DType::bf16;
   p.layout = pool.kv_layout;
-  p.q = pool.q.ptr;
+  p.q = pool.q.p;
   p.k_cache = k_cache;
   p.v_cache = v_cache;
-  p.out = pool.out.ptr;
+  p.out = pool.out.p;
   p.block_table = pool.table.as<int>();
   p.seq_lens = pool.lens.as<int>();
   p.num_seqs = batch;
@@ -191,12 +191,12 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   DecodePlan plan;
   Status s = plan_decode(p, hw, PlanOptions{-1, force_splits, false}, &plan);
   if (!s.ok()) throw std::runtime_error("plan_decode: " + s.message());
-  if (plan.workspace_bytes > pool.ws.bytes) pool.ws.reset(plan.workspace_bytes);
+  if (plan.workspace_bytes > pool.ws.n) pool.ws.reset(plan.workspace_bytes);
   RunOptions opt;
   opt.stream = stream;
-  const kernels::decode::DecodeArgs args = detail::make_decode_args(p, plan, pool.ws.ptr);
+  const kernels::decode::DecodeArgs args = detail::make_decode_args(p, plan, pool.ws.p);
   auto call = [&] {
-    const Status r = cand ? cand->launch(args, p.layout, stream) : paged_decode(p, plan, pool.ws.ptr, pool.ws.bytes, opt);
+    const Status r = cand ? cand->launch(args, p.layout, stream) : paged_decode(p, plan, pool.ws.p, pool.ws.n, opt);
     if (!r.ok()) throw std::runtime_error("paged_decode: " + r.message());
   };
   const auto us = bench::time_calls_us(call, [&] { flusher.flush(stream); }, stream, iters);
@@ -267,8 +267,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   pool.kv.reset(kv_bytes);
   bench::fill_bf16_uniform(pool.kv.as<std::uint16_t>(), kv_bytes / 2, 1, stream);
   pool.q.reset(std::size_t(256) * 32 * 128 * 2);
-  pool.out.reset(pool.q.bytes);
-  bench::fill_bf16_uniform(pool.q.as<std::uint16_t>(), pool.q.bytes / 2, 3, stream);
+  pool.out.reset(pool.q.n);
+  bench::fill_bf16_uniform(pool.q.as<std::uint16_t>(), pool.q.n / 2, 3, stream);
   pool.table.reset(static_cast<std::size_t>(pool.max_pages) * 4);
   pool.lens.reset(2048 * 4);  // --only probe cells go up to batch 2048
   pool.perm_all.resize(pool.max_pages);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "muh/attention.hpp"
 #include "muh/dispatch.hpp"
@@ -30,42 +31,12 @@
 namespace muh::cli {
 namespace {
 
-void cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Median of `iters` event-timed calls of f after 5 warm-up calls, in milliseconds.
+// Median of `iters` event-timed calls of f on the default stream after 5 warm-up calls, in ms.
 double median_ms(const std::function<void()>& f, int iters) {
-  for (int i = 0; i < 5; ++i) f();
-  cuda_ok(cudaDeviceSynchronize(), "warm-up");
-  std::vector<cudaEvent_t> ev(2 * iters);
-  for (auto& e : ev) cuda_ok(cudaEventCreate(&e), "cudaEventCreate");
-  for (int i = 0; i < iters; ++i) {
-    cudaEventRecord(ev[2 * i]);
-    f();
-    cudaEventRecord(ev[2 * i + 1]);
-  }
-  cuda_ok(cudaEventSynchronize(ev.back()), "timed launches");
-  std::vector<double> ms(iters);
-  for (int i = 0; i < iters; ++i) {
-    float t = 0;
-    cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
-    ms[i] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+  return bench::median(bench::time_calls_us(f, nullptr, nullptr, iters, 5)) * 1e-3;
 }
 
-__global__ void fill_uniform(__nv_bfloat16* x, long long n, unsigned seed) {
-  for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n; i += 256LL * gridDim.x) {
-    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    x[i] = __float2bfloat16(static_cast<float>(h & 0xffffff) / 8388608.f - 1.f);  // [-1, 1)
-  }
-}
+std::uint16_t* bits(bench::DeviceMemory& m) { return m.as<std::uint16_t>(); }
 
 struct Row {
   std::string kind;    // muh | portable | sweep | gemm
@@ -83,36 +54,26 @@ std::string policy_name(const PrefillPolicy& p) {
 // Device buffers for the largest cell (16384 tokens × 32 heads × 128 = 16384 × 16 × 256 elements).
 struct Buffers {
   static constexpr long long kTokens = 16384, kElems = kTokens * 4096;
-  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
-  float* lse = nullptr;
-  int *cu = nullptr;
+  bench::DeviceMemory q{kElems * 2}, k{kElems * 2}, v{kElems * 2}, out{kElems * 2}, lse{kTokens * 32 * 4},
+      cu{(kTokens + 1) * 4};
   Buffers() {
-    cuda_ok(cudaMalloc(&q, kElems * 2), "cudaMalloc");
-    cuda_ok(cudaMalloc(&k, kElems * 2), "cudaMalloc");
-    cuda_ok(cudaMalloc(&v, kElems * 2), "cudaMalloc");
-    cuda_ok(cudaMalloc(&out, kElems * 2), "cudaMalloc");
-    cuda_ok(cudaMalloc(&lse, kTokens * 32 * 4), "cudaMalloc");
-    cuda_ok(cudaMalloc(&cu, (kTokens + 1) * 4), "cudaMalloc");
-    fill_uniform<<<1024, 256>>>(q, kElems, 1u);
-    fill_uniform<<<1024, 256>>>(k, kElems, 2u);
-    fill_uniform<<<1024, 256>>>(v, kElems, 3u);
-    cuda_ok(cudaDeviceSynchronize(), "fill");
-  }
-  ~Buffers() {
-    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(lse), cudaFree(cu);
+    bench::fill_bf16_uniform(bits(q), kElems, 1u, nullptr);
+    bench::fill_bf16_uniform(bits(k), kElems, 2u, nullptr);
+    bench::fill_bf16_uniform(bits(v), kElems, 3u, nullptr);
+    bench::cuda_check(cudaDeviceSynchronize(), "fill");
   }
   void set_seqlens(int batch, int seq) {
     std::vector<int> h(batch + 1);
     for (int b = 0; b <= batch; ++b) h[b] = b * seq;
-    cuda_ok(cudaMemcpy(cu, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "cu_seqlens");
+    bench::cuda_check(cudaMemcpy(cu.p, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "cu_seqlens");
   }
   PrefillParams params(int hd, int heads, int seq, bool causal) {
     const int batch = static_cast<int>(kTokens / seq);
     set_seqlens(batch, seq);
     PrefillParams p;
     p.dtype = DType::bf16;
-    p.q = q, p.k = k, p.v = v, p.out = out, p.lse = lse;
-    p.cu_seqlens_q = p.cu_seqlens_k = cu;
+    p.q = q.p, p.k = k.p, p.v = v.p, p.out = out.p, p.lse = lse.as<float>();
+    p.cu_seqlens_q = p.cu_seqlens_k = cu.as<int>();
     p.batch = batch;
     p.total_q = p.total_k = static_cast<int>(kTokens);
     p.max_seqlen_q = p.max_seqlen_k = seq;
@@ -173,22 +134,18 @@ void sweep(Buffers& buf, int heads, int iters, std::vector<Row>& rows) {
 
 Row time_gemm(int iters) {
   const int n = 8192;
-  __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
-  cuda_ok(cudaMalloc(&a, 2LL * n * n), "cudaMalloc");
-  cuda_ok(cudaMalloc(&b, 2LL * n * n), "cudaMalloc");
-  cuda_ok(cudaMalloc(&c, 2LL * n * n), "cudaMalloc");
-  fill_uniform<<<1024, 256>>>(a, 1LL * n * n, 7u);
-  fill_uniform<<<1024, 256>>>(b, 1LL * n * n, 8u);
+  bench::DeviceMemory a(2LL * n * n), b(2LL * n * n), c(2LL * n * n);
+  bench::fill_bf16_uniform(bits(a), 1LL * n * n, 7u, nullptr);
+  bench::fill_bf16_uniform(bits(b), 1LL * n * n, 8u, nullptr);
   cublasHandle_t h = nullptr;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
   const float one = 1.f, zero = 0.f;
   auto gemm = [&] {
-    cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
+    cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.p, CUDA_R_16BF, n, b.p, CUDA_R_16BF, n, &zero, c.p,
                  CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   };
   const double ms = median_ms(gemm, iters);
   cublasDestroy(h);
-  cudaFree(a), cudaFree(b), cudaFree(c);
   return Row{"gemm", "cublasGemmEx bf16 8192^3", 0, 0, n, 1, false, ms, 2.0 * n * double(n) * n / (ms * 1e-3) / 1e12};
 }
 
@@ -240,7 +197,7 @@ void run(const Options& o) {
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw UsageError("bench prefill: no CUDA device");
   if (o.iters < 20) throw UsageError("bench prefill: --iters must be >= 20");
   cudaDeviceProp prop{};
-  cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  bench::cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::printf("muh bench prefill on %s (sm_%d%d), median of %d\n", prop.name, prop.major, prop.minor, o.iters);
   std::vector<Row> rows;
   auto add = [&](Row r) {

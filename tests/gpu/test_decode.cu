@@ -61,6 +61,9 @@ std::string layout_name(KVLayout l) { return l == KVLayout::nhd ? "nhd" : "vllm"
 
 // ---- The forced-policy sweep ----------------------------------------------------------------
 }  // namespace
+// gtest prints parameters through PrintTo found by ADL (here: in KVLayout's and DecodeCase's
+// namespaces), so that ctest lists cases by name rather than as raw bytes.
+void PrintTo(KVLayout l, std::ostream* os) { *os << (l == KVLayout::nhd ? "nhd" : "vllm"); }
 namespace check {
 void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name(); }
 }  // namespace check

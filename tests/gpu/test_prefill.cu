@@ -28,6 +28,12 @@ struct PrefillTestParam {
   std::size_t case_index;
 };
 
+// ctest lists parameterised cases with their parameters: print them by name, not as raw bytes.
+void PrintTo(const PrefillTestParam& p, std::ostream* os) {
+  *os << "t" << p.target << "_" << dtype_name(p.dtype) << "_hd" << p.head_dim << "_"
+      << check::prefill_cases()[p.case_index].name;
+}
+
 std::vector<PrefillTestParam> all_params() {
   std::vector<PrefillTestParam> v;
   for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
@@ -97,6 +103,7 @@ struct RingParam {
   check::PrefillLauncher launch;
   std::size_t case_index;
 };
+void PrintTo(const RingParam& p, std::ostream* os) { *os << p.name << "_" << check::prefill_cases()[p.case_index].name; }
 
 template <class G, DType T, int D>
 check::PrefillLauncher ring_launcher() {
