@@ -1,5 +1,5 @@
 // gpu_test_util.hpp — shared by the GPU tests: skip (saying so) without a GPU, CUDA checks,
-// device buffers, storage conversion, error metrics.
+// device buffers, the device's compute capability, storage conversion, error metrics.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,6 +36,16 @@ namespace muh::testing {
 
 // A device buffer of bytes, freed on scope exit (the one the checks use).
 using DeviceBuffer = check::DevBuf;
+
+// Compute capability of the current device as major·10 + minor (e.g. 90); call after
+// MUH_REQUIRE_GPU().
+inline int device_cc() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major * 10 + minor;
+}
 
 
 inline std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float lo = -1.f, float hi = 1.f) {

@@ -25,13 +25,7 @@
 namespace muh {
 namespace {
 
-int device_cc() {
-  int dev = 0, major = 0, minor = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major * 10 + minor;
-}
+using testing::device_cc;
 
 const HardwareCapability& device_hw() {
   static const HardwareCapability hw = query_current_device().hw;

@@ -43,13 +43,7 @@ std::vector<PrefillTestParam> all_params() {
   return v;
 }
 
-int device_cc() {
-  int dev = 0, major = 0, minor = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major * 10 + minor;
-}
+using testing::device_cc;
 
 class PrefillForced : public ::testing::TestWithParam<PrefillTestParam> {};
 
