@@ -67,7 +67,7 @@ struct TileCoord {
   int h;
 };
 
-__device__ __forceinline__ TileCoord tile_of(long long linear, const PrefillArgs& a) {
+__host__ __device__ __forceinline__ TileCoord tile_of(long long linear, const PrefillArgs& a) {
   const int nm = a.num_m_blocks;
   const long long bh_count = static_cast<long long>(a.batch) * a.num_q_heads;
   const int chunk = a.causal && nm > kPrefillChunk ? kPrefillChunk : nm;
