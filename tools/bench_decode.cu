@@ -221,6 +221,42 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   return cell;
 }
 
+// One --only cell, "NAME:BATCH:KV_LEN" with NAME the config's prefix (hd128, hd256, kv1): its
+// config is null when the text is not a cell the pool can hold (batch 1..2048, kv_len a positive
+// multiple of the page, at most the largest grid cell's tokens × heads); error says why.
+struct OnlyCell {
+  const DecodeConfig* config = nullptr;
+  int batch = 0, kv_len = 0;
+  std::string error;
+};
+
+OnlyCell parse_only(const std::string& v) {
+  OnlyCell r;
+  char name[16] = {};
+  char tail = 0;
+  if (std::sscanf(v.c_str(), "%15[a-z0-9]:%d:%d%c", name, &r.batch, &r.kv_len, &tail) != 3) {
+    r.error = "expected NAME:BATCH:KV_LEN (e.g. hd128:1:32768), got '" + v + "'";
+    return r;
+  }
+  const std::string prefix = std::string(name) + "_";
+  const DecodeConfig* cfg = nullptr;
+  for (const auto& c : kConfigs)
+    if (std::string(c.name).rfind(prefix, 0) == 0) cfg = &c;
+  for (const auto& c : kProbeConfigs)
+    if (std::string(c.name).rfind(prefix, 0) == 0) cfg = &c;
+  if (cfg == nullptr)
+    r.error = "unknown config '" + std::string(name) + "' in '" + v + "' (hd128, hd256 or kv1)";
+  else if (r.batch < 1 || r.batch > 2048)
+    r.error = "batch must be 1..2048 in '" + v + "'";
+  else if (r.kv_len < kPage || r.kv_len % kPage != 0)
+    r.error = "kv_len must be a positive multiple of " + std::to_string(kPage) + " in '" + v + "'";
+  else if (static_cast<long long>(r.batch) * r.kv_len * cfg->kv_heads > 256LL * 32768 * 8)
+    r.error = "'" + v + "' holds more K/V than the largest grid cell (256 x 32768 tokens x 8 heads)";
+  else
+    r.config = cfg;
+  return r;
+}
+
 struct BenchDecodeOptions {
   std::string out = ".";
   int iters = 30;
@@ -281,16 +317,9 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::vector<Cell> cells;
   // --only: exactly the listed cells, in order (probe configs included).
   for (const std::string& v : o.only) {
-    int b = 0, l = 0;
-    char name[8] = {};
-    std::sscanf(v.c_str(), "%7[a-z0-9]:%d:%d", name, &b, &l);
-    const DecodeConfig* cfg = nullptr;
-    for (const auto& c : kConfigs)
-      if (std::string(c.name).rfind(std::string(name) + "_", 0) == 0) cfg = &c;
-    for (const auto& c : kProbeConfigs)
-      if (std::string(c.name).rfind(std::string(name) + "_", 0) == 0) cfg = &c;
-    if (cfg == nullptr || b < 1 || b > 2048 || l % kPage != 0 || static_cast<long long>(b) * l * cfg->kv_heads > 256LL * 32768 * 8)
-      throw UsageError("muh bench decode: --only " + v + ": unknown config or too many tokens");
+    const OnlyCell oc = parse_only(v);
+    const DecodeConfig* cfg = oc.config;
+    const int b = oc.batch, l = oc.kv_len;
     Cell c = run_cell(pool, hw, *cfg, b, l, 0, iters, flusher, stream);
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
@@ -303,29 +332,31 @@ void run_bench_decode(const BenchDecodeOptions& o) {
                  c.kv_len, c.median_us, c.tbps, c.splits);
     cells.push_back(c);
   }
-  if (o.only.empty())
-  for (int ci = 0; ci < 2; ++ci)
-    for (int bi = 0; bi < 4; ++bi)
-      for (int li = 0; li < 4; ++li) {
-        Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream);
-        c.fi_tbps = kFlashInferTbps[ci][bi][li];
-        c.fi_us = kFlashInferUs[ci][bi][li];
-        std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d)\n", c.config.c_str(), c.batch,
-                     c.kv_len, c.median_us, c.tbps, c.splits);
-        cells.push_back(c);
-      }
-  // The same grid with the cache laid out as vLLM's K/V pair and spread over the whole pool.
-  std::vector<Cell> layouts;
-  if (!o.no_layouts && o.only.empty())
-  for (PoolLayout l : {PoolLayout::split, PoolLayout::spread})
+  if (o.only.empty()) {
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
         for (int li = 0; li < 4; ++li) {
-          Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream, nullptr, l);
+          Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream);
           c.fi_tbps = kFlashInferTbps[ci][bi][li];
           c.fi_us = kFlashInferUs[ci][bi][li];
-          layouts.push_back(c);
+          std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d)\n", c.config.c_str(), c.batch,
+                       c.kv_len, c.median_us, c.tbps, c.splits);
+          cells.push_back(c);
         }
+  }
+  // The same grid with the cache laid out as vLLM's K/V pair and spread over the whole pool.
+  std::vector<Cell> layouts;
+  if (!o.no_layouts && o.only.empty()) {
+    for (PoolLayout l : {PoolLayout::split, PoolLayout::spread})
+      for (int ci = 0; ci < 2; ++ci)
+        for (int bi = 0; bi < 4; ++bi)
+          for (int li = 0; li < 4; ++li) {
+            Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream, nullptr, l);
+            c.fi_tbps = kFlashInferTbps[ci][bi][li];
+            c.fi_us = kFlashInferUs[ci][bi][li];
+            layouts.push_back(c);
+          }
+  }
   std::vector<Cell> sweep;
   if (split_sweep) {
     for (int ci = 0; ci < 2; ++ci)
@@ -497,12 +528,7 @@ void add_bench_decode(CLI::App& bench) {
       ->check(CLI::IsMember({"nhd", "vllm"}));
   cmd->add_option("--only", o.only,
                   "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
-      ->check([](const std::string& v) {
-        int b = 0, l = 0;
-        char hd[8] = {};
-        return std::sscanf(v.c_str(), "%7[a-z0-9]:%d:%d", hd, &b, &l) == 3 ? std::string()
-                                                                            : "expected hdD:BATCH:KV_LEN, got " + v;
-      });
+      ->check([](const std::string& v) { return parse_only(v).error; });
   cmd->callback([] { run_bench_decode(o); });
 }
 
