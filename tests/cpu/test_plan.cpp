@@ -2,7 +2,9 @@
 // partitions, how much workspace. Host-only (presets stand in for devices).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "muh/attention.hpp"
@@ -201,6 +203,53 @@ TEST(PlanModel, FullBatchesStayV1) {
       const DecodePlan plan = plan_of(shape(batch, len), presets::h200);
       if (batch * 8 >= 2 * kH200Slots) EXPECT_FALSE(plan.use_v2) << batch << " x " << len;
     }
+}
+
+// The split count the plan takes on the H200 was measured within 10 % of the best forced count in
+// every cell of the benchmark's split sweep (muh bench decode on the H200, commit db46dd2,
+// bench/results/decode-h200-2026-11-30-db46dd2.log: bf16, page 16, cold L2, median µs per forced
+// count). A change to the cost model (plan.cpp) that picks a count measured slower fails here;
+// re-measure and update the table when the kernel changes.
+struct MeasuredCell {
+  int head_dim, q_heads, kv_heads, batch, len;
+  std::vector<std::pair<int, double>> us;  // (forced splits, median µs)
+};
+
+const std::vector<MeasuredCell>& h200_split_sweep() {
+  static const std::vector<MeasuredCell> v = {
+      {128, 32, 8, 1, 512, {{1, 14.3}, {2, 14.3}, {4, 12.4}, {8, 11.6}, {16, 12.2}, {32, 13.6}}},
+      {128, 32, 8, 1, 2048, {{1, 35.2}, {2, 24.5}, {4, 17.6}, {8, 14.8}, {16, 14.5}, {32, 15.3}, {64, 20.7}, {128, 30.0}}},
+      {128, 32, 8, 1, 8192, {{1, 109.8}, {2, 62.1}, {4, 36.9}, {8, 25.0}, {16, 21.6}, {32, 22.0}, {64, 28.0}, {128, 33.9}}},
+      {128, 32, 8, 1, 32768, {{1, 404.9}, {2, 209.7}, {4, 110.7}, {8, 62.5}, {16, 50.3}, {32, 50.7}, {64, 53.2}, {128, 57.4}}},
+      {128, 32, 8, 16, 512, {{1, 17.6}, {2, 20.9}, {4, 25.1}, {8, 28.1}, {16, 40.7}, {32, 66.2}}},
+      {128, 32, 8, 16, 2048, {{1, 45.8}, {2, 49.6}, {4, 50.1}, {8, 51.6}, {16, 58.5}, {32, 75.6}, {64, 125.8}}},
+      {128, 32, 8, 16, 8192, {{1, 155.5}, {2, 158.6}, {4, 158.7}, {8, 160.0}, {16, 158.4}, {32, 161.1}, {64, 184.6}}},
+      {128, 32, 8, 16, 32768, {{1, 565.0}, {2, 565.0}, {4, 570.0}, {8, 569.2}, {16, 564.1}, {32, 561.0}, {64, 564.9}}},
+      {256, 16, 4, 1, 512, {{1, 22.0}, {2, 17.6}, {4, 13.7}, {8, 12.6}, {16, 13.2}, {32, 14.7}}},
+      {256, 16, 4, 1, 2048, {{1, 68.9}, {2, 40.4}, {4, 25.8}, {8, 18.6}, {16, 16.5}, {32, 17.0}, {64, 24.1}, {128, 38.4}}},
+      {256, 16, 4, 1, 8192, {{1, 232.5}, {2, 124.8}, {4, 72.5}, {8, 41.6}, {16, 27.5}, {32, 24.4}, {64, 32.9}, {128, 44.5}}},
+      {256, 16, 4, 1, 32768, {{1, 878.2}, {2, 451.8}, {4, 243.1}, {8, 126.4}, {16, 70.1}, {32, 57.1}, {64, 61.5}, {128, 72.9}}},
+      {256, 16, 4, 16, 512, {{1, 23.0}, {2, 22.0}, {4, 27.5}, {8, 33.4}, {16, 47.8}, {32, 81.1}}},
+      {256, 16, 4, 16, 2048, {{1, 66.0}, {2, 54.3}, {4, 55.0}, {8, 61.7}, {16, 78.8}, {32, 96.2}, {64, 155.3}, {128, 291.3}}},
+      {256, 16, 4, 16, 8192, {{1, 230.8}, {2, 173.0}, {4, 168.2}, {8, 169.1}, {16, 174.5}, {32, 194.3}, {64, 238.4}, {128, 343.3}}},
+      {256, 16, 4, 16, 32768, {{1, 874.1}, {2, 590.9}, {4, 581.1}, {8, 579.3}, {16, 577.1}, {32, 581.7}, {64, 607.4}, {128, 719.8}}},
+  };
+  return v;
+}
+
+TEST(PlanModel, H200SplitCountsWithin10PercentOfTheMeasuredBest) {
+  for (const MeasuredCell& c : h200_split_sweep()) {
+    const DecodePlan plan = plan_of(shape(c.batch, c.len, c.q_heads, c.kv_heads, c.head_dim), presets::h200);
+    double best = 1e30, chosen = -1;
+    for (const auto& [splits, us] : c.us) {
+      best = std::min(best, us);
+      if (splits == plan.num_splits) chosen = us;
+    }
+    const std::string cell = "hd" + std::to_string(c.head_dim) + " batch " + std::to_string(c.batch) + " x " +
+                             std::to_string(c.len) + ": plan " + std::to_string(plan.num_splits) + " partitions";
+    ASSERT_GT(chosen, 0) << cell << ", a count the sweep did not measure";
+    EXPECT_LE(chosen, 1.10 * best) << cell << " measured " << chosen << " us, best " << best << " us";
+  }
 }
 
 // Long contexts at batch 1 keep at least ~every SM busy.
