@@ -58,6 +58,14 @@ Status make_params(int dtype, int layout, int num_seqs, int num_q_heads, int num
   return Status::Ok();
 }
 
+// The plan paged_decode runs on the current device (called once every input is checked).
+Status current_plan(const DecodeParams& p, int force_target, int force_splits, int cuda_graph, DecodePlan* plan) {
+  HardwareCapability hw;
+  const Status s = current_hw(&hw);
+  if (!s.ok()) return s;
+  return plan_decode(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, plan);
+}
+
 }  // namespace
 }  // namespace muh::capi
 
@@ -76,11 +84,8 @@ extern "C" int muh_decode_workspace_size(int dtype, int layout, int num_seqs, in
   p.num_pages = 1;
   s = detail::check_decode_shape(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
-  HardwareCapability hw;
-  s = capi::current_hw(&hw);
-  if (!s.ok()) return capi::report(s);
   DecodePlan plan;
-  s = plan_decode(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, &plan);
+  s = capi::current_plan(p, force_target, force_splits, cuda_graph, &plan);
   if (s.ok()) *workspace_bytes = plan.workspace_bytes;
   return capi::report(s);
 }
@@ -109,11 +114,8 @@ extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void
   s = detail::check_decode_shape(p);  // every input error before any CUDA call
   if (s.ok() && num_seqs > 0) s = detail::check_decode_pointers(p);
   if (!s.ok()) return capi::report(s);
-  HardwareCapability hw;
-  s = capi::current_hw(&hw);
-  if (!s.ok()) return capi::report(s);
   DecodePlan plan;
-  s = plan_decode(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, &plan);
+  s = capi::current_plan(p, force_target, force_splits, cuda_graph, &plan);
   if (!s.ok()) return capi::report(s);
   RunOptions opt;
   opt.force_target = force_target;
