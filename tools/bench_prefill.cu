@@ -204,15 +204,16 @@ void run(const Options& o) {
     print_row(r);
     rows.push_back(std::move(r));
   };
-  // Clocks ramp from idle (345 MHz seen) to 1980 MHz, so the GEMM runs ~0.5 s before anything
-  // counts. Seen on the H200 (bench/results/prefill-h200-2026-11-30.md): the first cells after
-  // the GEMM (hd128 1k) still read ~20 % below compare_torch.py's figures for the same kernel,
-  // and the timed GEMM read 688 TFLOP/s with this warm-up against 798 without; later cells agree
-  // with compare_torch.py within 6 %.
-  (void)time_gemm(300);
-  add(time_gemm(o.iters));
+  // Clocks ramp from idle (345 MHz seen) to 1980 MHz, so something must run ~0.5 s before
+  // anything counts. That warm-up used to be 300 GEMMs, timed GEMM next, then the grid: on the
+  // H200 the first cells after the GEMM (hd128 1k) read 15–25 % below compare_torch.py's figures
+  // for the same kernel twice (254/238 vs 313/273; 255/226 vs 309/247 on ab830a7), while the
+  // later cells agreed within 1–6 % — the GEMM (~700 W) leaves the GPU at its power limit. Now
+  // the warm-up is the first cell itself (~0.5 s of it) and the GEMM is timed last. (Not yet
+  // measured in this order.)
   {
     Buffers buf;
+    (void)time_prefill(buf, "warm-up", 128, 32, 1024, false, -1, 400);
     const std::pair<int, int> shapes[] = {{128, 32}, {256, 16}};
     for (auto [hd, heads] : shapes)
       for (int seq : {1024, 4096, 16384})
@@ -232,6 +233,7 @@ void run(const Options& o) {
       for (auto& r : s) add(r);
     }
   }
+  add(time_gemm(o.iters));  // the ceiling, last (see the warm-up above)
   write_results(rows, o.out, prop.name);
 }
 
