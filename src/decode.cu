@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "decode_check.hpp"
+#include "pointer_checks.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
 #include "muh/instances.hpp"
@@ -43,23 +44,9 @@ namespace {
 
 using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t);
 
-struct DecodeInstanceEntry {
-  DType dtype;
-  int head_dim;
-  DecodeInstanceFn fn;
-};
-
-#define MUH_DECODE_INSTANCE_ENTRY(t, d) DecodeInstanceEntry{DType::t, d, &decode_instance<DType::t, d>},
-constexpr DecodeInstanceEntry kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
+#define MUH_DECODE_INSTANCE_ENTRY(t, d) InstanceEntry<DecodeInstanceFn>{DType::t, d, &decode_instance<DType::t, d>},
+constexpr InstanceEntry<DecodeInstanceFn> kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
 #undef MUH_DECODE_INSTANCE_ENTRY
-
-DecodeInstanceFn find_decode_instance(DType t, int head_dim) {
-  for (const auto& e : kDecodeInstances)
-    if (e.dtype == t && e.head_dim == head_dim) return e.fn;
-  return nullptr;
-}
-
-bool is_aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
 
 Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
   const std::string w = "paged_decode: ";
@@ -149,7 +136,7 @@ Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspa
                             " differs from the plan's target " + std::to_string(plan.target) +
                             " (plan with the same PlanOptions::force_target)");
   if (p.num_seqs == 0) return Status::Ok();  // nothing to compute or write
-  const auto fn = detail::find_decode_instance(p.dtype, p.head_dim);
+  const auto fn = find_instance(detail::kDecodeInstances, p.dtype, p.head_dim);
   if (fn == nullptr)
     return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                           std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
@@ -203,7 +190,7 @@ kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const Decode
   a.max_blocks = p.max_blocks_per_seq;
   a.num_splits = plan.num_splits;
   a.partition_tokens = plan.partition_tokens;
-  const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  const float scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
   a.scale_log2 = scale * kernels::kLog2e;
   if (plan.num_splits > 1) {
     // Partials laid out for the plan's capacity: o [plan.num_seqs, splits, Hq, D], then lse.

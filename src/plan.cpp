@@ -24,6 +24,7 @@
 #include <string>
 
 #include "decode_check.hpp"
+#include "pointer_checks.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
@@ -84,16 +85,16 @@ Status check_decode_shape(const DecodeParams& p) {
 
 Status check_decode_pointers(const DecodeParams& p) {
   const std::string w = "paged_decode: ";
-  auto aligned = [](const void* ptr, std::uintptr_t n) { return reinterpret_cast<std::uintptr_t>(ptr) % n == 0; };
   if (p.q == nullptr || p.k_cache == nullptr || p.v_cache == nullptr || p.out == nullptr)
     return invalid_argument(w + "q, k_cache, v_cache and out must not be null");
   if (p.block_table == nullptr || p.seq_lens == nullptr)
     return invalid_argument(w + "block_table and seq_lens must not be null");
   // 16-byte vector loads of q / K / V rows and 8- or 16-byte stores of out rows; head_dim·elem is
   // a multiple of 16 for every supported head dim, so aligned bases give aligned rows.
-  if (!aligned(p.q, 16) || !aligned(p.k_cache, 16) || !aligned(p.v_cache, 16) || !aligned(p.out, 16))
+  if (!is_aligned(p.q, 16) || !is_aligned(p.k_cache, 16) || !is_aligned(p.v_cache, 16) ||
+      !is_aligned(p.out, 16))
     return invalid_argument(w + "q, k_cache, v_cache and out must be 16-byte aligned");
-  if (!aligned(p.block_table, 4) || !aligned(p.seq_lens, 4) || (p.lse != nullptr && !aligned(p.lse, 4)))
+  if (!is_aligned(p.block_table, 4) || !is_aligned(p.seq_lens, 4) || (p.lse != nullptr && !is_aligned(p.lse, 4)))
     return invalid_argument(w + "block_table, seq_lens and lse must be 4-byte aligned");
   return Status::Ok();
 }

@@ -27,6 +27,7 @@
 #include "muh/kernels/prefill_instance.cuh"
 #include "muh/kernels/prefill_launch.cuh"
 #include "muh/shapes.hpp"
+#include "pointer_checks.hpp"
 
 namespace muh {
 namespace detail {
@@ -40,23 +41,9 @@ MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_INSTANCE)
 
 using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, int, cudaStream_t);
 
-struct PrefillInstanceEntry {
-  DType dtype;
-  int head_dim;
-  PrefillInstanceFn fn;
-};
-
-#define MUH_PREFILL_INSTANCE_ENTRY(t, d) PrefillInstanceEntry{DType::t, d, &prefill_instance<DType::t, d>},
-constexpr PrefillInstanceEntry kPrefillInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_PREFILL_INSTANCE_ENTRY)};
+#define MUH_PREFILL_INSTANCE_ENTRY(t, d) InstanceEntry<PrefillInstanceFn>{DType::t, d, &prefill_instance<DType::t, d>},
+constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_PREFILL_INSTANCE_ENTRY)};
 #undef MUH_PREFILL_INSTANCE_ENTRY
-
-PrefillInstanceFn find_prefill_instance(DType t, int head_dim) {
-  for (const auto& e : kPrefillInstances)
-    if (e.dtype == t && e.head_dim == head_dim) return e.fn;
-  return nullptr;
-}
-
-bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
 
 Status validate_prefill(const PrefillParams& p, const RunOptions& opt) {
   const std::string where = "prefill: ";
@@ -66,7 +53,7 @@ Status validate_prefill(const PrefillParams& p, const RunOptions& opt) {
   if (!is_supported_head_dim(p.head_dim))
     return invalid_argument(where + "head_dim " + std::to_string(p.head_dim) +
                             " is not supported (supported: 64, 96, 128, 256)");
-  if (find_prefill_instance(p.dtype, p.head_dim) == nullptr)
+  if (find_instance(kPrefillInstances, p.dtype, p.head_dim) == nullptr)
     return {StatusCode::not_compiled, where + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                           std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
                                           describe_compiled_instances() + "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
@@ -103,9 +90,10 @@ Status validate_prefill(const PrefillParams& p, const RunOptions& opt) {
       return invalid_argument(where + "cu_seqlens_q and cu_seqlens_k must not be null");
     // 16-byte vector loads and stores of rows; head_dim·elem is a multiple of 16 for every
     // supported head dim, so aligned bases give aligned rows.
-    if (!aligned(p.q, 16) || !aligned(p.out, 16) || (p.k && !aligned(p.k, 16)) || (p.v && !aligned(p.v, 16)))
+    if (!is_aligned(p.q, 16) || !is_aligned(p.out, 16) || (p.k && !is_aligned(p.k, 16)) ||
+        (p.v && !is_aligned(p.v, 16)))
       return invalid_argument(where + "q, k, v and out must be 16-byte aligned");
-    if (!aligned(p.cu_seqlens_q, 4) || !aligned(p.cu_seqlens_k, 4) || (p.lse && !aligned(p.lse, 4)))
+    if (!is_aligned(p.cu_seqlens_q, 4) || !is_aligned(p.cu_seqlens_k, 4) || (p.lse && !is_aligned(p.lse, 4)))
       return invalid_argument(where + "cu_seqlens_q, cu_seqlens_k and lse must be 4-byte aligned");
   }
   if (opt.force_target < -1)
@@ -174,7 +162,7 @@ Status prefill(const PrefillParams& p, const RunOptions& opt) {
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
 
   const kernels::PrefillArgs a = kernels::make_prefill_args(p);
-  return detail::find_prefill_instance(p.dtype, p.head_dim)(a, target, opt.stream);
+  return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(a, target, opt.stream);
 }
 
 }  // namespace muh

@@ -341,7 +341,7 @@ class DecodeProblem {
 
   void compute_reference() {
     const int D = c_.head_dim, H = c_.num_q_heads, group = c_.num_q_heads / c_.num_kv_heads;
-    const float scale = c_.softmax_scale > 0.f ? c_.softmax_scale : 1.f / std::sqrt(static_cast<float>(D));
+    const float scale = effective_softmax_scale(c_.softmax_scale, D);
     ref_out_.assign(out_elems(), 0.f);
     ref_lse_.assign(lse_elems(), 0.f);
     ref::paged_decode(q_.data(), k_.data(), v_.data(), kv_, bt_.data(), max_blocks_, lens_.data(),

@@ -120,7 +120,7 @@ inline std::unique_ptr<PrefillInputs> make_prefill_inputs(const PrefillCase& c, 
   in->c = &c;
   in->dtype = t;
   in->head_dim = head_dim;
-  in->scale = c.softmax_scale > 0.f ? c.softmax_scale : 1.f / std::sqrt(float(head_dim));
+  in->scale = effective_softmax_scale(c.softmax_scale, head_dim);
   in->cu_q.assign(1, 0);
   in->cu_k.assign(1, 0);
   for (std::size_t b = 0; b < c.len_q.size(); ++b) {

@@ -6,6 +6,7 @@
 // tensors are contiguous in the shapes given.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -56,6 +57,12 @@ struct PrefillParams {
 };
 
 Status prefill(const PrefillParams& p, const RunOptions& opt = {});
+
+// The scale a call applies to q·k: softmax_scale, or 1/sqrt(head_dim) when it is 0 (the default
+// of PrefillParams and DecodeParams).
+inline float effective_softmax_scale(float softmax_scale, int head_dim) {
+  return softmax_scale > 0.f ? softmax_scale : 1.f / std::sqrt(static_cast<float>(head_dim));
+}
 
 // ---- Decode -------------------------------------------------------------------------------------
 // q [num_seqs, num_q_heads, head_dim]; out [num_seqs, num_q_heads, head_dim];

@@ -3,6 +3,7 @@
 // `muh verify` and the tests read it to know what can run. (Dispatch targets: dispatch.hpp.)
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "muh/build_config.hpp"
@@ -26,6 +27,22 @@ constexpr bool is_compiled_instance(DType t, int head_dim) {
   for (const auto& e : kCompiledInstances)
     if (e.dtype == t && e.head_dim == head_dim) return true;
   return false;
+}
+
+// A table of per-(dtype, head_dim) entry points of type Fn (src/decode.cu, src/prefill.cu, one
+// row per MUH_FOR_EACH_INSTANCE entry), and its lookup: nullptr when the pair is not compiled.
+template <class Fn>
+struct InstanceEntry {
+  DType dtype;
+  int head_dim;
+  Fn fn;
+};
+
+template <class Fn, std::size_t N>
+constexpr Fn find_instance(const InstanceEntry<Fn> (&table)[N], DType t, int head_dim) {
+  for (const auto& e : table)
+    if (e.dtype == t && e.head_dim == head_dim) return e.fn;
+  return nullptr;
 }
 
 // "fp16/128, bf16/128, ..." for messages.

@@ -33,7 +33,7 @@ inline PrefillArgs make_prefill_args(const PrefillParams& p) {
   a.num_kv_heads = p.num_kv_heads;
   a.group = p.num_q_heads / p.num_kv_heads;
   a.max_seqlen_q = p.max_seqlen_q;
-  a.scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
   a.scale_log2 = a.scale * kLog2e;
   a.causal = p.causal;
   return a;
