@@ -47,6 +47,19 @@ std::pair<DType, int> a_16bit_instance(int prefer_hd = 128) {
   return {kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim};
 }
 
+// A case of a 16-bit compiled instance at `target` (the shapes and lengths are the test's).
+check::DecodeCase case_at(int target, int q_heads = check::DecodeCase{}.num_q_heads,
+                          int kv_heads = check::DecodeCase{}.num_kv_heads) {
+  const auto [t, d] = a_16bit_instance();
+  check::DecodeCase c;
+  c.target = target;
+  c.dtype = t;
+  c.head_dim = d;
+  c.num_q_heads = q_heads;
+  c.num_kv_heads = kv_heads;
+  return c;
+}
+
 std::vector<int> all_targets() {
   return std::vector<int>(compiled_targets::values, compiled_targets::values + compiled_targets::size);
 }
@@ -57,7 +70,7 @@ std::string layout_name(KVLayout l) { return l == KVLayout::nhd ? "nhd" : "vllm"
 }  // namespace
 // gtest prints parameters through PrintTo found by ADL (here: in KVLayout's and DecodeCase's
 // namespaces), so that ctest lists cases by name rather than as raw bytes.
-void PrintTo(KVLayout l, std::ostream* os) { *os << (l == KVLayout::nhd ? "nhd" : "vllm"); }
+void PrintTo(KVLayout l, std::ostream* os) { *os << layout_name(l); }
 namespace check {
 void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name(); }
 }  // namespace check
@@ -130,18 +143,16 @@ INSTANTIATE_TEST_SUITE_P(Splits, DecodeSplits, ::testing::ValuesIn(split_params(
 
 using TargetSplits = std::tuple<int /*target*/, int /*splits*/>;
 
+std::string target_split_name(const ::testing::TestParamInfo<TargetSplits>& info) {
+  return "t" + std::to_string(std::get<0>(info.param)) + "_x" + std::to_string(std::get<1>(info.param));
+}
+
 class DecodeZeroLength : public ::testing::TestWithParam<TargetSplits> {};
 
 TEST_P(DecodeZeroLength, ZerosAndMinusInf) {
   const auto [target, splits] = GetParam();
   MUH_REQUIRE_TARGET(target);
-  const auto [t, d] = a_16bit_instance();
-  check::DecodeCase c;
-  c.target = target;
-  c.dtype = t;
-  c.head_dim = d;
-  c.num_q_heads = 8;
-  c.num_kv_heads = 2;
+  check::DecodeCase c = case_at(target, 8, 2);
   // All empty under V1; under V2 one sequence has tokens, so there is a workspace to merge.
   c.seq_lens = splits > 1 ? std::vector<int>{0, 0, 0, 40} : std::vector<int>{0, 0, 0};
   check::DecodeProblem pr(c);
@@ -158,9 +169,7 @@ std::vector<TargetSplits> target_split_params() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Empty, DecodeZeroLength, ::testing::ValuesIn(target_split_params()), [](const auto& info) {
-  return "t" + std::to_string(std::get<0>(info.param)) + "_x" + std::to_string(std::get<1>(info.param));
-});
+INSTANTIATE_TEST_SUITE_P(Empty, DecodeZeroLength, ::testing::ValuesIn(target_split_params()), target_split_name);
 
 // ---- Bitwise determinism across repeated runs ---------------------------------------------------
 
@@ -169,13 +178,7 @@ class DecodeDeterminism : public ::testing::TestWithParam<TargetSplits> {};
 TEST_P(DecodeDeterminism, BitwiseEqualAcrossRuns) {
   const auto [target, splits] = GetParam();
   MUH_REQUIRE_TARGET(target);
-  const auto [t, d] = a_16bit_instance();
-  check::DecodeCase c;
-  c.target = target;
-  c.dtype = t;
-  c.head_dim = d;
-  c.num_q_heads = 32;
-  c.num_kv_heads = 8;
+  check::DecodeCase c = case_at(target, 32, 8);
   c.seq_lens = {2049, 100, 7, 1500};
   c.seed = 5;
   check::DecodeProblem pr(c);
@@ -189,11 +192,7 @@ TEST_P(DecodeDeterminism, BitwiseEqualAcrossRuns) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Repeat, DecodeDeterminism, ::testing::ValuesIn(target_split_params()),
-                         [](const auto& info) {
-                           return "t" + std::to_string(std::get<0>(info.param)) + "_x" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Repeat, DecodeDeterminism, ::testing::ValuesIn(target_split_params()), target_split_name);
 
 // ---- CUDA graph: capture a graph-fixed plan once, replay with other seq_lens ------------------
 
@@ -202,13 +201,7 @@ class DecodeGraph : public ::testing::TestWithParam<TargetSplits> {};
 TEST_P(DecodeGraph, CaptureAndReplay) {
   const auto [target, splits] = GetParam();
   MUH_REQUIRE_TARGET(target);
-  const auto [t, d] = a_16bit_instance();
-  check::DecodeCase c;
-  c.target = target;
-  c.dtype = t;
-  c.head_dim = d;
-  c.num_q_heads = 16;
-  c.num_kv_heads = 4;
+  check::DecodeCase c = case_at(target, 16, 4);
   c.seq_lens = {900, 0, 333, 1};  // the capacity: max_seq_len 900
   c.seed = 23;
   check::DecodeProblem pr(c);
@@ -226,9 +219,7 @@ TEST_P(DecodeGraph, CaptureAndReplay) {
   EXPECT_TRUE(changed.pass()) << "replay with new seq_lens: " << changed.summary();
 }
 
-INSTANTIATE_TEST_SUITE_P(Graph, DecodeGraph, ::testing::ValuesIn(target_split_params()), [](const auto& info) {
-  return "t" + std::to_string(std::get<0>(info.param)) + "_x" + std::to_string(std::get<1>(info.param));
-});
+INSTANTIATE_TEST_SUITE_P(Graph, DecodeGraph, ::testing::ValuesIn(target_split_params()), target_split_name);
 
 // ---- debug_checks: device-side tables checked on the host, nothing launched on failure ---------
 
@@ -237,11 +228,7 @@ class DecodeDebugChecks : public ::testing::TestWithParam<int> {};
 TEST_P(DecodeDebugChecks, RefusesBadDeviceTables) {
   const int what = GetParam();  // 0: a block id past num_pages, 1: a negative block id, 2: seq_len > max
   MUH_REQUIRE_GPU();
-  const auto [t, d] = a_16bit_instance();
-  check::DecodeCase c;
-  c.target = -1;
-  c.dtype = t;
-  c.head_dim = d;
+  check::DecodeCase c = case_at(-1);
   c.seq_lens = {40, 100};
   check::DecodeProblem pr(c);
   ASSERT_EQ(pr.upload(), "");
@@ -270,13 +257,7 @@ INSTANTIATE_TEST_SUITE_P(Debug, DecodeDebugChecks, ::testing::Values(0, 1, 2));
 
 TEST(DecodeCApi, MatchesTheCppApi) {
   MUH_REQUIRE_GPU();
-  const auto [t, d] = a_16bit_instance();
-  check::DecodeCase c;
-  c.target = -1;  // the device's own target
-  c.dtype = t;
-  c.head_dim = d;
-  c.num_q_heads = 8;
-  c.num_kv_heads = 2;
+  check::DecodeCase c = case_at(-1, 8, 2);  // the device's own target
   c.seq_lens = {3000, 17};
   check::DecodeProblem pr(c);
   ASSERT_EQ(pr.upload(), "");
@@ -296,7 +277,7 @@ TEST(DecodeCApi, MatchesTheCppApi) {
             MUH_OK)
       << muh_last_error();
   MUH_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::size_t n = cpp.out.size() * dtype_size(t);
+  const std::size_t n = cpp.out.size() * dtype_size(c.dtype);
   std::vector<unsigned char> got(n);
   MUH_CUDA_CHECK(cudaMemcpy(got.data(), p.out, n, cudaMemcpyDeviceToHost));
   EXPECT_TRUE(std::equal(got.begin(), got.end(), cpp.out_bytes.begin())) << "C ABI output differs from the C++ API's";
