@@ -49,8 +49,14 @@ __device__ __forceinline__ std::uint64_t l2_evict_first() {
 
 // 16-byte global → shared copy, asynchronous; only src_bytes (0..16) are read, the rest of the
 // 16 bytes is zero-filled (masked tokens become zeros, never NaN from unused cache slots).
+// .L2::128B lets L2 fetch the whole 128-byte line on a miss (a warp's copies cover whole token
+// rows, so the rest of the line is always wanted). A/B on the H200 (bench/results/
+// decode-h200-2026-11-30-experiments.md, section 5, same build, same run): 1.2–4.5 % faster on
+// all eight cells timed (hd128 b64×8k 555 → 542 µs, hd256 b16×8k 171 → 164 µs). The .ca form
+// (through L1) also made the L2 requests whole lines (4.0 sectors per request instead of 2.3) and
+// helped hd128 as much, but cost 13–14 % at hd256, where one CTA leaves L1 little room.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes, std::uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_u32(dst)),
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(smem_u32(dst)),
                "l"(src), "r"(src_bytes), "l"(pol)
                : "memory");
 }
