@@ -283,10 +283,14 @@ Instantiation find_instantiation(const char* family, Selector sel, const Request
 
 // ---- Rules: why each field has its value ---------------------------------------------------------
 
-const char* table_file(int target, DType t) {
+const char* table_file(int target, DType t, bool prefill) {
   if (target >= 90) return t == DType::fp32 ? "tuning_sm90.hpp → tuning_portable.hpp (fp32 runs the portable agent)" : "tuning/tuning_sm90.hpp";
   if (target >= 80) return t == DType::fp32 ? "tuning_sm80.hpp → tuning_portable.hpp (fp32 runs the portable agent)" : "tuning/tuning_sm80.hpp";
-  if (target >= 75) return "tuning/tuning_sm75.hpp → tuning_portable.hpp (no sm75 agent yet)";
+  if (target >= 75) {
+    if (!prefill) return "tuning/tuning_sm75.hpp → tuning_portable.hpp (decode runs the portable agent on sm_75)";
+    return t == DType::fp16 ? "tuning/tuning_sm75.hpp"
+                            : "tuning/tuning_sm75.hpp → tuning_portable.hpp (no bf16/fp32 tensor-core mma on sm_75)";
+  }
   return "tuning/tuning_portable.hpp";
 }
 
@@ -330,7 +334,7 @@ Rules explain_config(const Request& r, DType t, const AttentionConfig& c, const 
   const PrefillPolicy prow = prefill_policy(target, t, hd);
   {
     std::vector<std::string> l;
-    l.push_back(std::string("table ") + table_file(target, t) + ": \"" + prow.evidence + "\"");
+    l.push_back(std::string("table ") + table_file(target, t, true) + ": \"" + prow.evidence + "\"");
     if (prow.agent == Agent::portable) {
       PrefillPolicy p = prow;
       p.block_m = p.block_n = 64;
@@ -374,7 +378,7 @@ Rules explain_config(const Request& r, DType t, const AttentionConfig& c, const 
   // Decode.
   const DecodePolicy drow = decode_policy(target, t, hd);
   rules.add("decode.tile",
-            {std::string("table ") + table_file(target, t) + ": \"" + drow.evidence + "\"",
+            {std::string("table ") + table_file(target, t, false) + ": \"" + drow.evidence + "\"",
              std::to_string(c.decode.tile_tokens) + " tokens, " + std::to_string(c.decode.num_warps) +
                  " warps: footprint decode_smem_bytes() = " + std::to_string(decode_smem_bytes(c.decode, t, hd)) +
                  " B (tuning/policy.hpp) within the cap " + std::to_string(drow.smem_cap_bytes) + " B at " +

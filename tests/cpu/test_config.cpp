@@ -129,6 +129,54 @@ TEST(Stages, ForcedToOneWhenAProfileLacksAsyncCopy) {
   EXPECT_TRUE(validate(c.decode, DType::bf16, 128));
 }
 
+// ---- sm_75 (T4): the sm75 agent for fp16, the portable agent for bf16 and fp32 --------------------
+
+class Sm75Prefill : public ::testing::TestWithParam<int> {};  // head_dim
+
+TEST_P(Sm75Prefill, Fp16RunsTheSm75AgentInOneBufferWithin64K) {
+  const int hd = GetParam();
+  const PrefillPolicy p = prefill_policy(75, DType::fp16, hd);
+  EXPECT_EQ(p.agent, Agent::sm75);
+  EXPECT_TRUE(validate(p, DType::fp16, hd));
+  EXPECT_EQ(p.num_stages, 1) << "no cp.async on sm_75: one shared-memory buffer (the seed's one stage)";
+  EXPECT_EQ(p.smem_cap_bytes, 64 * 1024);
+  EXPECT_LE(prefill_smem_bytes(p, DType::fp16, hd), presets::t4.smem_limit());
+  // Exactly the kernel's allocation (prefill_sm80.cuh static_asserts the same): Q + one K/V tile.
+  EXPECT_EQ(prefill_smem_bytes(p, DType::fp16, hd), (p.block_m + p.block_n) * hd * 2);
+  EXPECT_EQ(p.block_m % (16 * p.num_warps), 0) << "whole m16 tiles per warp";
+  EXPECT_NE(std::string(p.evidence).find("not measured on a T4"), std::string::npos) << p.evidence;
+  // The T4 profile keeps the row (it fits, and the agent needs no async copy).
+  const AttentionConfig c = select_attention_config(presets::t4, DType::fp16, hd, 4096, 8);
+  EXPECT_TRUE(c.prefill == p);
+}
+
+TEST_P(Sm75Prefill, Bf16AndFp32RunThePortableRow) {
+  const int hd = GetParam();
+  for (DType t : {DType::bf16, DType::fp32}) {
+    EXPECT_TRUE(prefill_policy(75, t, hd) == tuning::portable::prefill(t, hd)) << dtype_name(t);
+    EXPECT_EQ(select_attention_config(presets::t4, t, hd, 4096, 8).prefill.agent, Agent::portable) << dtype_name(t);
+  }
+}
+
+TEST_P(Sm75Prefill, ValidateRejectsTheSm75AgentForOtherDtypes) {
+  const int hd = GetParam();
+  const PrefillPolicy p = prefill_policy(75, DType::fp16, hd);
+  EXPECT_FALSE(validate(p, DType::bf16, hd)) << "no bf16 mma on sm_75";
+  EXPECT_FALSE(validate(p, DType::fp32, hd));
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, Sm75Prefill, ::testing::ValuesIn(kSupportedHeadDims),
+                         [](const auto& info) { return "hd" + std::to_string(info.param); });
+
+TEST(Sm75Prefill, TilesAndFootprints) {
+  // hd 64/96/128: 64×64 (16/24/32 KB: 2 CTAs fit a T4 SM at hd 128); hd 256: 64×16 (40 KB).
+  EXPECT_EQ(prefill_smem_bytes(prefill_policy(75, DType::fp16, 128), DType::fp16, 128), 32768);
+  EXPECT_EQ(prefill_policy(75, DType::fp16, 64).block_n, 64);
+  EXPECT_EQ(prefill_policy(75, DType::fp16, 96).block_n, 64);
+  EXPECT_EQ(prefill_policy(75, DType::fp16, 256).block_n, 16);
+  EXPECT_EQ(prefill_smem_bytes(prefill_policy(75, DType::fp16, 256), DType::fp16, 256), 40960);
+}
+
 // ---- fp32: the real footprint, fitted once ------------------------------------------------------
 
 class Fp32Rule : public ::testing::TestWithParam<std::tuple<int, int>> {};  // preset index, head_dim

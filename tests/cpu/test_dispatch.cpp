@@ -160,9 +160,15 @@ TEST(DispatchRealTables, Fp32RunsOnlyThePortableInstantiation) {
   EXPECT_EQ(instantiation_target(PrefillSelector<DType::fp32, 64>{}, 90, AllTargets{}), 0);
 }
 
-TEST(DispatchRealTables, Sm75CollapsesOntoPortable) {
-  // tuning_sm75.hpp returns the portable rows: T4 shares the portable instantiation.
-  EXPECT_EQ(instantiation_target(PrefillSelector<DType::fp16, 128>{}, 75, AllTargets{}), 0);
+TEST(DispatchRealTables, Sm75Fp16PrefillHasItsOwnInstantiationTheRestCollapseOntoPortable) {
+  // tuning_sm75.hpp: fp16 prefill runs the sm75 agent (its own getter); bf16/fp32 prefill and
+  // every decode return the portable rows and share the portable instantiation.
+  for (int t : {0, 80, 86, 89, 90}) EXPECT_NE(prefill_policy(t, DType::fp16, 128), prefill_policy(75, DType::fp16, 128));
+  EXPECT_EQ(instantiation_target(PrefillSelector<DType::fp16, 128>{}, 75, AllTargets{}), 75);
+  EXPECT_EQ(instantiation_target(PrefillSelector<DType::fp16, 256>{}, 75, AllTargets{}), 75);
+  EXPECT_EQ(instantiation_target(PrefillSelector<DType::bf16, 128>{}, 75, AllTargets{}), 0);
+  EXPECT_EQ(instantiation_target(PrefillSelector<DType::fp32, 64>{}, 75, AllTargets{}), 0);
+  EXPECT_EQ(instantiation_target(DecodeSelector<DType::fp16, 128>{}, 75, AllTargets{}), 0);
   EXPECT_EQ(instantiation_target(DecodeSelector<DType::bf16, 256>{}, 75, AllTargets{}), 0);
 }
 

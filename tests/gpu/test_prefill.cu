@@ -1,7 +1,8 @@
 // test_prefill.cu — every compiled prefill policy, forced, against the CPU reference.
 //
 // One gtest case per (dispatch target, dtype, head_dim, shape): targets from MUH_TARGETS, (dtype,
-// head_dim) from MUH_FOR_EACH_INSTANCE, shapes from muh::check::prefill_cases(). A target newer
+// head_dim) from MUH_FOR_EACH_INSTANCE, shapes from muh::check::prefill_cases(); each name ends
+// with the agent the forced policy runs (t75_fp16_…_sm75: the Turing agent). A target newer
 // than the present device is skipped, saying so. What is checked and the tolerance are described
 // in tools/prefill_check.hpp (shared with `muh verify`): error ≤ 2× a naive implementation at the
 // input precision, no NaN/Inf (outputs pre-filled with NaN), lse, bitwise run-to-run equality.
@@ -29,10 +30,12 @@ struct PrefillTestParam {
 };
 
 // ctest lists parameterised cases with their parameters: print them by name, not as raw bytes.
-void PrintTo(const PrefillTestParam& p, std::ostream* os) {
-  *os << "t" << p.target << "_" << dtype_name(p.dtype) << "_hd" << p.head_dim << "_"
-      << check::prefill_cases()[p.case_index].name;
+std::string param_name(const PrefillTestParam& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         "_" + check::prefill_cases()[p.case_index].name + "_" +
+         std::string(agent_name(prefill_policy(p.target, p.dtype, p.head_dim).agent));
 }
+void PrintTo(const PrefillTestParam& p, std::ostream* os) { *os << param_name(p); }
 
 std::vector<PrefillTestParam> all_params() {
   std::vector<PrefillTestParam> v;
@@ -68,11 +71,7 @@ TEST_P(PrefillForced, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Prefill, PrefillForced, ::testing::ValuesIn(all_params()),
-                         [](const ::testing::TestParamInfo<PrefillTestParam>& info) {
-                           const auto& p = info.param;
-                           return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" +
-                                  std::to_string(p.head_dim) + "_" + check::prefill_cases()[p.case_index].name;
-                         });
+                         [](const ::testing::TestParamInfo<PrefillTestParam>& info) { return param_name(info.param); });
 
 }  // namespace
 }  // namespace muh
@@ -85,9 +84,9 @@ INSTANTIATE_TEST_SUITE_P(Prefill, PrefillForced, ::testing::ValuesIn(all_params(
 namespace muh {
 namespace {
 
-template <int BM, int BN, int W, int S>
+template <int BM, int BN, int W, int S, Agent A = Agent::sm80>
 struct RingPolicy {
-  constexpr PrefillPolicy operator()() const { return {Agent::sm80, BM, BN, W, S, 232448, "test"}; }
+  constexpr PrefillPolicy operator()() const { return {A, BM, BN, W, S, 232448, "test"}; }
 };
 
 struct RingParam {
@@ -96,6 +95,7 @@ struct RingParam {
   int head_dim;
   check::PrefillLauncher launch;
   std::size_t case_index;
+  int min_cc = 80;  // the agent's instructions: sm80 (cp.async, m16n8k16) or sm75 (m16n8k8)
 };
 void PrintTo(const RingParam& p, std::ostream* os) { *os << p.name << "_" << check::prefill_cases()[p.case_index].name; }
 
@@ -115,6 +115,13 @@ std::vector<RingParam> ring_params() {
       // three buffers (the K copy issued after the softmax).
       {"fp16_hd256_128x32w8_ring1", DType::fp16, 256, ring_launcher<RingPolicy<128, 32, 8, 1>, DType::fp16, 256>(), 0},
       {"bf16_hd256_128x64w8_ring3", DType::bf16, 256, ring_launcher<RingPolicy<128, 64, 8, 3>, DType::bf16, 256>(), 0},
+      // The sm75 agent (register-staged copies, m16n8k8) off its table rows: two buffers, two m16
+      // tiles per warp with Q in registers, and hd 96 × 16 keys (192 chunks over 128 threads: the
+      // generic copy loop with a partial last round).
+      {"fp16_hd64_sm75_128x64w4_ring2", DType::fp16, 64,
+       ring_launcher<RingPolicy<128, 64, 4, 2, Agent::sm75>, DType::fp16, 64>(), 0, 75},
+      {"fp16_hd96_sm75_64x16w4_ring1", DType::fp16, 96,
+       ring_launcher<RingPolicy<64, 16, 4, 1, Agent::sm75>, DType::fp16, 96>(), 0, 75},
   };
   std::vector<RingParam> v;
   for (const auto& b : base)
@@ -131,7 +138,7 @@ class PrefillRing : public ::testing::TestWithParam<RingParam> {};
 TEST_P(PrefillRing, MatchesReference) {
   MUH_REQUIRE_GPU();
   const RingParam prm = GetParam();
-  if (device_cc() < 80) GTEST_SKIP() << "the tensor-core agent needs sm_80 or newer";
+  if (device_cc() < prm.min_cc) GTEST_SKIP() << "this tensor-core agent needs sm_" << prm.min_cc << " or newer";
   const auto& in = check::cached_prefill_inputs(prm.case_index, prm.dtype, prm.head_dim);
   const check::PrefillResult r = check::run_prefill_case(in, -1, prm.launch);
   ASSERT_TRUE(r.status.ok()) << r.status.message();

@@ -44,13 +44,15 @@ template <class Getter, DType DT, int D>
 struct PrefillKernel {
   static constexpr PrefillPolicy policy = Getter{}();
   static_assert(validate(policy, DT, D), "prefill policy row does not fit its profile's shared memory");
-  static_assert(policy.agent == Agent::portable || (policy.agent == Agent::sm80 && DT != DType::fp32),
-                "prefill agents: portable (every dtype) and sm80 (fp16/bf16)");
+  static_assert(policy.agent == Agent::portable || (policy.agent == Agent::sm80 && DT != DType::fp32) ||
+                    (policy.agent == Agent::sm75 && DT == DType::fp16),
+                "prefill agents: portable (every dtype), sm80 (fp16/bf16) and sm75 (fp16)");
   static constexpr int threads = policy.num_warps * 32;
   static constexpr int smem_bytes = prefill_smem_bytes(policy, DT, D);
 
   static auto function() {
-    if constexpr (policy.agent == Agent::sm80) return &prefill_sm80_kernel<Getter, DT, D>;
+    // sm75 and sm80 share the tensor-core body (prefill_sm80.cuh), which the agent parameterises.
+    if constexpr (policy.agent == Agent::sm80 || policy.agent == Agent::sm75) return &prefill_sm80_kernel<Getter, DT, D>;
     else return &prefill_portable_kernel<Getter, DT, D>;
   }
 };

@@ -20,6 +20,14 @@
 // the rest run without mask code. Shared-memory rows are XOR-swizzled in 16-byte chunks so that
 // the 8 row addresses of each ldmatrix hit 8 different bank groups.
 //
+// The sm75 agent (Turing: fp16 only, no cp.async, 64 KB) is this body with two substitutions the
+// policy's agent selects at compile time: each m16n8k16 becomes two m16n8k8 (sm80::mma_k16), and
+// the copies go global → registers → shared memory (Sm75TileStage). A K/V tile is fetched into
+// registers one copy group ahead and stored where the sm80 agent issues its cp.async, so its
+// load latency overlaps the GEMM in between, as FlashAttention-1's and CUTLASS's pre-sm_80
+// pipelines do. Its rows have one shared-memory buffer (one stage without async copy, the seed's
+// rule); the registers are the second buffer.
+//
 // Tiles, warps and stages come from the policy (Getter); nothing in the body depends on a
 // particular head dim or dtype beyond the template parameters.
 #pragma once
@@ -76,6 +84,36 @@ template <int ROWS, int D, int NT, class T>
 __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long ld, int valid, int tid) {
   constexpr int kChunks = D / 8;
   constexpr int kTotal = ROWS * kChunks;
+  // Whole tiles (every row valid: all key tiles but the first one visited, and full Q tiles)
+  // take a path without row predicates, FlashAttention-2's copy layout: 8 threads per row, each
+  // with chunks c, c + 8, … of it (128 bytes apart in global memory, and in shared memory too:
+  // the XOR swizzle touches only the low 3 bits of the chunk index), and rows kRowsPerPass apart
+  // (a multiple of 8, so the swizzle mask repeats). One 64-bit pointer per kRowsPerPass rows and
+  // immediate offsets for everything else: at 128×64 hd 128 (4 warps) a K or V tile is 8 copies
+  // on 4 pointers. The predicated path below (all tiles took it before) computes a 64-bit
+  // address, a select and a predicate per copy, ~13 instructions: ncu counted 18 % fewer
+  // instructions per launch without them (hd 128, 128×64 w4 ×4), and the agent ran 6–13 %
+  // faster on the H200 at seq ≥ 4k (hd128 327/277/334/324 → 352/314/356/347 TFLOP/s at 4k /
+  // 4k causal / 16k / 16k causal, hd256 128×64 w8 295/276/304/307 → 319/302/334/325; FA2 in
+  // the same process 337/311/341/326 and 310/285/311/295). The first version kept one chunk
+  // column per thread (a pointer per row): the same speed within noise.
+  constexpr int kRowsPerPass = NT / 8;
+  if constexpr (kChunks % 8 == 0 && kRowsPerPass % 8 == 0 && ROWS % kRowsPerPass == 0) {
+    if (valid >= ROWS) {
+      const int c = tid % 8, r0 = tid / 8;
+      const char* g = reinterpret_cast<const char*>(src + r0 * ld + c * 8);
+      const long long gstep = kRowsPerPass * ld * static_cast<long long>(sizeof(T));  // bytes between passes
+      const std::uint32_t d = sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r0, c));
+#pragma unroll
+      for (int p = 0; p < ROWS / kRowsPerPass; ++p) {
+#pragma unroll
+        for (int j = 0; j < kChunks / 8; ++j)
+          sm80::cp_async_16(d + static_cast<std::uint32_t>((p * kRowsPerPass * D + j * 64) * sizeof(T)), g + j * 128);
+        g += gstep;
+      }
+      return;
+    }
+  }
   if constexpr (NT % kChunks == 0) {
     // Each thread keeps one chunk column and steps down the rows: one pointer, one stride.
     constexpr int kRowStep = NT / kChunks;
@@ -99,16 +137,57 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
   }
 }
 
+// The sm75 agent's copies (no cp.async before sm_80): a ROWS × D tile goes global → registers
+// (fetch: all of a thread's 16-byte loads issued back to back; rows >= valid become zeros and are
+// not read) → swizzled shared memory in sm80_load_tile's layout (deposit). Fully unrolled, so the
+// tile is kPer uint4 registers per thread (64 keys × hd 128 over 128 threads: 8, i.e. 32 registers).
+template <int ROWS, int D, int NT, class T>
+struct Sm75TileStage {
+  static constexpr int kChunks = D / 8, kTotal = ROWS * kChunks, kPer = (kTotal + NT - 1) / NT;
+  uint4 v[kPer];
+  __device__ __forceinline__ void fetch(const T* src, long long ld, int valid, int tid) {
+    if constexpr (NT % kChunks == 0) {
+      // One chunk column per thread, one pointer stepped down the rows: with a row address per
+      // load, ptxas keeps kPer 64-bit offsets live across the loop (hd 128, 64×64: 20 bytes of
+      // spills on sm_90; with the stepped pointer none — -Xptxas -v).
+      constexpr int kRowStep = NT / kChunks;
+      const int r0 = tid / kChunks;
+      const T* p = src + r0 * ld + (tid % kChunks) * 8;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i, p += kRowStep * ld) {
+        v[i] = make_uint4(0, 0, 0, 0);
+        if (r0 + i * kRowStep < valid) v[i] = *reinterpret_cast<const uint4*>(p);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int idx = tid + i * NT, r = idx / kChunks, c = idx % kChunks;
+        v[i] = make_uint4(0, 0, 0, 0);
+        if ((kTotal % NT == 0 || idx < kTotal) && r < valid) v[i] = *reinterpret_cast<const uint4*>(src + r * ld + c * 8);
+      }
+    }
+  }
+  __device__ __forceinline__ void deposit(T* dst, int tid) const {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int idx = tid + i * NT;
+      if (kTotal % NT == 0 || idx < kTotal)
+        *reinterpret_cast<uint4*>(dst + Sm80Swizzle<D>::offset(idx / kChunks, idx % kChunks)) = v[i];
+    }
+  }
+};
+
 template <class Getter, DType DT, int D>
-__global__ void __launch_bounds__(Getter{}().num_warps * 32)
-    prefill_sm80_kernel(const PrefillArgs a) {
-#if MUH_SM80_PTX
+__device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
   using T = storage_t<DT>;
   using Swz = Sm80Swizzle<D>;
   constexpr PrefillPolicy P = Getter{}();
   constexpr int BM = P.block_m, BN = P.block_n, W = P.num_warps, S = P.num_stages;  // S: ring buffers
   constexpr int NT = 32 * W;
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the tensor-core agent takes 16-bit inputs");
+  static_assert(P.agent == Agent::sm80 || (P.agent == Agent::sm75 && DT == DType::fp16),
+                "tensor-core agents: sm80 (fp16, bf16) and sm75 (fp16: Turing has no bf16 mma)");
+  constexpr bool kRegStage = P.agent == Agent::sm75;  // no cp.async: K/V via registers (Sm75TileStage)
   static_assert(BM % (16 * W) == 0, "each warp owns whole m16 tiles: block_m % (16·num_warps) == 0");
   static_assert(BN % 16 == 0 && D % 16 == 0, "block_n and head_dim must be multiples of 16");
   // Warp pairs (policy.hpp, prefill_sm80_warp_pairs): warps 2p and 2p+1 share 32 query rows;
@@ -165,11 +244,27 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   // then issues group c − 1 + S into the buffer c − 1 freed. So S − 1 groups are in flight
   // during every GEMM (wait_group S − 2). S = 2 is FlashAttention-2's schedule (one K and one V
   // buffer: V(i) loads during Q Kᵀ, K(i+1) during softmax and P V); S = 4 is a double-buffered
-  // K/V pair; odd S works too. S = 1 (one buffer for both: synchronous) only serves profiles
-  // without cp.async, where the selector forces one stage.
-  auto issue = [&](int j) {  // copy group j (commits even when past the last tile: uniform counts)
+  // K/V pair; odd S works too. S = 1 (one buffer for both) serves profiles without cp.async,
+  // where the selector forces one stage: synchronous for the sm80 agent; the sm75 agent's rows
+  // (below) still overlap each load with a GEMM through their register stage.
+  // sm75 (kRegStage): group j was fetched into registers by issue(j − 1) (group 0 before the
+  // loop); issue(j) stores it into its buffer and fetches group j + 1, which then loads during
+  // the GEMM up to the next issue. The cp.async commit/wait calls find no copy in flight there
+  // (an sm_75 build compiles them to nothing).
+  Sm75TileStage<BN, D, NT, T> kv_stage;  // unused by the sm80 agent
+  auto fetch = [&](int j) {
     const int i = j >> 1;
     if (i < n_tiles) {
+      const int n0 = (n_tiles - 1 - i) * BN;
+      kv_stage.fetch(((j & 1) ? gV : gK) + n0 * ldk, ldk, sk - n0, tid);
+    }
+  };
+  auto issue = [&](int j) {  // copy group j (commits even when past the last tile: uniform counts)
+    const int i = j >> 1;
+    if constexpr (kRegStage) {
+      if (i < n_tiles) kv_stage.deposit(sKV + (j % S) * BN * D, tid);
+      fetch(j + 1);
+    } else if (i < n_tiles) {
       const int n0 = (n_tiles - 1 - i) * BN;
       sm80_load_tile<BN, D, NT>(sKV + (j % S) * BN * D, ((j & 1) ? gV : gK) + n0 * ldk, ldk, sk - n0, tid);
     }
@@ -187,7 +282,14 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
       __syncthreads();
     }
   };
-  sm80_load_tile<BM, D, NT>(sQ, gQ, ldq, sq - m0, tid);
+  if constexpr (kRegStage) {
+    Sm75TileStage<BM, D, NT, T> q_stage;  // Q's loads and group 0's in flight together
+    q_stage.fetch(gQ, ldq, sq - m0, tid);
+    fetch(0);
+    q_stage.deposit(sQ, tid);
+  } else {
+    sm80_load_tile<BM, D, NT>(sQ, gQ, ldq, sq - m0, tid);
+  }
   if constexpr (S >= 2) {
     for (int j = 0; j + 1 < S; ++j) issue(j);  // Q travels with group 0
   } else {
@@ -231,6 +333,11 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   const std::uint32_t k_half = static_cast<std::uint32_t>(wn * BNW * D * 2);
   const std::uint32_t v_half = static_cast<std::uint32_t>(wn * DW * 2);
 
+  // The online softmax's rescale slack (see the rescale below): 8 in log2 units, i.e. a factor of
+  // 256, as raw-score units (scale > 0 is validated).
+  constexpr float kRescaleSlack = 8.f;
+  const float rescale_slack = kRescaleSlack / a.scale_log2;
+
   for (int i = 0; i < n_tiles; ++i) {
     consume(2 * i);  // K(i) (and, at i = 0, Q) landed; the buffer P V(i−1) used is refilled
     if constexpr (kQInRegs) {
@@ -272,8 +379,8 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
         sm80::ldmatrix_x4(kb, k_base + k_off_lane.at(np * 16, kk));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          sm80::mma_16816<DT>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
-          sm80::mma_16816<DT>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+          sm80::mma_k16<P.agent, DT>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+          sm80::mma_k16<P.agent, DT>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
         }
       }
     }
@@ -290,13 +397,18 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 
     // Mask: only tiles crossing the sequence end or the causal diagonal.
     if (tile_needs_mask(n0, BN, m0, sq, sk, a.causal)) {
+      // The row limits below are loop-invariant; hoisted out of the loop they held 2·MT
+      // registers through it and spilled 8 bytes at 128×64 hd 128 (4 buffers). An opaque copy
+      // of the first row keeps them here, on the ≤ 2 masked tiles of a CTA.
+      int row_first = m0 + row0 + g;
+      asm volatile("" : "+r"(row_first));
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {
           // Row qi sees keys j < limit; in tile coordinates, column nt·8 + (e & 1) of this lane
           // is key n0 + wn·BNW + 2t + nt·8 + (e & 1).
-          const int qi = m0 + row0 + mt * 16 + g + hr * 8;
+          const int qi = row_first + mt * 16 + hr * 8;
           const int limit = a.causal ? min(sk, (sk - sq) + qi + 1) : sk;
           const int lim = limit - n0 - wn * BNW - 2 * t;
 #pragma unroll
@@ -330,20 +442,29 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) mx[mt][hr] = fmaxf(mx[mt][hr], xm_mate[(mt * 2 + hr) * 8 + g]);
     }
-    // O and l are rescaled only when some row max of the warp grew (a warp-uniform branch): on
-    // the other tiles the factor is exp2(0) = 1 exactly (and 0 · 0 for rows still at −inf), so
-    // skipping it changes no bit and saves DTL·4 FMUL + 4·MT MUFU per lane (136 at hd 256).
+    // O and l are rescaled only when some row max of the warp grew by more than kRescaleSlack
+    // (log2 units; a warp-uniform branch). Otherwise every row keeps its running max m, also one
+    // this tile exceeded by less than the slack: its weights p = 2^(s·c − m·c) then reach at
+    // most 2^kRescaleSlack = 256, harmless in the fp32 sums and in 16-bit P, and the result is
+    // the same softmax (any m works as the stabiliser; l and lse use the same m). Invariant: the
+    // true running max stays ≤ m + slack, so no weight or factor exceeds 2^slack. A row's first
+    // visible tile always rescales (m = −inf). Skipping rescales only when no max grew at all
+    // still rescaled 67 % of the 64-key tiles at seq 4k (ncu: the FMULs' execution count), as
+    // a warp's 32 rows see new maxima often; with the slack only the first tiles of a row do,
+    // saving DTL·4 FMUL + 4·MT (FFMA + MUFU) per lane and tile (136 at hd 256). Measured on the
+    // H200 (same process as FA2, 4k / 4k causal / 16k / 16k causal TFLOP/s): hd128 355/331/366/351
+    // → 359/336/366/357, hd256 128×64 w8 313/300/328/319 → 314/304/326/327 (+0–2.5 %).
     bool grew = false;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) grew |= mx[mt][hr] > row_m[mt][hr];
+      for (int hr = 0; hr < 2; ++hr) grew |= mx[mt][hr] > row_m[mt][hr] + rescale_slack;  // −inf + x = −inf
     const bool rescale = __any_sync(0xffffffffu, grew);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        const float m_new = fmaxf(row_m[mt][hr], mx[mt][hr]);
+        const float m_new = rescale ? fmaxf(row_m[mt][hr], mx[mt][hr]) : row_m[mt][hr];
         // A row with nothing visible yet keeps m = −inf; exp2 against 0 then gives p = 0.
         const float m_use = m_new == -INFINITY ? 0.f : m_new * a.scale_log2;
         float sum = 0.f;
@@ -401,8 +522,8 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
         sm80::ldmatrix_x4_trans(vb, v_base + v_off_lane.at(key_row, dp));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          sm80::mma_16816<DT>(o[mt][2 * dp], pk[mt], vb[0], vb[1]);
-          sm80::mma_16816<DT>(o[mt][2 * dp + 1], pk[mt], vb[2], vb[3]);
+          sm80::mma_k16<P.agent, DT>(o[mt][2 * dp], pk[mt], vb[0], vb[1]);
+          sm80::mma_k16<P.agent, DT>(o[mt][2 * dp + 1], pk[mt], vb[2], vb[3]);
         }
       }
     };
@@ -472,7 +593,16 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     if (m0 + r < sq)
       *reinterpret_cast<uint4*>(gO + r * ldq + c * 8) = *reinterpret_cast<const uint4*>(sQ + Swz::offset(r, c));
   }
-#endif  // MUH_SM80_PTX
+}
+
+// The kernel of both tensor-core agents. A compilation pass instantiates the body only for the
+// agents whose instructions it has (sm80::agent_has_ptx): sm_75 code carries the sm75 agent and
+// an empty sm80 kernel (never launched there), sm_80 and newer both — which is how the H200 runs
+// the T4's fp16 policy (forced target 75) by emulation.
+template <class Getter, DType DT, int D>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_kernel(const PrefillArgs a) {
+  if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a);
 }
 
 }  // namespace muh::kernels

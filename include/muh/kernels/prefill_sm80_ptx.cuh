@@ -1,8 +1,11 @@
-// kernels/prefill_sm80_ptx.cuh — thin wrappers over the sm_80 instructions the tensor-core prefill
-// agent uses: cp.async (16-byte global → shared copies, zero-filled past the end), ldmatrix
-// (plain and .trans) and mma.sync m16n8k16 with fp32 accumulation. Every body is compiled only
-// for sm_80 and newer (`__CUDA_ARCH__ >= 800`); an sm_75 build compiles them to nothing, and the
-// host never launches the agent there (a target newer than the device is refused).
+// kernels/prefill_sm80_ptx.cuh — thin wrappers over the instructions the tensor-core prefill
+// agents (Agent::sm80, and Agent::sm75 on the same body) use: cp.async (16-byte global → shared
+// copies, zero-filled past the end), ldmatrix (plain and .trans), mma.sync m16n8k16 (sm80) or two
+// m16n8k8 (sm75, fp16 only) with fp32 accumulation. cp.async and m16n8k16 exist from sm_80
+// (`__CUDA_ARCH__ >= 800`, MUH_SM80_PTX); ldmatrix and fp16 m16n8k8 from sm_75 (MUH_SM75_PTX).
+// A body compiled for an arch without its instruction is empty, and the host never launches an
+// agent there (a target newer than the device is refused; prefill_sm80_kernel compiles an agent
+// only where agent_has_ptx() says its instructions exist).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,14 +14,24 @@
 #include <cstdint>
 
 #include "muh/dtype.hpp"
+#include "muh/tuning/policy.hpp"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define MUH_SM80_PTX 1
 #else
 #define MUH_SM80_PTX 0
 #endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define MUH_SM75_PTX 1
+#else
+#define MUH_SM75_PTX 0
+#endif
 
 namespace muh::kernels::sm80 {
+
+// Whether this compilation pass has the instructions of a tensor-core prefill agent: sm75 needs
+// sm_75 (m16n8k8, ldmatrix), sm80 needs sm_80 (m16n8k16, cp.async). False in the host pass.
+constexpr bool agent_has_ptx(Agent a) { return a == Agent::sm75 ? MUH_SM75_PTX != 0 : MUH_SM80_PTX != 0; }
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -30,6 +43,14 @@ __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, 
 #if MUH_SM80_PTX
   const int n = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+#endif
+}
+
+// The same copy when the source row is known to be valid: no src-size operand, so the caller
+// needs no predicate and no fallback address (sm80_load_tile's whole-tile path).
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src) {
+#if MUH_SM80_PTX
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
 #endif
 }
 
@@ -56,10 +77,10 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 #endif
 }
 
-// Four 8×8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i; lane l receives
+// Four 8×8 16-bit matrices (sm_75 and newer); lanes 8i..8i+7 give the row addresses of matrix i; lane l receives
 // row l/4, columns 2(l%4), 2(l%4)+1 of each (with .trans: column l/4, rows 2(l%4), 2(l%4)+1).
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
-#if MUH_SM80_PTX
+#if MUH_SM75_PTX
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
@@ -67,7 +88,7 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t
 }
 
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
-#if MUH_SM80_PTX
+#if MUH_SM75_PTX
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
@@ -98,13 +119,40 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a
 #endif
 }
 
+// C[16×8] += A[16×8] · B[8×8], fp16 inputs, fp32 accumulation (sm_75 and newer; Turing has no
+// bf16 mma). Fragments (g = lane/4, t = lane%4): a0 (g, 2t..2t+1) a1 (g+8, 2t..2t+1);
+// b0 (k 2t..2t+1, n g); c as in m16n8k16.
+__device__ __forceinline__ void mma_1688_f16(float (&c)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t b0) {
+#if MUH_SM75_PTX
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+#endif
+}
+
+// One k16 step of the agent A: C[16×8] += A[16×16] · B[16×8] with the m16n8k16 fragments above.
+// sm80: one m16n8k16. sm75: two m16n8k8 over k 0–7 then 8–15 — the k16 fragments split exactly
+// so (a0,a1,b0 hold k 0–7; a2,a3,b1 k 8–15), so the agent's ldmatrix patterns stay the same.
+template <Agent A, DType T>
+__device__ __forceinline__ void mma_k16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (A == Agent::sm75) {
+    static_assert(T == DType::fp16, "the sm75 agent is fp16 only (no bf16 tensor cores on sm_75)");
+    mma_1688_f16(c, a[0], a[1], b0);
+    mma_1688_f16(c, a[2], a[3], b1);
+  } else {
+    mma_16816<T>(c, a, b0, b1);
+  }
+}
+
 // 2^x with one MUFU.EX2 (ex2.approx.ftz: ~2 ulp, subnormal results flushed to 0, 2^-inf = 0).
 // exp2f() without --use_fast_math wraps the same instruction in a subnormal-range fix-up
 // (FSETP + 2 predicated FMUL per call: ~100 extra instructions per 64-key tile and thread at
 // hd 256, measured in the SASS); softmax weights below 2^-126 contribute nothing, so the
 // fix-up buys nothing here.
 __device__ __forceinline__ float exp2_approx(float x) {
-#if MUH_SM80_PTX
+#if MUH_SM75_PTX
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;

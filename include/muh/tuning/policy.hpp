@@ -80,6 +80,9 @@ struct DecodePolicy {
 // tiles that K and V take turns in (K0 V0 K1 V1 …), 16-bit elements:
 // (block_m + num_stages·block_n) · head_dim · elem_size. num_stages = 2 is FlashAttention-2's
 // one K + one V buffer (loads overlap compute); 4 double-buffers the pair; 1 is synchronous.
+// The sm75 agent is the same body and allocates exactly the same (its next K/V tile waits in
+// registers, not shared memory; never warp pairs): its 1-buffer rows take (block_m + block_n) ·
+// head_dim · 2.
 // With warp pairs (prefill_sm80_warp_pairs) it adds the pairs' exchange area: per warp its half
 // of P (32 rows × block_n/2 keys, 16-bit: 32·block_n bytes) and 2 m16 tiles × 2 row halves ×
 // 8 rows of fp32 row maxima (128 bytes).
@@ -126,11 +129,14 @@ constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
 constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // A row is valid when its tiles fit the profile's shared memory and its shape is one the agent
-// can run. Checked with static_assert on every table row.
+// can run. Checked with static_assert on every table row. The sm75 agent takes fp16 only: Turing's
+// tensor cores have no bf16 (and no fp32) mma, so bf16/fp32 rows on sm_75 are portable rows.
 constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
   return p.block_m >= 16 && p.block_n >= 8 && is_pow2(p.block_n) && p.num_warps >= 1 &&
          p.num_warps <= 16 && p.num_stages >= 1 &&
          (p.agent != Agent::portable || p.num_stages == 1) &&
+         (p.agent != Agent::sm75 ||
+          (t == DType::fp16 && p.block_m % (16 * p.num_warps) == 0 && p.block_n % 16 == 0 && head_dim % 32 == 0)) &&
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 

@@ -35,15 +35,27 @@ constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 //           247–267.
 //           It needs 145 KB: on 99 KB parts (sm_86/sm_89) the row is 64×64 w4 ×2 (96 KB, no pairs),
 //           the best measured row that fits there.
+// Re-measured after the predicate-free whole-tile copies and the rescale slack
+// (prefill_sm80.cuh; 2026-11-30, kernels launched directly in one process with torch's FA2, FA2
+// timed before and after each cell; TFLOP/s at 4k / 4k causal / 16k / 16k causal):
+//   hd 128: this row 359/336/366/357 (FA2 343/317/341/327); ×3 343–351/316–324/343–358/345–346,
+//           ×2 345/315/352/344 (spills 44 bytes) — 4 buffers kept.
+//   hd 256: this row 314/304/326/327 (FA2 313/297/308/300); ×3 (sm_90 only) 310–319/290–295/
+//           321–331/313–322, within noise or below; ×3 with the next K issued before the softmax
+//           312/291/322/314; 64×64 w4 with warp pairs (2 CTAs/SM, 105 KB) 318/301/318/306, ahead
+//           only at seq 1k (316 vs 295 at 1k non-causal); 64×64 w4 ×2 303/299/312/305 — kept.
+//   compare_torch.py, 4 runs of the final code: muh/FA2 hd128 0.97–1.02 / 1.05–1.07 / 1.01–1.03
+//   / 1.06–1.10, hd256 0.98–1.00 / 1.00–1.01 / 1.01–1.03 / 1.08–1.09 (muh's own figures vary
+//   ≤ 2 % between runs, FA2's up to 5 %); bench/results/prefill-h200-2026-11-30-perf.md.
 // fp32 stays on the portable agent (no fp32 tensor-core path).
 constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);
   const int cap = smem_cap(cc);
   PrefillPolicy p{Agent::sm80, 128, 64, 4, 4, cap,
-                  head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s)"
+                  head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s; 351/337/354/353 after the copy and rescale changes)"
                                   : "hd128's tile (128x64 w4, 4 K/V buffers); not measured at this head dim"};
   if (head_dim > 128) {
-    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8 (warp pairs), 2 K/V buffers (300/285/309/313 TFLOP/s)"};
+    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8 (warp pairs), 2 K/V buffers (300/285/309/313 TFLOP/s; 316/298/324/327 after the copy and rescale changes)"};
     if (prefill_smem_bytes(p, t, head_dim) > cap)
       p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep: 64x64 w4, 2 K/V buffers (290/279/293/285 TFLOP/s), fits 99 KB"};
   }
