@@ -4,9 +4,9 @@
 # (forced-policy sweeps, determinism, CUDA graphs, Python ops); `muh verify --quick`; the CPU
 # suite; with --bench, `muh bench decode` plus its plot; with --sanitize, compute-sanitizer
 # memcheck and racecheck on a small set (sm90 and portable decode with V1/V2 and both layouts, the
-# sm90 prefill rows and the hd-256 warp-pair ring cases); --no-tests skips the test suites and
-# verify (to run only --bench / --sanitize on a build a previous call made). Logs and results go
-# to $OUT (default ./device-out).
+# sm90 prefill rows, the hd-256 warp-pair ring cases and the sm75 agent's fp16 cases);
+# --no-tests skips the test suites and verify (to run only --bench / --sanitize on a build a
+# previous call made). Logs and results go to $OUT (default ./device-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
@@ -42,6 +42,7 @@ if [ $sanitize = 1 ]; then
   dec+=':Splits/DecodeSplits.V2MatchesV1/t90_hd256_*_x5'
   pre='Prefill/PrefillForced.MatchesReference/t90_bf16_hd128_*:Prefill/PrefillForced.MatchesReference/t90_bf16_hd256_*'
   pre+=':Prefill/PrefillRing.MatchesReference/*hd256_128x*w8_ring*'
+  pre+=':Prefill/PrefillForced.MatchesReference/t75_fp16_hd128_*:Prefill/PrefillRing.MatchesReference/*sm75*'
   for tool in memcheck racecheck; do
     for t in "muh_gpu_decode_tests:$dec" "muh_gpu_prefill_tests:$pre"; do
       exe=$(find "$B" -name "${t%%:*}" -type f | head -1)
