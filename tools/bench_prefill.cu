@@ -5,7 +5,9 @@
 // non-causal, through muh::prefill() with the device's own policy; TFLOP/s = 4·b·h·sq·sk·d / t
 // (halved for causal). In the same run: a cuBLAS bf16 GEMM 8192³ (the ceiling) and the portable
 // agent (forced target 0, the BI-V100 profile) on the seq 1024 cells. --sweep also times candidate
-// sm80-agent tilings at seq 4096 and 16384 — the measurements the sm80/sm90 prefill rows cite.
+// sm80-agent tilings at seq 4096 and 16384 — the measurements the sm80/sm90 prefill rows cite —
+// and, where the build compiled bf16 at hd 64 / 96, those head dims' table rows and candidates
+// (64 × 64 heads, 96 × 32 heads; bench_prefill_sweep_64_96.cu).
 // Times are medians of --iters (≥ 20) CUDA-event-timed launches after 5 warm-up launches.
 // Results: a table on stdout, and bench_prefill.csv / bench_prefill.json under --out.
 #include <cublas_v2.h>
@@ -22,6 +24,7 @@
 
 #include "bench.hpp"
 #include "bench_common.hpp"
+#include "bench_prefill.hpp"
 #include "commands.hpp"
 #include "muh/attention.hpp"
 #include "muh/dispatch.hpp"
@@ -31,63 +34,7 @@
 namespace muh::cli {
 namespace {
 
-// Median of `iters` event-timed calls of f on the default stream after 5 warm-up calls, in ms.
-double median_ms(const std::function<void()>& f, int iters) {
-  return bench::median(bench::time_calls_us(f, nullptr, nullptr, iters, 5)) * 1e-3;
-}
-
-std::uint16_t* bits(bench::DeviceMemory& m) { return m.as<std::uint16_t>(); }
-
-struct Row {
-  std::string kind;    // muh | portable | sweep | gemm
-  std::string policy;  // agent + tiles
-  int head_dim = 0, heads = 0, seq = 0, batch = 0;
-  bool causal = false;
-  double ms = 0, tflops = 0;
-};
-
-std::string policy_name(const PrefillPolicy& p) {
-  return std::string(agent_name(p.agent)) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
-         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages);  // s: K/V buffers (sm80)
-}
-
-// Device buffers for the largest cell (16384 tokens × 32 heads × 128 = 16384 × 16 × 256 elements).
-struct Buffers {
-  static constexpr long long kTokens = 16384, kElems = kTokens * 4096;
-  bench::DeviceMemory q{kElems * 2}, k{kElems * 2}, v{kElems * 2}, out{kElems * 2}, lse{kTokens * 32 * 4},
-      cu{(kTokens + 1) * 4};
-  Buffers() {
-    bench::fill_bf16_uniform(bits(q), kElems, 1u, nullptr);
-    bench::fill_bf16_uniform(bits(k), kElems, 2u, nullptr);
-    bench::fill_bf16_uniform(bits(v), kElems, 3u, nullptr);
-    bench::cuda_check(cudaDeviceSynchronize(), "fill");
-  }
-  void set_seqlens(int batch, int seq) {
-    std::vector<int> h(batch + 1);
-    for (int b = 0; b <= batch; ++b) h[b] = b * seq;
-    bench::cuda_check(cudaMemcpy(cu.p, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "cu_seqlens");
-  }
-  PrefillParams params(int hd, int heads, int seq, bool causal) {
-    const int batch = static_cast<int>(kTokens / seq);
-    set_seqlens(batch, seq);
-    PrefillParams p;
-    p.dtype = DType::bf16;
-    p.q = q.p, p.k = k.p, p.v = v.p, p.out = out.p, p.lse = lse.as<float>();
-    p.cu_seqlens_q = p.cu_seqlens_k = cu.as<int>();
-    p.batch = batch;
-    p.total_q = p.total_k = static_cast<int>(kTokens);
-    p.max_seqlen_q = p.max_seqlen_k = seq;
-    p.num_q_heads = p.num_kv_heads = heads;
-    p.head_dim = hd;
-    p.causal = causal;
-    return p;
-  }
-};
-
-double flops(int batch, int heads, int seq, int hd, bool causal) {
-  const double f = 4.0 * batch * heads * double(seq) * seq * hd;
-  return causal ? f / 2 : f;
-}
+using namespace prefill_bench;
 
 Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters) {
   PrefillParams p = buf.params(hd, heads, seq, causal);
@@ -104,32 +51,6 @@ Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int s
   Row r{kind, policy_name(prefill_policy(t, DType::bf16, hd)), hd, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;
   return r;
-}
-
-// ---- Tuning sweep: candidate sm80-agent tilings, launched directly (not through the tables). --
-template <int BM, int BN, int W, int S>
-struct Candidate {
-  constexpr PrefillPolicy operator()() const {
-    return {Agent::sm80, BM, BN, W, S, 232448, "bench sweep candidate"};
-  }
-};
-
-template <class G, int D>
-Row time_candidate(Buffers& buf, int heads, int seq, bool causal, int iters) {
-  PrefillParams p = buf.params(D, heads, seq, causal);
-  const kernels::PrefillArgs a = kernels::make_prefill_args(p);
-  Status s = kernels::launch_prefill<G, DType::bf16, D>(a, nullptr);
-  if (!s.ok()) throw std::runtime_error("sweep: " + s.message());
-  const double ms = median_ms([&] { (void)kernels::launch_prefill<G, DType::bf16, D>(a, nullptr); }, iters);
-  Row r{"sweep", policy_name(G{}()), D, heads, seq, p.batch, causal, ms, 0};
-  r.tflops = flops(p.batch, heads, seq, D, causal) / (ms * 1e-3) / 1e12;
-  return r;
-}
-
-template <int D, class... Gs>
-void sweep(Buffers& buf, int heads, int iters, std::vector<Row>& rows) {
-  for (int seq : {4096, 16384})
-    for (bool causal : {false, true}) (rows.push_back(time_candidate<Gs, D>(buf, heads, seq, causal, iters)), ...);
 }
 
 Row time_gemm(int iters) {
@@ -230,6 +151,14 @@ void run(const Options& o) {
       sweep<256, Candidate<64, 64, 4, 2>, Candidate<64, 64, 4, 3>, Candidate<64, 64, 4, 4>,
             Candidate<128, 64, 8, 2>, Candidate<128, 64, 8, 3>, Candidate<64, 32, 4, 2>,
             Candidate<64, 32, 4, 3>, Candidate<64, 32, 4, 4>>(buf, 16, o.iters, s);
+      // hd 64 and 96, where this build compiled them: the table row (hd 128's tile) through
+      // prefill(), then the candidates around it — the evidence those rows do not have yet.
+      const std::pair<int, int> small[] = {{64, 64}, {96, 32}};  // (head_dim, heads): 4096 / 3072 wide
+      for (auto [hd, heads] : small)
+        if (is_compiled_instance(DType::bf16, hd))
+          for (int seq : {4096, 16384})
+            for (bool causal : {false, true}) s.push_back(time_prefill(buf, "muh", hd, heads, seq, causal, -1, o.iters));
+      sweep_head_dims_64_96(buf, o.iters, s);
       for (auto& r : s) add(r);
     }
   }
@@ -245,7 +174,8 @@ void add_bench_prefill(CLI::App& bench) {
       "prefill", "prefill TFLOP/s on the issue's grid (bf16, hd128x32 and hd256x16 heads, seq 1k/4k/16k, 16k tokens)");
   cmd->add_option("--out", opt->out, "directory for bench_prefill.csv and bench_prefill.json");
   cmd->add_option("--iters", opt->iters, "timed launches per cell (median; >= 20)");
-  cmd->add_flag("--sweep", opt->sweep, "also time candidate sm80-agent tilings (tuning evidence)");
+  cmd->add_flag("--sweep", opt->sweep,
+                "also time candidate sm80-agent tilings (tuning evidence; hd 64 and 96 too where compiled)");
   cmd->add_flag("!--no-portable", opt->portable, "skip the portable agent's cells");
   cmd->callback([opt] { run(*opt); });
 }
