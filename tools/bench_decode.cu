@@ -74,7 +74,8 @@ constexpr double kFlashInferUs[2][4][4] = {
 template <int W, int S, int CtasPerSm>
 struct Candidate {
   constexpr DecodePolicy operator()() const {
-    return DecodePolicy{Agent::sm80, W, 16 * W, S, 128, CtasPerSm, tuning::sm90::kSmemCap, "bench candidate"};
+    // partition_size only has to be a multiple of the tile; the launch takes the plan's partitions.
+    return DecodePolicy{Agent::sm80, W, 16 * W, S, 16 * W, CtasPerSm, tuning::sm90::kSmemCap, "bench candidate"};
   }
 };
 
@@ -97,7 +98,8 @@ struct PolicyCandidate {
 const PolicyCandidate kCandidates[] = {
     MUH_CAND(128, 4, 3, 2), MUH_CAND(128, 2, 6, 2), MUH_CAND(128, 1, 12, 2), MUH_CAND(128, 4, 6, 1),
     MUH_CAND(128, 8, 3, 1), MUH_CAND(128, 4, 2, 3), MUH_CAND(256, 4, 3, 1), MUH_CAND(256, 2, 6, 1),
-    MUH_CAND(256, 1, 12, 1), MUH_CAND(256, 2, 3, 2), MUH_CAND(256, 1, 6, 2),
+    MUH_CAND(256, 1, 12, 1), MUH_CAND(256, 2, 3, 2), MUH_CAND(256, 1, 6, 2), MUH_CAND(128, 6, 2, 2),
+    MUH_CAND(256, 4, 2, 1), MUH_CAND(256, 5, 2, 1), MUH_CAND(256, 6, 2, 1), MUH_CAND(256, 3, 2, 2),
 };
 #undef MUH_CAND
 
