@@ -15,7 +15,8 @@
 // warps' states are merged once, through shared memory, at the end.
 //
 // Per tile, per warp:
-//   S = Q Kᵀ        16 rows × 16 tokens, D/16 k-steps × 2 MMAs (K tile via ldmatrix)
+//   S = Q Kᵀ        16 rows × 16 tokens, D/16 k-steps × 2 MMAs (K tile via ldmatrix), even and
+//                   odd k-steps in two accumulator sets
 //   online softmax  base 2, scale folded into log2(e); row max over the quad with 2 shuffles
 //   O += P V        P re-packed from the S accumulators as the A operand; D/8 MMAs
 //
@@ -288,9 +289,18 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
 
     // S = Q Kᵀ: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1]) and
     // lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
+    // Even and odd k-steps accumulate into two sets (s, s_odd), summed after the loop: the
+    // dependent MMA chain per accumulator halves (8 instead of 16 at head_dim 256). With one warp
+    // per scheduler at head_dim 256 (ncu, batch 16 × 8k: 0.25 eligible warps per scheduler, 36 %
+    // of the stall cycles on fixed-latency dependencies) that is time the copies of the next
+    // tile wait for. A/B on the H200, same build, same run (bench/results/
+    // decode-h200-2026-11-30-experiments.md, section 6): hd256 1.3–2.9 % faster on six cells
+    // (b16 × 8k 169.0 → 164.0 µs, b16 × 32k 579 → 564), hd128 unchanged within 0.5 %.
     float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    float s_odd[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      float(&acc)[2][4] = (kk & 1) ? s_odd : s;
       unsigned qa[4], kb[4];
       if constexpr (Tr::kQInRegs) {
         qa[0] = qf[kk][0];
@@ -301,9 +311,13 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
         ptx::ldmatrix_x4(qa, sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8);
       }
       ptx::ldmatrix_x4(kb, sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8);
-      ptx::mma16816(s[0], qa, kb[0], kb[1], E{});
-      ptx::mma16816(s[1], qa, kb[2], kb[3], E{});
+      ptx::mma16816(acc[0], qa, kb[0], kb[1], E{});
+      ptx::mma16816(acc[1], qa, kb[2], kb[3], E{});
     }
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] += s_odd[n][e];
 
     // Online softmax: scale, mask tokens past the range, new row max, rescale O and l.
     float mx[2] = {-INFINITY, -INFINITY};
