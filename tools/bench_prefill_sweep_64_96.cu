@@ -1,6 +1,6 @@
 // bench_prefill_sweep_64_96.cu — `muh bench prefill --sweep` at head dims 64 and 96: candidate
-// sm80-agent tilings around the row those head dims take today (hd 128's 128×64 w4 with 4 K/V
-// buffers, tuning_sm80.hpp, "not measured at this head dim"). A file of its own so that nvcc
+// sm80-agent tilings around the row those head dims take (hd 128's 128×64 w4 with 4 K/V buffers,
+// tuning_sm80.hpp; the evidence of bench/results/h200-2026-11-30-1d417b9.md). A file of its own so that nvcc
 // compiles these kernels in parallel with bench_prefill.cu; a build without bf16 at a head dim
 // (CI's hd 128;256) instantiates none of its candidates (sweep_if_compiled).
 #include "bench_prefill.hpp"

@@ -24,7 +24,12 @@ constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 //           non-causal (+9 % in runs 2 and 3); 3 buffers led the causal cells in the sweeps
 //           (+7–11 % at 4k, +3 % at 16k), but the table row itself (4 buffers) read 307 and 312 at
 //           4k causal in the same runs, above 3 buffers' 290/295: that cell is noise-bound; 4 kept.
-//   hd 64, 96: the hd-128 tile (FA2's choice up to hd 128); not measured separately.
+//   hd 64, 96: the hd-128 tile (FA2's choice up to hd 128). Swept on the H200 (2026-11-30,
+//           muh bench prefill --sweep, 64 heads at hd 64, 32 at hd 96;
+//           bench/results/h200-2026-11-30-1d417b9.md): the row read hd64 300/283/309/304, hd96
+//           334/305/338/324; the best of ×2, ×3, 128×128 w8 ×2, 128×32 ×4 and 64×64 ×4 was within
+//           ~2 % of it on every cell (hd64 16k: ×2 312 vs 307; 4k causal: 64×64 280 vs 275) and
+//           128×128 / 128×32 / 64×64 were 5–30 % slower at hd 96 — kept.
 //   hd 256: 128×64, 8 warps in 4 warp pairs (policy.hpp: 32 rows per pair), 2 buffers = 128 KB
 //           + 17 KB pair exchange: 1 CTA/SM, one K/V tile shared by 8 warps. Final sweep: 284/279/
 //           298/304 — vs 64×64 w4 ×2 (96 KB, FA2's H100 layout, 2 CTAs/SM) 256/256/288/293,
@@ -53,7 +58,7 @@ constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   const int cap = smem_cap(cc);
   PrefillPolicy p{Agent::sm80, 128, 64, 4, 4, cap,
                   head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s; 351/337/354/353 after the copy and rescale changes)"
-                                  : "hd128's tile (128x64 w4, 4 K/V buffers); not measured at this head dim"};
+                                  : "hd128's tile (128x64 w4, 4 K/V buffers); H200 sweep at hd64/96: within 2 % of the best of 6 candidates (hd64 300/283/309/304, hd96 334/305/338/324 TFLOP/s)"};
   if (head_dim > 128) {
     p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8 (warp pairs), 2 K/V buffers (300/285/309/313 TFLOP/s; 316/298/324/327 after the copy and rescale changes)"};
     if (prefill_smem_bytes(p, t, head_dim) > cap)
