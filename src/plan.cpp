@@ -109,6 +109,8 @@ namespace {
 //     392 µs) with 64 KB in flight → an effective latency of 1.5 µs;
 //   * one CTA of the hd256 row, with twice the bytes in flight, streams only 40 GB/s (4 CTAs,
 //     134 MB, 829 µs): a CTA — one SM — tops out near 1.25× its fair share of HBM, kSmShareCap;
+//     (since 66a3b82's shorter S chain: 712 µs, 47 GB/s; not re-fitted, as the plan's choices
+//     stayed within 10 % of the measured best — tests/cpu/test_plan.cpp holds that sweep)
 //   * more partitions than fill the slots cost ~2 µs per extra wave of CTAs (128 × 8 CTAs of
 //     16 tokens: 30.6 µs against 14.6 µs at 16 × 8), the CTA start below; the merge is one more
 //     launch plus two dependent reads, ~2 µs.

@@ -25,6 +25,10 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
 // hd128 8w×3s×1 within ±1 %, 4w×6s×1 +1 to +4 %, 2w×6s×2 +2 % on the V1 cells and +26/+35 %
 // on the V2 cells, 1w×12s×2 1.6–2.7×; hd256 2w×3s×2 −5 % to +1 %, 2w×6s×1 −3 % to +5 %,
 // 1w×6s×2 and 1w×12s×1 up to 1.9×. No shape wins clearly, so the rows keep the fitted 4 × 3.
+// Re-swept with 2-stage hd256 shapes after the two-accumulator S (decode-h200-2026-11-30-
+// experiments.md, section 6), timed under this row's plan: 6w×2s×1 1–3 % faster on all four
+// cells, 4w×2s×1, 3w×2s×2 and 2w×3s×2 on some. Kept for now: within the run-to-run spread of the
+// grid, and a new row needs the plan re-fitted and its split table re-measured.
 constexpr DecodePolicy decode(DType t, int head_dim) {
   if (t == DType::fp32) return portable::decode(t, head_dim);
   return sm80::fit_decode(t, head_dim, kSmemCap,
