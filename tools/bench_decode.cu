@@ -17,7 +17,9 @@
 // bytes of all tokens + q + out) / time. In the same run: the streaming-read ceiling (8 GiB,
 // 16 CTAs per SM), and — unless --no-split-sweep — forced split counts at batch 1 and 16, the
 // evidence for the plan's choice; with --policy-sweep, candidate sm80-agent shapes (warps ×
-// stages) on four cells per head dim, the evidence for the sm90 rows.
+// stages) on four cells per head dim, the evidence for the sm90 rows — on the two V2 cells also
+// with forced split counts, so that a candidate is judged with the split count that suits it
+// (the plan's own count is fitted to the row in the table, not to the candidate).
 // Results: a table on stdout (with the ratio to FlashInfer's figures on the same H200, from the
 // issue), decode-<device>-<date>.csv and .json under --out.
 #include <cuda_runtime.h>
@@ -371,8 +373,10 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   }
 
   // Candidate policies on four cells per head dim: two V1 (batch 64 × 8192, batch 256 × 2048)
-  // and two V2 (batch 1 × 32768, batch 16 × 8192) with the plan's own split counts.
-  std::vector<Cell> psweep;
+  // and two V2 (batch 1 × 32768, batch 16 × 8192) with the plan's own split counts; then the two
+  // V2 cells with forced split counts 1 … 64 (psplit), whose best is the candidate's figure
+  // under a plan fitted to it.
+  std::vector<Cell> psweep, psplit;
   const int kSweepCells[4][2] = {{64, 8192}, {256, 2048}, {1, 32768}, {16, 8192}};
   if (policy_sweep) {
     for (int ci = 0; ci < 2; ++ci)
@@ -380,6 +384,9 @@ void run_bench_decode(const BenchDecodeOptions& o) {
         if (cand.head_dim != kConfigs[ci].head_dim) continue;
         for (const auto& bl : kSweepCells)
           psweep.push_back(run_cell(pool, hw, kConfigs[ci], bl[0], bl[1], 0, iters, flusher, stream, &cand));
+        for (const auto& bl : {kSweepCells[2], kSweepCells[3]})
+          for (int s : {1, 2, 4, 8, 16, 32, 64})
+            psplit.push_back(run_cell(pool, hw, kConfigs[ci], bl[0], bl[1], s, iters, flusher, stream, &cand));
       }
   }
 
@@ -445,6 +452,15 @@ void run_bench_decode(const BenchDecodeOptions& o) {
       std::printf("  %-24s", psweep[i].config.c_str());
       for (std::size_t k = i; k < i + 4 && k < psweep.size(); ++k)
         std::printf("  b%d kv%d: %7.1f / %.2f", psweep[k].batch, psweep[k].kv_len, psweep[k].median_us, psweep[k].tbps);
+      // The best forced split count of this candidate on each V2 cell.
+      for (const auto& bl : {kSweepCells[2], kSweepCells[3]}) {
+        const Cell* best = nullptr;
+        for (const Cell& c : psplit)
+          if (c.config == psweep[i].config && c.batch == bl[0] && c.kv_len == bl[1] &&
+              (best == nullptr || c.median_us < best->median_us))
+            best = &c;
+        if (best != nullptr) std::printf("  | b%d kv%d best %d splits: %7.1f", bl[0], bl[1], best->splits, best->median_us);
+      }
       std::printf("\n");
     }
   }
@@ -466,6 +482,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     for (const Cell& c : layouts) row("grid_layout", c);
     for (const Cell& c : sweep) row("forced_splits", c);
     for (const Cell& c : psweep) row("policy_sweep", c);
+    for (const Cell& c : psplit) row("policy_forced_splits", c);
   }
   {
     nlohmann::json j;
@@ -505,6 +522,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     for (const Cell& c : layouts) j["cells_other_layouts"].push_back(to_json(c));
     for (const Cell& c : sweep) j["forced_splits"].push_back(to_json(c));
     for (const Cell& c : psweep) j["policy_sweep"].push_back(to_json(c));
+    for (const Cell& c : psplit) j["policy_forced_splits"].push_back(to_json(c));
     std::ofstream js(stem + ".json");
     if (!js) throw UsageError("muh bench decode: cannot write " + stem + ".json");
     js << j.dump(2) << '\n';
@@ -525,7 +543,8 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_flag("--no-split-sweep", o.no_sweep, "skip the forced-split-count cells at batch 1 and 16");
   cmd->add_flag("--no-layouts", o.no_layouts, "skip the grid's repeats with the other page placements");
   cmd->add_flag("--policy-sweep", o.policy_sweep,
-                "also time candidate sm80-agent shapes (warps x stages) on four cells per head dim");
+                "also time candidate sm80-agent shapes (warps x stages) on four cells per head dim (the two V2 "
+                "cells also with forced split counts 1..64)");
   cmd->add_option("--kv-layout", o.kv_layout, "cache layout the kernel reads: nhd (default) or vllm")
       ->check(CLI::IsMember({"nhd", "vllm"}));
   cmd->add_option("--only", o.only,
