@@ -30,16 +30,13 @@
 #include <cstdint>
 
 #include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/sm80_ptx.cuh"
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels::decode {
 
-// ---- Thin PTX wrappers (sm_80+ only; the portable agent uses none of these) -----------------
+// ---- The decode agent's own PTX wrappers (the rest: sm80_ptx.cuh, shared with prefill) -------
 namespace ptx {
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 
 // An L2 policy that evicts K/V first: the cache is streamed once; q and the block table stay.
 __device__ __forceinline__ std::uint64_t l2_evict_first() {
@@ -57,64 +54,21 @@ __device__ __forceinline__ std::uint64_t l2_evict_first() {
 // (through L1) also made the L2 requests whole lines (4.0 sectors per request instead of 2.3) and
 // helped hd128 as much, but cost 13–14 % at hd256, where one CTA leaves L1 little room.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes, std::uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(smem_u32(dst)),
-               "l"(src), "r"(src_bytes), "l"(pol)
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n"
+               ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes), "l"(pol)
                : "memory");
 }
 // Fetches the 32-byte sector holding *p into L2 (no register, no wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p))
-               : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p))
-               : "memory");
-}
-
-// C[16×8] += A[16×16] · B[16×8], fp32 accumulators.
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
-                                         __nv_bfloat16) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
-                                         __half) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 }  // namespace ptx
-
-// Two floats → one 32-bit register of two 16-bit elements (lo in the low half).
-__device__ __forceinline__ unsigned pack2(float lo, float hi, __nv_bfloat16) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&v);
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi, __half) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&v);
-}
 
 template <class Getter, DType DT, int D>
 struct Sm80Traits {
   using E = storage_t<DT>;
+  static constexpr DType kDType = DT;
   static constexpr DecodePolicy kPolicy = Getter{}();
   static constexpr int kD = D;
   static constexpr int kWarps = kPolicy.num_warps;
@@ -241,7 +195,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
       page_next = load_page(j + 2);
       prefetch_pages(j + 8);
     }
-    ptx::cp_async_commit();
+    sm80::cp_async_commit();
   }
   // Q rows of this CTA → sQ (rows past w.rows are zero: padded MMA rows, never written out).
   // Loaded after the K/V prologue is in flight, so the two latencies overlap.
@@ -260,7 +214,8 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims
   if constexpr (Tr::kQInRegs) {
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) ptx::ldmatrix_x4(qf[kk], sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8);
+    for (int kk = 0; kk < D / 16; ++kk)
+      sm80::ldmatrix_x4(qf[kk], sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
   }
 
   float o[D / 8][4];  // O: 16 rows × D; n-tile j holds dims 8j .. 8j + 7 (C-fragment layout)
@@ -279,8 +234,8 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
       page_next = load_page(jn + 2);
       prefetch_pages(jn + 8);
     }
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<S - 1>();
+    sm80::cp_async_commit();
+    sm80::cp_async_wait<S - 1>();
     __syncwarp();  // every lane's copies of tile j are visible to the warp
 
     const E* sK = stages + (j % S) * Tr::kStageElems;
@@ -308,11 +263,11 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
         qa[2] = qf[kk][2];
         qa[3] = qf[kk][3];
       } else {
-        ptx::ldmatrix_x4(qa, sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8);
+        sm80::ldmatrix_x4(qa, sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
       }
-      ptx::ldmatrix_x4(kb, sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8);
-      ptx::mma16816(acc[0], qa, kb[0], kb[1], E{});
-      ptx::mma16816(acc[1], qa, kb[2], kb[3], E{});
+      sm80::ldmatrix_x4(kb, sm80::smem_addr(sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8));
+      sm80::mma_16816<Tr::kDType>(acc[0], qa, kb[0], kb[1]);
+      sm80::mma_16816<Tr::kDType>(acc[1], qa, kb[2], kb[3]);
     }
 #pragma unroll
     for (int n = 0; n < 2; ++n)
@@ -359,23 +314,23 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
     }
 
     // O += P V: P (16 rows × 16 tokens) re-packed from the S accumulators as the A operand.
-    const unsigned pa[4] = {pack2(s[0][0], s[0][1], E{}), pack2(s[0][2], s[0][3], E{}),
-                            pack2(s[1][0], s[1][1], E{}), pack2(s[1][2], s[1][3], E{})};
+    const unsigned pa[4] = {sm80::pack2<Tr::kDType>(s[0][0], s[0][1]), sm80::pack2<Tr::kDType>(s[0][2], s[0][3]),
+                            sm80::pack2<Tr::kDType>(s[1][0], s[1][1]), sm80::pack2<Tr::kDType>(s[1][2], s[1][3])};
 #pragma unroll
     for (int nn = 0; nn < D / 16; ++nn) {
       unsigned vb[4];
       if constexpr (L == KVLayout::nhd) {
-        ptx::ldmatrix_x4_trans(vb, sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8);
+        sm80::ldmatrix_x4_trans(vb, sm80::smem_addr(sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8));
       } else {
         const int d = nn * 16 + (lane >> 4) * 8 + (lane & 7), g = (lane >> 3) & 1;
-        ptx::ldmatrix_x4(vb, sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8));
+        sm80::ldmatrix_x4(vb, sm80::smem_addr(sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8)));
       }
-      ptx::mma16816(o[2 * nn], pa, vb[0], vb[1], E{});
-      ptx::mma16816(o[2 * nn + 1], pa, vb[2], vb[3], E{});
+      sm80::mma_16816<Tr::kDType>(o[2 * nn], pa, vb[0], vb[1]);
+      sm80::mma_16816<Tr::kDType>(o[2 * nn + 1], pa, vb[2], vb[3]);
     }
     __syncwarp();  // all lanes are done with stage j % S before it is refilled
   }
-  ptx::cp_async_wait<0>();
+  sm80::cp_async_wait<0>();
   __syncthreads();  // every warp is done with its stages: the combine reuses them
 
   // Combine the warps' states (m, l, unnormalised O) through shared memory, then store.

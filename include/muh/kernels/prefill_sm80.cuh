@@ -36,7 +36,7 @@
 #include <cstdint>
 
 #include "muh/kernels/prefill_common.cuh"
-#include "muh/kernels/prefill_sm80_ptx.cuh"
+#include "muh/kernels/sm80_ptx.cuh"
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels {
