@@ -190,6 +190,7 @@ kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const Decode
   a.max_blocks = p.max_blocks_per_seq;
   a.num_splits = plan.num_splits;
   a.partition_tokens = plan.partition_tokens;
+  a.l2_evict_first = plan.l2_evict_first ? 1 : 0;
   const float scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
   a.scale_log2 = scale * kernels::kLog2e;
   if (plan.num_splits > 1) {

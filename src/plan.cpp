@@ -121,6 +121,16 @@ constexpr double kSplitGain = 0.99;  // take more partitions only for ≥ 1 % mo
 // One SM pulls at most ~1.25× its fair share of HBM (bandwidth / SMs) however many bytes its
 // CTAs keep in flight: a plan that leaves SMs idle cannot make up for them elsewhere.
 constexpr double kSmShareCap = 1.25;
+// The sm80 agent's K/V copies carry an L2 evict-first policy only when the call reads at most
+// this many L2 sizes of K/V. A/B on the H200 (60 MB L2; bench/results/decode-h200-2026-11-30-
+// experiments.md, section 7, same build, same run), µs with / without the policy:
+//   * reads of 34–134 MB (batch 1 × 8k/32k, batch 16 × 512/2k, batch 64 × 512): the policy is
+//     1–11 % faster (hd128 batch 1 × 8k 21.0 / 23.3, hd256 batch 16 × 512 21.4 / 23.8);
+//   * reads of 537 MB and more: 1–10 % slower (hd256 batch 16 × 8k 164 / 149, hd128 batch 64 ×
+//     8k 539 / 516), never faster;
+//   * the crossover: hd128 between 201 MB (65.1 / 67.2) and 268 MB (81.5 / 81.4), hd256 between
+//     134 MB and 201 MB (72.5 / 70.2). 3 × 60 MB = 180 MB sits between the two.
+constexpr double kEvictFirstL2Multiple = 3.0;
 
 struct CostModel {
   double bandwidth;         // bytes/s
@@ -162,6 +172,8 @@ Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const Pl
   if (opt.force_target < -1)
     return invalid_argument(w + "force_target must be -1 (auto), 0 (portable) or a compute capability");
   if (opt.force_splits < 0) return invalid_argument(w + "force_splits must be >= 0 (0: the plan chooses)");
+  if (opt.l2_evict_first < -1 || opt.l2_evict_first > 1)
+    return invalid_argument(w + "l2_evict_first must be -1 (the plan chooses), 0 or 1");
   if (hw.sm_count < 1 || hw.memory_bandwidth_gbps < 1)
     return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs or no bandwidth");
 
@@ -256,6 +268,10 @@ Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const Pl
   r.partition_tokens = static_cast<int>(partition);
   r.ctas = static_cast<int>(std::min<double>(m.base_ctas * static_cast<double>(splits), 2147483647.0));
   r.est_seconds = m.seconds(splits, splits > 1 ? partition : L);
+  const double kv_bytes = static_cast<double>(p.num_seqs) * static_cast<double>(L) * p.num_kv_heads * m.bytes_per_token;
+  r.l2_evict_first = opt.l2_evict_first >= 0
+                         ? opt.l2_evict_first != 0
+                         : kv_bytes <= kEvictFirstL2Multiple * static_cast<double>(hw.l2_cache_size_bytes);
   r.workspace_bytes = r.use_v2 ? static_cast<std::size_t>(p.num_seqs) * r.num_splits * p.num_q_heads *
                                      (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float)
                                : 0;

@@ -111,6 +111,7 @@ struct Cell {
   int head_dim, q_heads, kv_heads, batch, kv_len;
   int splits, ctas, partition;
   bool forced;
+  bool l2_evict_first;
   double median_us, min_us, max_us, tbps, model_us;
   double fi_tbps = 0, fi_us = 0;
 };
@@ -132,6 +133,7 @@ const char* pool_layout_name(PoolLayout l) {
 struct Pool {
   bench::DeviceMemory kv, q, out, table, lens, ws;
   KVLayout kv_layout = KVLayout::nhd;  // --kv-layout: the kernel's cache layout (same page bytes)
+  int l2_evict_first = -1;             // --l2-hint: -1 the plan's choice, 0 off, 1 on
   std::vector<int> perm_all;  // a random order of all max_pages pages (spread)
   long long max_pages = 0;
   std::size_t page_bytes = 0;
@@ -193,7 +195,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   p.max_blocks_per_seq = blocks;
   p.max_seq_len = len;
   DecodePlan plan;
-  Status s = plan_decode(p, hw, PlanOptions{-1, force_splits, false}, &plan);
+  Status s = plan_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first}, &plan);
   if (!s.ok()) throw std::runtime_error("plan_decode: " + s.message());
   if (plan.workspace_bytes > pool.ws.n) pool.ws.reset(plan.workspace_bytes);
   RunOptions opt;
@@ -217,6 +219,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   cell.ctas = plan.ctas;
   cell.partition = plan.partition_tokens;
   cell.forced = force_splits > 0;
+  cell.l2_evict_first = plan.l2_evict_first;
   cell.median_us = bench::median(us);
   cell.min_us = us.front();
   cell.max_us = us.back();
@@ -268,6 +271,7 @@ struct BenchDecodeOptions {
   bool policy_sweep = false;
   bool no_layouts = false;
   std::string kv_layout = "nhd";
+  std::string l2_hint = "auto";
   std::vector<std::string> only;  // "hd128:1:32768" — grid cells to run (all when empty)
 };
 
@@ -301,6 +305,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   // 16 tokens × 8 heads × 128 (or × 4 × 256) bf16 = 32 KB, i.e. 17.2 GB each of K and V.
   Pool pool;
   pool.kv_layout = o.kv_layout == "vllm" ? KVLayout::vllm : KVLayout::nhd;
+  pool.l2_evict_first = o.l2_hint == "on" ? 1 : o.l2_hint == "off" ? 0 : -1;
   pool.max_pages = 256LL * 32768 / kPage;
   pool.page_bytes = std::size_t(kPage) * 8 * 128 * 2;
   const std::size_t kv_bytes = 2 * static_cast<std::size_t>(pool.max_pages) * pool.page_bytes;
@@ -332,8 +337,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
             c.fi_tbps = kFlashInferTbps[ci][bi][li];
             c.fi_us = kFlashInferUs[ci][bi][li];
           }
-    std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d)\n", c.config.c_str(), c.batch,
-                 c.kv_len, c.median_us, c.tbps, c.splits);
+    std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)\n", c.config.c_str(), c.batch,
+                 c.kv_len, c.median_us, c.tbps, c.splits, c.l2_evict_first ? ", evict-first" : "");
     cells.push_back(c);
   }
   if (o.only.empty()) {
@@ -343,8 +348,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
           Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream);
           c.fi_tbps = kFlashInferTbps[ci][bi][li];
           c.fi_us = kFlashInferUs[ci][bi][li];
-          std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d)\n", c.config.c_str(), c.batch,
-                       c.kv_len, c.median_us, c.tbps, c.splits);
+          std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)\n", c.config.c_str(), c.batch,
+                       c.kv_len, c.median_us, c.tbps, c.splits, c.l2_evict_first ? ", evict-first" : "");
           cells.push_back(c);
         }
   }
@@ -471,12 +476,12 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     std::ofstream csv(stem + ".csv");
     if (!csv) throw UsageError("muh bench decode: cannot write " + stem + ".csv");
     csv << "kind,layout,config,head_dim,q_heads,kv_heads,batch,kv_len,splits,partition_tokens,ctas,median_us,min_us,max_us,"
-           "tbps,model_us,flashinfer_tbps,flashinfer_us,ratio_vs_flashinfer,ceiling_tbps,fraction_of_ceiling\n";
+           "tbps,model_us,flashinfer_tbps,flashinfer_us,ratio_vs_flashinfer,ceiling_tbps,fraction_of_ceiling,l2_evict_first\n";
     auto row = [&](const char* kind, const Cell& c) {
       csv << kind << ',' << c.layout << ',' << c.config << ',' << c.head_dim << ',' << c.q_heads << ',' << c.kv_heads << ',' << c.batch
           << ',' << c.kv_len << ',' << c.splits << ',' << c.partition << ',' << c.ctas << ',' << c.median_us << ','
           << c.min_us << ',' << c.max_us << ',' << c.tbps << ',' << c.model_us << ',' << c.fi_tbps << ',' << c.fi_us
-          << ',' << (c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0) << ',' << ceiling << ',' << c.tbps / ceiling << '\n';
+          << ',' << (c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0) << ',' << ceiling << ',' << c.tbps / ceiling << ',' << int(c.l2_evict_first) << '\n';
     };
     for (const Cell& c : cells) row("grid", c);
     for (const Cell& c : layouts) row("grid_layout", c);
@@ -512,7 +517,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     auto to_json = [&](const Cell& c) {
       return nlohmann::json{{"config", c.config},         {"layout", c.layout},         {"head_dim", c.head_dim},   {"q_heads", c.q_heads},
                             {"kv_heads", c.kv_heads},     {"batch", c.batch},         {"kv_len", c.kv_len},
-                            {"splits", c.splits},         {"partition_tokens", c.partition},
+                            {"splits", c.splits},         {"partition_tokens", c.partition}, {"l2_evict_first", c.l2_evict_first},
                             {"ctas", c.ctas},             {"median_us", c.median_us}, {"min_us", c.min_us},
                             {"max_us", c.max_us},         {"tbps", c.tbps},           {"model_us", c.model_us},
                             {"flashinfer_tbps", c.fi_tbps}, {"flashinfer_us", c.fi_us},
@@ -547,6 +552,9 @@ void add_bench_decode(CLI::App& bench) {
                 "cells also with forced split counts 1..64)");
   cmd->add_option("--kv-layout", o.kv_layout, "cache layout the kernel reads: nhd (default) or vllm")
       ->check(CLI::IsMember({"nhd", "vllm"}));
+  cmd->add_option("--l2-hint", o.l2_hint,
+                  "L2 evict-first policy on the sm80 agent's K/V copies: auto (the plan's choice, default), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--only", o.only,
                   "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
       ->check([](const std::string& v) { return parse_only(v).error; });

@@ -158,11 +158,12 @@ class DecodeProblem {
 
   // Plans (forced target, force_splits ≥ 0) and runs once; with `graph`, the plan is a
   // cuda_graph plan and the call is captured into a graph and replayed `graph_replays` times.
-  DecodeOutcome run(const HardwareCapability& hw, int force_splits, bool graph = false) {
+  // l2_evict_first: as PlanOptions::l2_evict_first (-1: the plan's choice).
+  DecodeOutcome run(const HardwareCapability& hw, int force_splits, bool graph = false, int l2_evict_first = -1) {
     DecodeOutcome r;
     DecodeParams p = params();
     DecodePlan plan;
-    const Status s = plan_decode(p, hw, PlanOptions{c_.target, force_splits, graph}, &plan);
+    const Status s = plan_decode(p, hw, PlanOptions{c_.target, force_splits, graph, l2_evict_first}, &plan);
     if (!s.ok()) return fail(r, "plan_decode: " + s.message());
     r.num_splits = plan.num_splits;
     if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");

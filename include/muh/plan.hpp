@@ -18,6 +18,7 @@ struct PlanOptions {
   int force_splits = 0;       // > 0: exactly this many partitions per sequence (tests, tuning),
                               // capped at ceil(max_seq_len / 16)
   bool cuda_graph = false;    // fixed for graph capture: see DecodePlan::cuda_graph
+  int l2_evict_first = -1;    // -1: the plan chooses; 0 / 1: DecodePlan::l2_evict_first forced (tuning)
 };
 
 // What plan_decode() decided. A plan depends only on host-known values (shapes, max_seq_len,
@@ -42,6 +43,9 @@ struct DecodePlan {
   //        max_seq_len <= max_seq_len (a padded batch captured once and replayed), and the
   //        workspace is sized for the capacity.
   bool cuda_graph = false;
+  // The sm80 agent's K/V copies carry an L2 evict-first policy (the cache is read once) when the
+  // call reads little K/V for the L2 (plan.cpp: kEvictFirstL2Multiple); a speed choice only.
+  bool l2_evict_first = true;
   std::size_t workspace_bytes = 0;  // V2 partials: o fp32 [num_seqs, splits, q heads, head_dim]
                                     // then lse fp32 [num_seqs, splits, q heads]
 };

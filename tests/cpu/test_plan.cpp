@@ -196,6 +196,49 @@ TEST(PlanGraph, SameChoiceMarkedAsACapacity) {
   EXPECT_EQ(g.num_seqs, 8);
 }
 
+// The L2 evict-first policy on the K/V copies: kept for calls that read little K/V for the L2
+// (the H200's 60 MB: 134 MB read is 2.1 L2 sizes), dropped for large ones (537 MB, 8.5 sizes);
+// a forced choice wins either way and does not touch the rest of the plan.
+TEST(PlanL2Hint, FollowsTheBytesRead) {
+  EXPECT_TRUE(plan_of(shape(1, 32768), presets::h200).l2_evict_first);                 // 134 MB
+  EXPECT_TRUE(plan_of(shape(16, 2048), presets::h200).l2_evict_first);                 // 134 MB
+  EXPECT_TRUE(plan_of(shape(1, 32768, 16, 4, 256), presets::h200).l2_evict_first);     // 134 MB
+  EXPECT_FALSE(plan_of(shape(16, 8192), presets::h200).l2_evict_first);                // 537 MB
+  EXPECT_FALSE(plan_of(shape(64, 2048), presets::h200).l2_evict_first);                // 537 MB
+  EXPECT_FALSE(plan_of(shape(16, 8192, 16, 4, 256), presets::h200).l2_evict_first);    // 537 MB
+  EXPECT_FALSE(plan_of(shape(256, 32768), presets::h200).l2_evict_first);
+  // The bound scales with the device's L2: the same call on a 6 MB L2 drops the policy.
+  HardwareCapability small_l2 = presets::h200;
+  small_l2.l2_cache_size_bytes = 6ll << 20;
+  EXPECT_FALSE(plan_of(shape(1, 32768), small_l2).l2_evict_first);
+}
+
+TEST(PlanL2Hint, ForcedChoiceWinsAndChangesNothingElse) {
+  const DecodeParams p = shape(1, 32768);
+  const DecodePlan a = plan_of(p, presets::h200);
+  PlanOptions off;
+  off.l2_evict_first = 0;
+  const DecodePlan b = plan_of(p, presets::h200, off);
+  EXPECT_TRUE(a.l2_evict_first);
+  EXPECT_FALSE(b.l2_evict_first);
+  EXPECT_EQ(a.num_splits, b.num_splits);
+  EXPECT_EQ(a.partition_tokens, b.partition_tokens);
+  EXPECT_EQ(a.workspace_bytes, b.workspace_bytes);
+  PlanOptions on;
+  on.l2_evict_first = 1;
+  EXPECT_TRUE(plan_of(shape(256, 32768), presets::h200, on).l2_evict_first);
+}
+
+TEST(PlanL2Hint, OutOfRangeOptionIsAnError) {
+  PlanOptions o;
+  o.l2_evict_first = 2;
+  DecodePlan plan;
+  const Status s = plan_decode(shape(1, 4096), presets::h200, o, &plan);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("l2_evict_first"), std::string::npos) << s.message();
+  EXPECT_EQ(plan.target, -1);  // untouched
+}
+
 // The model never prefers V2 for a batch that already gives every slot ≥ 4 CTAs.
 TEST(PlanModel, FullBatchesStayV1) {
   for (int batch : {64, 128, 256, 1024})

@@ -6,7 +6,7 @@
 // the tolerance: ≤ 2× a naive implementation at the storage precision, outputs pre-filled with
 // NaN, NaN in the unused slots of every last page). A target newer than the present device is
 // skipped, saying so. Further suites: V2 == V1 for several split counts, seq_len 0, bitwise
-// determinism, a CUDA-graph capture + replay of a graph-fixed plan, and the C ABI.
+// determinism, the same bits with and without the L2 evict-first policy, a CUDA-graph capture + replay of a graph-fixed plan, and the C ABI.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -193,6 +193,47 @@ TEST_P(DecodeDeterminism, BitwiseEqualAcrossRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Repeat, DecodeDeterminism, ::testing::ValuesIn(target_split_params()), target_split_name);
+
+// ---- The L2 cache policy of the K/V copies changes speed, never bits -------------------------
+
+using L2Param = std::tuple<int /*target*/, KVLayout, int /*splits*/>;
+
+class DecodeL2Policy : public ::testing::TestWithParam<L2Param> {};
+
+// The plan keeps the evict-first policy for small calls and drops it for large ones (plan.cpp);
+// the test shapes are small, so the sweep above runs with it: here both forms, forced, must pass
+// the reference check and agree bit for bit.
+TEST_P(DecodeL2Policy, SameBitsWithAndWithoutEvictFirst) {
+  const auto [target, layout, splits] = GetParam();
+  MUH_REQUIRE_TARGET(target);
+  check::DecodeCase c = case_at(target, 32, 8);
+  c.layout = layout;
+  c.seq_lens = {2049, 100, 7, 1500, 1};
+  c.seed = 9;
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome on = pr.run(device_hw(), splits, false, 1);
+  ASSERT_TRUE(on.pass()) << "evict-first: " << on.summary();
+  const check::DecodeOutcome off = pr.run(device_hw(), splits, false, 0);
+  ASSERT_TRUE(off.pass()) << "no L2 policy: " << off.summary();
+  EXPECT_EQ(on.num_splits, off.num_splits);
+  EXPECT_TRUE(on.out_bytes == off.out_bytes) << "the L2 policy changed the output bits";
+}
+
+std::vector<L2Param> l2_params() {
+  std::vector<L2Param> v;
+  for (int target : all_targets())
+    for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+      for (int s : {1, 3}) v.emplace_back(target, l, s);
+  return v;
+}
+
+std::string l2_name(const ::testing::TestParamInfo<L2Param>& info) {
+  return "t" + std::to_string(std::get<0>(info.param)) + "_" + layout_name(std::get<1>(info.param)) + "_x" +
+         std::to_string(std::get<2>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(L2, DecodeL2Policy, ::testing::ValuesIn(l2_params()), l2_name);
 
 // ---- CUDA graph: capture a graph-fixed plan once, replay with other seq_lens ------------------
 

@@ -59,6 +59,7 @@ struct DecodeArgs {
   int max_blocks = 0;
   int num_splits = 1;               // 1: V1, the CTA writes out/lse itself
   int partition_tokens = 0;         // tokens per partition (multiple of 16) when num_splits > 1
+  int l2_evict_first = 1;           // sm80 agent: K/V copies with an L2 evict-first policy (DecodePlan)
   float scale_log2 = 0.f;           // softmax_scale · log2(e)
 };
 

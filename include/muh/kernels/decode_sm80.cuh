@@ -39,6 +39,8 @@ namespace muh::kernels::decode {
 namespace ptx {
 
 // An L2 policy that evicts K/V first: the cache is streamed once; q and the block table stay.
+// Taken only for calls that read a few L2 sizes of K/V (DecodePlan::l2_evict_first, plan.cpp):
+// there it is up to 11 % faster, on larger calls up to 10 % slower.
 __device__ __forceinline__ std::uint64_t l2_evict_first() {
   std::uint64_t pol;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
@@ -53,10 +55,17 @@ __device__ __forceinline__ std::uint64_t l2_evict_first() {
 // all eight cells timed (hd128 b64×8k 555 → 542 µs, hd256 b16×8k 171 → 164 µs). The .ca form
 // (through L1) also made the L2 requests whole lines (4.0 sectors per request instead of 2.3) and
 // helped hd128 as much, but cost 13–14 % at hd256, where one CTA leaves L1 little room.
+// kEvictFirst: the copy carries the L2 policy `pol` (DecodePlan::l2_evict_first says when).
+template <bool kEvictFirst>
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes, std::uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n"
-               ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes), "l"(pol)
-               : "memory");
+  if constexpr (kEvictFirst)
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n"
+                 ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes), "l"(pol)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n"
+                 ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes)
+                 : "memory");
 }
 // Fetches the 32-byte sector holding *p into L2 (no register, no wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
@@ -94,8 +103,11 @@ struct Sm80Traits {
 };
 
 // Issues the cp.asyncs of one warp's 16-token tile starting at token t0 into stage `st`
-// (K tile, then V tile). `page` holds, in lane l, the page of token t0 + (l & 15).
-template <class Tr, KVLayout L>
+// (K tile, then V tile). `page` holds, in lane l, the page of token t0 + (l & 15). kHint: the
+// copies carry the evict-first policy `pol`. It is a template parameter so that the grid-uniform
+// choice costs one branch per tile: a probe that chose the copy form per copy at run time ran
+// hd128 batch 16 × 8k (4 warps per SM) 23 % slower.
+template <class Tr, KVLayout L, bool kHint>
 __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWork& w,
                                                 typename Tr::E* st, int t0, int page, int lane,
                                                 std::uint64_t pol) {
@@ -116,11 +128,11 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
     const int bytes = tok < w.kv_end ? 16 : 0;
     if constexpr (L == KVLayout::nhd) {
       const std::int64_t off = ((pg * ps + slot) * Hkv + w.kv_head) * D + c * 8;
-      ptx::cp_async16(sK + t * R + c * 8, kc + off, bytes, pol);
-      ptx::cp_async16(sV + t * R + c * 8, vc + off, bytes, pol);
+      ptx::cp_async16<kHint>(sK + t * R + c * 8, kc + off, bytes, pol);
+      ptx::cp_async16<kHint>(sV + t * R + c * 8, vc + off, bytes, pol);
     } else {
       const std::int64_t off = (((pg * Hkv + w.kv_head) * kCPT + c) * ps + slot) * 8;
-      ptx::cp_async16(sK + t * R + c * 8, kc + off, bytes, pol);
+      ptx::cp_async16<kHint>(sK + t * R + c * 8, kc + off, bytes, pol);
     }
   }
   if constexpr (L == KVLayout::vllm) {
@@ -132,7 +144,7 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
       const std::int64_t pg = __shfl_sync(0xffffffffu, page, g * 8);
       const int n = min(max(w.kv_end - tok0, 0), 8);
       const std::int64_t off = ((pg * Hkv + w.kv_head) * D + d) * ps + (tok0 & (ps - 1));
-      ptx::cp_async16(sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8), vc + off, n * int(sizeof(E)), pol);
+      ptx::cp_async16<kHint>(sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8), vc + off, n * int(sizeof(E)), pol);
     }
   }
 }
@@ -172,6 +184,12 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
   const std::uint64_t pol = ptx::l2_evict_first();
+  auto issue_tile = [&](E* st, int t0, int pg) {
+    if (a.l2_evict_first)
+      sm80_issue_tile<Tr, L, true>(a, w, st, t0, pg, lane, pol);
+    else
+      sm80_issue_tile<Tr, L, false>(a, w, st, t0, pg, lane, pol);
+  };
   auto tile_start = [&](int j) { return w.kv_begin + (warp + j * W) * 16; };
   // Block-table entries: lane l holds the page of token tile_start(j) + (l & 15). They are
   // loaded two tiles ahead of their use (two tiles of compute hide an L2 hit), and the sector
@@ -190,7 +208,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
     if (j < my_tiles) {
-      sm80_issue_tile<Tr, L>(a, w, stages + j * Tr::kStageElems, tile_start(j), page, lane, pol);
+      issue_tile(stages + j * Tr::kStageElems, tile_start(j), page);
       page = page_next;
       page_next = load_page(j + 2);
       prefetch_pages(j + 8);
@@ -229,7 +247,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
     // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
     const int jn = j + S - 1;
     if (jn < my_tiles) {
-      sm80_issue_tile<Tr, L>(a, w, stages + (jn % S) * Tr::kStageElems, tile_start(jn), page, lane, pol);
+      issue_tile(stages + (jn % S) * Tr::kStageElems, tile_start(jn), page);
       page = page_next;
       page_next = load_page(jn + 2);
       prefetch_pages(jn + 8);
