@@ -3,8 +3,9 @@
 # build for the present GPU with every dispatch target, dtype and head dim; every GPU test
 # (forced-policy sweeps, determinism, CUDA graphs, Python ops); `muh verify --quick`; the CPU
 # suite; with --bench, `muh bench decode` plus its plot; with --sanitize, compute-sanitizer
-# memcheck and racecheck on a small set (sm90 and portable decode with V1/V2 and both layouts, the
-# sm90 prefill rows, the hd-256 warp-pair ring cases and the sm75 agent's fp16 cases);
+# memcheck and racecheck on a small set (sm90 and portable decode with V1/V2 and both layouts,
+# with and without the L2 evict-first policy; the sm90 prefill rows, the hd-256 warp-pair ring
+# cases and the sm75 agent's fp16 cases);
 # --no-tests skips the test suites and verify (to run only --bench / --sanitize on a build a
 # previous call made). Logs and results go to $OUT (default ./device-out).
 set -uo pipefail
@@ -39,7 +40,7 @@ fi
 if [ $sanitize = 1 ]; then
   # Small shapes only: the sanitizers slow kernels down ~100x.
   dec='Sweep/DecodeForced.MatchesReference/t90_bf16_hd128_*:Sweep/DecodeForced.MatchesReference/t0_fp16_hd64_*'
-  dec+=':Splits/DecodeSplits.V2MatchesV1/t90_hd256_*_x5'
+  dec+=':Splits/DecodeSplits.V2MatchesV1/t90_hd256_*_x5:L2/DecodeL2Policy.SameBitsWithAndWithoutEvictFirst/t90_*'
   pre='Prefill/PrefillForced.MatchesReference/t90_bf16_hd128_*:Prefill/PrefillForced.MatchesReference/t90_bf16_hd256_*'
   pre+=':Prefill/PrefillRing.MatchesReference/*hd256_128x*w8_ring*'
   pre+=':Prefill/PrefillForced.MatchesReference/t75_fp16_hd128_*:Prefill/PrefillRing.MatchesReference/*sm75*'
