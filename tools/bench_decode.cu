@@ -1,9 +1,11 @@
 // bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep] [--no-layouts]
-//                    [--policy-sweep] [--kv-layout nhd|vllm] [--only hdD:BATCH:KV_LEN ...]`.
+//                    [--policy-sweep] [--kv-layout nhd|vllm] [--l2-hint auto|on|off]
+//                    [--only hdD:BATCH:KV_LEN ... [--splits N]]`.
 //
 // --only times just the listed cells (a quick look at a few cells, or under ncu); it also accepts
-// the probe config kv1 (see kProbeConfigs). --kv-layout vllm runs the grid on vLLM's cache layout
-// (same page bytes).
+// the probe config kv1 (see kProbeConfigs); --splits forces their partition count. --kv-layout
+// vllm runs the grid on vLLM's cache layout (same page bytes); --l2-hint forces the L2
+// evict-first policy of the K/V copies on or off (default: the plan's choice).
 //
 // The issue's grid: bf16, page 16, NHD, each cell's pages in random order (a permutation of its
 // own batch × kv_len / 16 pages) in FlashInfer's cache layout (K and V of a page side by side;
@@ -272,12 +274,14 @@ struct BenchDecodeOptions {
   bool no_layouts = false;
   std::string kv_layout = "nhd";
   std::string l2_hint = "auto";
+  int splits = 0;                 // --splits: forced partitions for the --only cells (0: the plan's)
   std::vector<std::string> only;  // "hd128:1:32768" — grid cells to run (all when empty)
 };
 
 void run_bench_decode(const BenchDecodeOptions& o) {
   const std::string& out_dir = o.out;
   const int iters = o.iters;
+  if (o.splits > 0 && o.only.empty()) throw UsageError("muh bench decode: --splits needs --only");
   const bool split_sweep = !o.no_sweep && o.only.empty();
   const bool policy_sweep = o.policy_sweep;
   int count = 0;
@@ -329,7 +333,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     const OnlyCell oc = parse_only(v);
     const DecodeConfig* cfg = oc.config;
     const int b = oc.batch, l = oc.kv_len;
-    Cell c = run_cell(pool, hw, *cfg, b, l, 0, iters, flusher, stream);
+    Cell c = run_cell(pool, hw, *cfg, b, l, o.splits, iters, flusher, stream);
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
         for (int li = 0; li < 4; ++li)
@@ -555,6 +559,8 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_option("--l2-hint", o.l2_hint,
                   "L2 evict-first policy on the sm80 agent's K/V copies: auto (the plan's choice, default), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--splits", o.splits, "with --only: force this many partitions per sequence (0: the plan's count)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--only", o.only,
                   "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
       ->check([](const std::string& v) { return parse_only(v).error; });
