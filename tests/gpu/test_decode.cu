@@ -6,7 +6,8 @@
 // the tolerance: ≤ 2× a naive implementation at the storage precision, outputs pre-filled with
 // NaN, NaN in the unused slots of every last page). A target newer than the present device is
 // skipped, saying so. Further suites: V2 == V1 for several split counts, seq_len 0, bitwise
-// determinism, the same bits with and without the L2 evict-first policy, a CUDA-graph capture + replay of a graph-fixed plan, and the C ABI.
+// determinism, the same bits with and without the L2 evict-first policy, a CUDA-graph capture +
+// replay of a graph-fixed plan, and the C ABI.
 #include <gtest/gtest.h>
 
 #include <algorithm>
