@@ -188,6 +188,7 @@ kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const Decode
   a.page_size = p.page_size;
   a.page_shift = log2_int(p.page_size);
   a.max_blocks = p.max_blocks_per_seq;
+  a.num_pages = p.num_pages;
   a.num_splits = plan.num_splits;
   a.partition_tokens = plan.partition_tokens;
   a.l2_evict_first = plan.l2_evict_first ? 1 : 0;

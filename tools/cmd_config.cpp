@@ -385,7 +385,8 @@ Rules explain_config(const Request& r, DType t, const AttentionConfig& c, const 
                  std::to_string(c.decode.ctas_per_sm) + " CTA" + (c.decode.ctas_per_sm > 1 ? "s" : "") + "/SM"});
   rules.add("decode.num_stages",
             {!r.hw.async_copy ? "1: no async copy (seed rule, config.hpp)"
-                              : std::to_string(c.decode.num_stages) + ": the row's cp.async pipeline depth"});
+                              : std::to_string(c.decode.num_stages) + ": the row's pipeline depth (" +
+                                    (c.decode.tma ? "TMA boxes, where the call allows; else cp.async" : "cp.async") + ")"});
   rules.add("decode.partition_size",
             {std::to_string(c.decode.partition_size) +
              (c.decode.partition_size == 512 ? ": the seed's partition_size = 512"
@@ -532,7 +533,8 @@ void print_table(const Request& r, const std::vector<Row>& rows) {
   line("decode partition", [](const Row& x) { return std::to_string(x.cfg.decode.partition_size); });
   line("decode tile", [](const Row& x) {
     return std::to_string(x.cfg.decode.tile_tokens) + " tokens × " + std::to_string(x.cfg.decode.num_stages) +
-           " stage" + (x.cfg.decode.num_stages > 1 ? "s" : "") + ", " + std::to_string(x.cfg.decode.num_warps) + " warps";
+           " stage" + (x.cfg.decode.num_stages > 1 ? "s" : "") + ", " + std::to_string(x.cfg.decode.num_warps) + " warps" +
+           (x.cfg.decode.tma ? ", TMA" : "");
   });
   line("decode SMEM", [&](const Row& x) {
     return format_bytes(decode_smem_bytes(x.cfg.decode, x.dtype, r.head_dim)) + " of " +
@@ -602,7 +604,7 @@ json policy_json(const DecodePolicy& p, DType t, int hd) {
           {"tile_tokens", p.tile_tokens}, {"num_stages", p.num_stages},
           {"partition_size", p.partition_size}, {"ctas_per_sm", p.ctas_per_sm},
           {"smem_bytes", decode_smem_bytes(p, t, hd)}, {"smem_cap_bytes", p.smem_cap_bytes},
-          {"evidence", p.evidence}};
+          {"tma", p.tma},   {"evidence", p.evidence}};
 }
 
 json inst_json(const Instantiation& in) {

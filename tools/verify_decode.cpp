@@ -20,7 +20,7 @@ std::string describe(int target, DType t, int d) {
   const DecodePolicy p = decode_policy(target, t, d);
   std::string s = std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " +
                   std::string(dtype_name(t)) + " hd" + std::to_string(d) + " w" + std::to_string(p.num_warps) + " " +
-                  std::to_string(p.tile_tokens) + "tok s" + std::to_string(p.num_stages);
+                  std::to_string(p.tile_tokens) + "tok s" + std::to_string(p.num_stages) + (p.tma ? " tma" : "");
   return s;
 }
 }  // namespace

@@ -70,6 +70,10 @@ TEST_P(TableRow, DecodeRowValidatesAndFitsItsProfile) {
   if (t == DType::fp32) {
     EXPECT_EQ(p.agent, Agent::portable);
   }
+  // TMA copies: only Hopper's sm80-agent rows, only where a box of 64 dims tiles the head, and
+  // only with the padding the kernel aligns its stages in (W·S·512 B ≥ 1023).
+  EXPECT_EQ(p.tma, target >= 90 && p.agent == Agent::sm80 && hd % 64 == 0) << "target " << target << " hd " << hd;
+  if (p.tma) EXPECT_GE(p.num_warps * p.num_stages * 512, 1023);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllRows, TableRow,

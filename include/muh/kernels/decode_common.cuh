@@ -61,6 +61,7 @@ struct DecodeArgs {
   int partition_tokens = 0;         // tokens per partition (multiple of 16) when num_splits > 1
   int l2_evict_first = 1;           // sm80 agent: K/V copies with an L2 evict-first policy (DecodePlan)
   float scale_log2 = 0.f;           // softmax_scale · log2(e)
+  int num_pages = 0;                // pages of the cache (the extent of the sm80 agent's TMA maps)
 };
 
 // The work of one CTA. Grid: x = kv_head · head_chunks + chunk, y = partition, z = sequence —

@@ -3,6 +3,8 @@
 // which hand it a getter type (dispatch.hpp) for the policy of the plan's target.
 #pragma once
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -39,18 +41,53 @@ struct DecodeKernel {
   }
 };
 
-// Whether the merge kernel can be launched with programmatic dependent launch: the device must
-// be sm_90+ AND the merge's machine code must be sm_90+ (only that code waits on the grid
-// dependency; older code launched early would read partials too soon).
-template <class E, int D>
-bool merge_supports_pdl(int device_cc) {
+// Whether the code the device runs for `kernel` was compiled for sm_90+ (its sm_90-only paths —
+// the merge's grid-dependency wait, the TMA copies — are compiled in): the machine code must be
+// sm_90+ AND come from sm_90+ PTX (compute_80 PTX JIT-compiled on an H100 is sm_90 machine code
+// without them).
+template <class Kernel>
+bool runs_sm90_code(Kernel kernel, int device_cc) {
   if (device_cc < 90) return false;
   cudaFuncAttributes fa{};
-  if (cudaFuncGetAttributes(&fa, decode_merge_kernel<E, D>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return fa.binaryVersion >= 90;
+  return fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
+}
+
+// Whether the merge kernel can be launched with programmatic dependent launch: only sm_90 code
+// waits on the grid dependency; older code launched early would read partials too soon.
+template <class E, int D>
+bool merge_supports_pdl(int device_cc) {
+  return runs_sm90_code(decode_merge_kernel<E, D>, device_cc);
+}
+
+// The sm80 agent's TMA maps: an NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D
+// tensor (dims, heads, rows) with box 64 × 1 × 16 and a 128-byte swizzle (decode_sm80.cuh). The
+// encoder is the driver's cuTensorMapEncodeTiled, reached through the runtime (no libcuda link).
+// false: no encoder, or a cache the TMA cannot address (rows ≥ 2^31, the coordinates being
+// signed 32-bit) — the caller then runs the cp.async kernel, with the same results.
+inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D, int num_kv_heads, long long rows) {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (encode == nullptr || rows < 16 || rows >= (1ll << 31)) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(D), cuuint64_t(num_kv_heads), cuuint64_t(rows)};
+  const cuuint64_t strides[2] = {cuuint64_t(D) * 2, cuuint64_t(num_kv_heads) * D * 2};  // bytes, dims 1 and 2
+  const cuuint32_t box[3] = {64, 1, 16};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return encode(map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+                const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 // Launches one decode over `a` (validated by src/decode.cu, shaped by the plan) on `stream`:
@@ -60,16 +97,37 @@ template <class Getter, DType DT, int D>
 Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream) {
   using K = DecodeKernel<Getter, DT, D>;
   using E = storage_t<DT>;
-  auto kernel = K::function(layout);
-  // Max dynamic shared memory = the footprint: an emulated profile runs within its own cap.
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
-  if (e != cudaSuccess)
-    return {StatusCode::cuda_error, std::string("paged_decode: setting ") + std::to_string(K::smem_bytes) +
-                                        " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
-  kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a);
-  e = cudaGetLastError();
+  // Max dynamic shared memory = the footprint: an emulated profile runs within its own cap.
+  auto set_smem = [](auto kernel) -> Status {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
+    if (e != cudaSuccess)
+      return {StatusCode::cuda_error, std::string("paged_decode: setting ") + std::to_string(K::smem_bytes) +
+                                          " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
+    return Status::Ok();
+  };
+  bool launched = false;
+  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && D % 64 == 0) {
+    // The policy's TMA copies where this call allows them; else the cp.async kernel below.
+    auto tma_kernel = &decode_sm80_tma_kernel<Sm80Traits<Getter, DT, D>>;
+    static const bool tma_code = runs_sm90_code(tma_kernel, device_cc);
+    CUtensorMap tk, tv;
+    const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
+    if (tma_code && layout == KVLayout::nhd && a.page_size >= 16 &&
+        make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
+        make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows)) {
+      MUH_TRY(set_smem(tma_kernel));
+      tma_kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv);
+      launched = true;
+    }
+  }
+  if (!launched) {
+    auto kernel = K::function(layout);
+    MUH_TRY(set_smem(kernel));
+    kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a);
+  }
+  cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("paged_decode launch: ") + cudaGetErrorString(e)};
   if (a.num_splits == 1) return Status::Ok();
 

@@ -25,7 +25,16 @@
 //   [16 tok][D + 8] (ldmatrix.trans) or vLLM [D][16 tok] (ldmatrix, 16-byte halves XOR-swizzled
 //   by bit 2 of the row). The 8-element row padding and the swizzle put the 8 row addresses of
 //   every ldmatrix phase on distinct banks.
+//
+// The TMA variant (policy.tma, sm_90, NHD, page_size ≥ 16, D % 64 == 0): a tile's 16 tokens are
+// rows of one page, so lane 0 fetches K and V as D/64 tensor-map boxes each [16 tok][64 dims]
+// (2 KB, 128-byte swizzle: 16-byte chunk c of row r sits at chunk c ^ (r & 7), conflict-free for
+// ldmatrix like the padding) completing on one mbarrier per stage, from a 1024-aligned stage
+// area after sQ (the padded footprint leaves W·S·512 B for the alignment). Every L2 request is
+// then a whole line; the cp.async form's 16-byte copies reach L2 as partial lines.
 #pragma once
+
+#include <cuda.h>  // CUtensorMap
 
 #include <cstdint>
 
@@ -67,6 +76,69 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
                  ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes)
                  : "memory");
 }
+// TMA (sm_90): K/V tiles as tensor-map boxes completing on an mbarrier. Compiled to a trap
+// for older archs, where launch_decode never selects the TMA kernel.
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#else
+  __trap();
+#endif
+}
+// Orders this thread's generic-proxy shared-memory accesses before later async-proxy (TMA) ones.
+__device__ __forceinline__ void fence_proxy_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#else
+  __trap();
+#endif
+}
+// Waits until the phase of parity `parity` of the mbarrier has completed.
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\n"
+      "bra WAIT;\n"
+      "DONE:\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+// One box of a 3-D tensor map at (c0, c1, c2) into shared memory, completing on `bar`.
+template <bool kEvictFirst>
+__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0, int c1,
+                                            int c2, std::uint64_t pol) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const auto m = reinterpret_cast<std::uint64_t>(map);
+  if constexpr (kEvictFirst)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+        "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "l"(pol)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+        "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Fetches the 32-byte sector holding *p into L2 (no register, no wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
@@ -149,8 +221,10 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
   }
 }
 
-template <class Tr, KVLayout L>
-__global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeArgs a) {
+// The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (NHD only).
+template <class Tr, KVLayout L, bool kTma>
+__device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv) {
+  static_assert(!kTma || (L == KVLayout::nhd && Tr::kD % 64 == 0), "TMA tiles: NHD, head_dim % 64 == 0");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   // Compiled for an older arch only so that the build links; never launched there (paged_decode
   // checks the target against the device).
@@ -179,6 +253,24 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   const CtaWork w = cta_work(a);
   if (w.idle) return;
   E* stages = sQ + Tr::kQElems + warp * S * Tr::kStageElems;  // this warp's [S][K tile | V tile]
+  // TMA: this warp's [S][K tile | V tile] of dense swizzled [D/64][16][64] tiles, and its S
+  // mbarriers (one phase per use of a stage).
+  constexpr int kT = 16 * D;
+  __shared__ __align__(8) std::uint64_t tma_bars[kTma ? W * S : 1];
+  E* tstages = nullptr;
+  std::uint32_t bar0 = 0;
+  if constexpr (kTma) {
+    const std::uint32_t base = sm80::smem_addr(sQ + Tr::kQElems);
+    const std::uint32_t aligned = (base + 1023u) & ~1023u;
+    static_assert(Tr::kWarps * Tr::kStages * 2 * 16 * 8 * int(sizeof(E)) >= 1023, "no room to align the TMA stages");
+    tstages = reinterpret_cast<E*>(reinterpret_cast<unsigned char*>(sQ + Tr::kQElems) + (aligned - base)) + warp * S * 2 * kT;
+    bar0 = sm80::smem_addr(&tma_bars[warp * S]);
+    if (lane == 0) {
+      for (int st = 0; st < S; ++st) ptx::mbar_init(bar0 + 8 * st, 1);
+      ptx::fence_proxy_async();  // the initialised barriers are visible to the TMA unit
+    }
+    __syncwarp();
+  }
 
   // This warp's tiles: w, w + W, … of the CTA's ceil(len / 16) tiles.
   const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
@@ -191,6 +283,37 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
       sm80_issue_tile<Tr, L, false>(a, w, st, t0, pg, lane, pol);
   };
   auto tile_start = [&](int j) { return w.kv_begin + (warp + j * W) * 16; };
+  // TMA: lane 0 issues tile t0's K and V boxes into stage st; `pg` (lane 0's page) holds all 16
+  // tokens (page_size ≥ 16 and t0 a multiple of 16). The fence orders this warp's earlier reads
+  // and zero stores of the stage (made visible to lane 0 by the loop's __syncwarp) before the
+  // TMA's writes.
+  auto issue_tma = [&](int st, int t0, int pg) {
+    if constexpr (kTma) {
+      if (lane == 0) {
+        const std::uint32_t bar = bar0 + 8 * st;
+        E* k = tstages + st * 2 * kT;
+        E* v = k + kT;
+        ptx::fence_proxy_async();
+        ptx::mbar_expect_tx(bar, 2u * kT * sizeof(E));
+        const int row = pg * a.page_size + (t0 & (a.page_size - 1));
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b) {
+          if (a.l2_evict_first) {
+            ptx::tma_load_3d<true>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
+            ptx::tma_load_3d<true>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
+          } else {
+            ptx::tma_load_3d<false>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
+            ptx::tma_load_3d<false>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
+          }
+        }
+      }
+    }
+  };
+  // The 16-byte chunk of 8 elements at (row, col) of a swizzled TMA tile.
+  auto tma_addr = [&](const E* tile, int row, int col) {
+    const int b = col >> 6, c = (col >> 3) & 7;
+    return sm80::smem_addr(tile + b * 16 * 64 + row * 64 + ((c ^ (row & 7)) << 3));
+  };
   // Block-table entries: lane l holds the page of token tile_start(j) + (l & 15). They are
   // loaded two tiles ahead of their use (two tiles of compute hide an L2 hit), and the sector
   // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
@@ -208,7 +331,10 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
     if (j < my_tiles) {
-      issue_tile(stages + j * Tr::kStageElems, tile_start(j), page);
+      if constexpr (kTma)
+        issue_tma(j, tile_start(j), page);
+      else
+        issue_tile(stages + j * Tr::kStageElems, tile_start(j), page);
       page = page_next;
       page_next = load_page(j + 2);
       prefetch_pages(j + 8);
@@ -247,18 +373,38 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
     // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
     const int jn = j + S - 1;
     if (jn < my_tiles) {
-      issue_tile(stages + (jn % S) * Tr::kStageElems, tile_start(jn), page);
+      if constexpr (kTma)
+        issue_tma(jn % S, tile_start(jn), page);
+      else
+        issue_tile(stages + (jn % S) * Tr::kStageElems, tile_start(jn), page);
       page = page_next;
       page_next = load_page(jn + 2);
       prefetch_pages(jn + 8);
     }
-    sm80::cp_async_commit();
-    sm80::cp_async_wait<S - 1>();
-    __syncwarp();  // every lane's copies of tile j are visible to the warp
-
-    const E* sK = stages + (j % S) * Tr::kStageElems;
-    const E* sV = sK + Tr::kTileElems;
     const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
+    const E* sK;
+    const E* sV;
+    if constexpr (kTma) {
+      ptx::mbar_wait(bar0 + 8 * (j % S), (j / S) & 1);
+      sK = tstages + (j % S) * 2 * kT;
+      sV = sK + kT;
+      // A box holds the whole page: V rows past the range may be anything (NaN in unused
+      // slots) and P · V needs zeros there (masked K columns become −inf in S below).
+      if (valid < 16) {
+        E* v = tstages + (j % S) * 2 * kT + kT;
+        for (int i = lane; i < (16 - valid) * (D / 8); i += 32) {
+          const int r = valid + i / (D / 8), c = i % (D / 8);
+          *reinterpret_cast<uint4*>(v + (c >> 3) * 16 * 64 + r * 64 + (c & 7) * 8) = make_uint4(0, 0, 0, 0);
+        }
+      }
+      __syncwarp();
+    } else {
+      sm80::cp_async_commit();
+      sm80::cp_async_wait<S - 1>();
+      __syncwarp();  // every lane's copies of tile j are visible to the warp
+      sK = stages + (j % S) * Tr::kStageElems;
+      sV = sK + Tr::kTileElems;
+    }
 
     // S = Q Kᵀ: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1]) and
     // lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
@@ -283,7 +429,10 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
       } else {
         sm80::ldmatrix_x4(qa, sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
       }
-      sm80::ldmatrix_x4(kb, sm80::smem_addr(sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8));
+      if constexpr (kTma)
+        sm80::ldmatrix_x4(kb, tma_addr(sK, (lane >> 4) * 8 + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
+      else
+        sm80::ldmatrix_x4(kb, sm80::smem_addr(sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8));
       sm80::mma_16816<Tr::kDType>(acc[0], qa, kb[0], kb[1]);
       sm80::mma_16816<Tr::kDType>(acc[1], qa, kb[2], kb[3]);
     }
@@ -337,7 +486,9 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
 #pragma unroll
     for (int nn = 0; nn < D / 16; ++nn) {
       unsigned vb[4];
-      if constexpr (L == KVLayout::nhd) {
+      if constexpr (kTma) {
+        sm80::ldmatrix_x4_trans(vb, tma_addr(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
+      } else if constexpr (L == KVLayout::nhd) {
         sm80::ldmatrix_x4_trans(vb, sm80::smem_addr(sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8));
       } else {
         const int d = nn * 16 + (lane >> 4) * 8 + (lane & 7), g = (lane >> 3) & 1;
@@ -348,7 +499,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
     }
     __syncwarp();  // all lanes are done with stage j % S before it is refilled
   }
-  sm80::cp_async_wait<0>();
+  if constexpr (!kTma) sm80::cp_async_wait<0>();
   __syncthreads();  // every warp is done with its stages: the combine reuses them
 
   // Combine the warps' states (m, l, unnormalised O) through shared memory, then store.
@@ -376,6 +527,19 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   __syncthreads();
   combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads);
 #endif
+}
+
+template <class Tr, KVLayout L>
+__global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeArgs a) {
+  decode_sm80_body<Tr, L, false>(a, nullptr, nullptr);
+}
+
+// The TMA variant; the maps are kernel parameters (__grid_constant__: the TMA reads them from
+// parameter memory, no copy to global).
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads)
+    decode_sm80_tma_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv) {
+  decode_sm80_body<Tr, KVLayout::nhd, true>(a, &tk, &tv);
 }
 
 }  // namespace muh::kernels::decode

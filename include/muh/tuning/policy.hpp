@@ -61,11 +61,15 @@ struct DecodePolicy {
   int ctas_per_sm = 2;          // occupancy the kernel is built for (feeds the V1/V2 heuristics)
   int smem_cap_bytes = 48 * 1024;  // bounds the row; not part of == (see PrefillPolicy)
   const char* evidence = "";    // where the numbers come from (not part of ==)
+  // sm80 agent on sm_90+: each warp's 16-token K and V tiles come by TMA (one tensor-map box per
+  // page and 64 dims, an mbarrier per stage) instead of 16-byte cp.asyncs. Taken where the call
+  // allows it (NHD cache, page_size >= 16, head_dim % 64 == 0); otherwise the cp.async copies.
+  bool tma = false;
 
   friend constexpr bool operator==(const DecodePolicy& a, const DecodePolicy& b) {
     return a.agent == b.agent && a.num_warps == b.num_warps && a.tile_tokens == b.tile_tokens &&
            a.num_stages == b.num_stages && a.partition_size == b.partition_size &&
-           a.ctas_per_sm == b.ctas_per_sm;
+           a.ctas_per_sm == b.ctas_per_sm && a.tma == b.tma;
   }
   friend constexpr bool operator!=(const DecodePolicy& a, const DecodePolicy& b) { return !(a == b); }
 };

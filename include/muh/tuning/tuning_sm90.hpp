@@ -29,12 +29,24 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
 // experiments.md, section 6), timed under this row's plan: 6w×2s×1 1–3 % faster on all four
 // cells, 4w×2s×1, 3w×2s×2 and 2w×3s×2 on some. Kept for now: within the run-to-run spread of the
 // grid, and a new row needs the plan re-fitted and its split table re-measured.
+//
+// K/V by TMA (DecodePolicy::tma) where head_dim is a multiple of 64: with 16-byte cp.asyncs the
+// L2 looks up 1.5× the sectors the tiles hold (partial-line requests) and runs at 93–96 % of its
+// peak on the large cells, the unit at its limit; one tensor-map box per page and 64 dims makes
+// every request a whole line (ncu, hd128 batch 64 × 8k: 16.8 M L2 requests for 67.2 M sectors,
+// against 44.1 M for 100.7 M). A/B on the H200, same build, same run (decode-h200-2026-11-30-
+// experiments.md, section 8): 1–5 % faster on 11 of 12 cells (hd128 batch 256 × 2k 522 → 498 µs,
+// hd256 batch 256 × 2k 525 → 500), hd256 batch 16 × 8k +0.5 %; the grid with it reads 4.41–4.52
+// TB/s on the large cells against a 4.66 ceiling (97 % at batch 256 × 32k).
 constexpr DecodePolicy decode(DType t, int head_dim) {
   if (t == DType::fp32) return portable::decode(t, head_dim);
-  return sm80::fit_decode(t, head_dim, kSmemCap,
-                          "H200 muh bench decode 2026-11-30: 4w x 3 stages (2 CTAs/SM to hd128, 1 at "
-                          "hd256) reaches 4.20 / 4.11 TB/s at batch 256 x 32k (ceiling 4.55); "
-                          "--policy-sweep found no clearly better shape (best candidate within -5..+1 %)");
+  DecodePolicy p = sm80::fit_decode(t, head_dim, kSmemCap,
+                                    "H200 muh bench decode 2026-11-30: 4w x 3 stages (2 CTAs/SM to hd128, 1 at "
+                                    "hd256), K/V by TMA; --policy-sweep found no clearly better shape (best "
+                                    "candidate within -2..+2 %); TMA 1-5 % faster than cp.async, 4.52 TB/s at hd128 "
+                                    "batch 256 x 32k (ceiling 4.66)");
+  p.tma = head_dim % 64 == 0;
+  return p;
 }
 
 }  // namespace muh::tuning::sm90
