@@ -75,11 +75,15 @@ constexpr double kFlashInferUs[2][4][4] = {
 
 // ---- Policy sweep: candidate sm80-agent shapes (warps × stages, CTAs/SM the footprint allows)
 // timed on the same arguments as the plan's own policy — the measurements the sm90 rows cite.
+// Like the sm90 rows, the candidates take their K/V by TMA (DecodePolicy::tma) where the call
+// allows it.
 template <int W, int S, int CtasPerSm>
 struct Candidate {
   constexpr DecodePolicy operator()() const {
     // partition_size only has to be a multiple of the tile; the launch takes the plan's partitions.
-    return DecodePolicy{Agent::sm80, W, 16 * W, S, 16 * W, CtasPerSm, tuning::sm90::kSmemCap, "bench candidate"};
+    DecodePolicy p{Agent::sm80, W, 16 * W, S, 16 * W, CtasPerSm, tuning::sm90::kSmemCap, "bench candidate"};
+    p.tma = true;
+    return p;
   }
 };
 
