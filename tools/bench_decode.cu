@@ -270,6 +270,12 @@ OnlyCell parse_only(const std::string& v) {
   return r;
 }
 
+// One timed cell, as it finishes (stderr: the progress of a long run).
+void print_progress(const Cell& c) {
+  std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)\n", c.config.c_str(), c.batch,
+               c.kv_len, c.median_us, c.tbps, c.splits, c.l2_evict_first ? ", evict-first" : "");
+}
+
 struct BenchDecodeOptions {
   std::string out = ".";
   int iters = 30;
@@ -345,8 +351,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
             c.fi_tbps = kFlashInferTbps[ci][bi][li];
             c.fi_us = kFlashInferUs[ci][bi][li];
           }
-    std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)\n", c.config.c_str(), c.batch,
-                 c.kv_len, c.median_us, c.tbps, c.splits, c.l2_evict_first ? ", evict-first" : "");
+    print_progress(c);
     cells.push_back(c);
   }
   if (o.only.empty()) {
@@ -356,8 +361,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
           Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream);
           c.fi_tbps = kFlashInferTbps[ci][bi][li];
           c.fi_us = kFlashInferUs[ci][bi][li];
-          std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)\n", c.config.c_str(), c.batch,
-                       c.kv_len, c.median_us, c.tbps, c.splits, c.l2_evict_first ? ", evict-first" : "");
+          print_progress(c);
           cells.push_back(c);
         }
   }

@@ -487,9 +487,9 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     for (int nn = 0; nn < D / 16; ++nn) {
       unsigned vb[4];
       if constexpr (kTma) {
-        sm80::ldmatrix_x4_trans(vb, tma_addr(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
+        sm80::ldmatrix_x4<true>(vb, tma_addr(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
       } else if constexpr (L == KVLayout::nhd) {
-        sm80::ldmatrix_x4_trans(vb, sm80::smem_addr(sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8));
+        sm80::ldmatrix_x4<true>(vb, sm80::smem_addr(sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8));
       } else {
         const int d = nn * 16 + (lane >> 4) * 8 + (lane & 7), g = (lane >> 3) & 1;
         sm80::ldmatrix_x4(vb, sm80::smem_addr(sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8)));

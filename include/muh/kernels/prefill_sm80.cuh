@@ -519,7 +519,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
       for (int dp = 0; dp < DTL / 2; ++dp) {
         // Matrices: keys key_row+0..7 / +8..15 × d chunks 2dp / 2dp+1 → b0,b1 of d tiles 2dp, 2dp+1.
         std::uint32_t vb[4];
-        sm80::ldmatrix_x4_trans(vb, v_base + v_off_lane.at(key_row, dp));
+        sm80::ldmatrix_x4<true>(vb, v_base + v_off_lane.at(key_row, dp));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           sm80::mma_k16<P.agent, DT>(o[mt][2 * dp], pk[mt], vb[0], vb[1]);
