@@ -54,6 +54,15 @@ double median(const std::vector<double>& sorted);
 // `iters` runs).
 double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream);
 
+// The same read over `bytes` at `p` (any size: the grid shrinks so that each thread has ≥ 4
+// loads), each call preceded by `before` (untimed; e.g. the L2 flush a benchmark cell uses).
+// evict_first: `ld.global.cs` (lines allocated evict-first in L2, as the ceiling reads) or
+// `ld.global.cg` (normal eviction). Returns the median µs of `iters` calls — the time a pure
+// read of a cell's bytes takes under the cell's own method: no kernel that must read those
+// bytes can be faster, whatever else it does.
+double streaming_read_us(const void* p, std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream,
+                         const std::function<void()>& before, bool evict_first);
+
 // Fills n bf16 values (bit patterns) with a hash-based uniform(−1, 1) of their index and seed.
 void fill_bf16_uniform(std::uint16_t* x, std::size_t n, unsigned seed, cudaStream_t stream);
 

@@ -17,7 +17,8 @@
 // with a cold L2 (a 256 MB buffer is overwritten first, untimed); the figure is the median of
 // --iters (≥ 30) CUDA-event-timed calls after 3 warm-up calls. Effective bandwidth = (K and V
 // bytes of all tokens + q + out) / time. In the same run: the streaming-read ceiling (8 GiB,
-// 16 CTAs per SM), and — unless --no-split-sweep — forced split counts at batch 1 and 16, the
+// 16 CTAs per SM); per grid cell the size-matched read floor (the same read over the cell's
+// K/V bytes after the same flush — what no decode of that cell can beat); and — unless --no-split-sweep — forced split counts at batch 1 and 16, the
 // evidence for the plan's choice; with --policy-sweep, candidate sm80-agent shapes (warps ×
 // stages) on four cells per head dim, the evidence for the sm90 rows — on the two V2 cells also
 // with forced split counts, so that a candidate is judged with the split count that suits it
@@ -120,6 +121,9 @@ struct Cell {
   bool l2_evict_first;
   double median_us, min_us, max_us, tbps, model_us;
   double fi_tbps = 0, fi_us = 0;
+  // The size-matched read floor (bench::streaming_read_us over the cell's K/V bytes after the
+  // same flush): .cs (evict-first) and .cg loads; 0 where not measured (sweeps).
+  double floor_us = 0, floor_cg_us = 0;
 };
 
 // Where a cell's pages live. All three keep K and V in one 34 GB allocation (2 × 524288 pages
@@ -153,7 +157,7 @@ double cell_bytes(const DecodeConfig& c, int batch, int len) {
 
 Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, int batch, int len, int force_splits,
               int iters, bench::L2Flusher& flusher, cudaStream_t stream, const PolicyCandidate* cand = nullptr,
-              PoolLayout layout = PoolLayout::interleaved) {
+              PoolLayout layout = PoolLayout::interleaved, bool with_floor = false) {
   const int blocks = len / kPage;
   const std::size_t page_bytes = std::size_t(kPage) * c.kv_heads * c.head_dim * 2;  // ≤ pool.page_bytes
   const long long n = static_cast<long long>(batch) * blocks;  // the cell's pages
@@ -231,6 +235,14 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   cell.max_us = us.back();
   cell.tbps = cell_bytes(c, batch, len) / (cell.median_us * 1e-6) / 1e12;
   cell.model_us = plan.est_seconds * 1e6;
+  if (with_floor) {
+    // The cell's K/V bytes start at the pool's base (interleaved, split); spread cells read the
+    // same number of bytes from there.
+    const std::size_t kv = 2 * static_cast<std::size_t>(n) * page_bytes;
+    auto before = [&] { flusher.flush(stream); };
+    cell.floor_us = bench::streaming_read_us(base, kv, 16, iters, stream, before, true);
+    cell.floor_cg_us = bench::streaming_read_us(base, kv, 16, iters, stream, before, false);
+  }
   return cell;
 }
 
@@ -272,8 +284,10 @@ OnlyCell parse_only(const std::string& v) {
 
 // One timed cell, as it finishes (stderr: the progress of a long run).
 void print_progress(const Cell& c) {
-  std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)\n", c.config.c_str(), c.batch,
+  std::fprintf(stderr, "  %s batch %3d kv %5d: %8.1f us  %.2f TB/s  (splits %d%s)", c.config.c_str(), c.batch,
                c.kv_len, c.median_us, c.tbps, c.splits, c.l2_evict_first ? ", evict-first" : "");
+  if (c.floor_us > 0) std::fprintf(stderr, "  read floor %.1f us (.cg %.1f)", c.floor_us, c.floor_cg_us);
+  std::fprintf(stderr, "\n");
 }
 
 struct BenchDecodeOptions {
@@ -343,7 +357,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     const OnlyCell oc = parse_only(v);
     const DecodeConfig* cfg = oc.config;
     const int b = oc.batch, l = oc.kv_len;
-    Cell c = run_cell(pool, hw, *cfg, b, l, o.splits, iters, flusher, stream);
+    Cell c = run_cell(pool, hw, *cfg, b, l, o.splits, iters, flusher, stream, nullptr, PoolLayout::interleaved, true);
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
         for (int li = 0; li < 4; ++li)
@@ -358,7 +372,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
         for (int li = 0; li < 4; ++li) {
-          Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream);
+          Cell c = run_cell(pool, hw, kConfigs[ci], kBatches[bi], kLens[li], 0, iters, flusher, stream, nullptr,
+                            PoolLayout::interleaved, true);
           c.fi_tbps = kFlashInferTbps[ci][bi][li];
           c.fi_us = kFlashInferUs[ci][bi][li];
           print_progress(c);
@@ -428,6 +443,28 @@ void run_bench_decode(const BenchDecodeOptions& o) {
       std::printf("\n");
     }
   }
+  // The size-matched floor: a pure read of each cell's K/V bytes under the same method. Small
+  // cells cannot reach the 8 GiB ceiling (launch, ramp and drain are fixed costs). .cs loads
+  // allocate evict-first in L2, as the ceiling's do; .cg loads evict normally (the K/V copies
+  // without the evict-first hint).
+  std::printf("\nsize-matched read floor (a streaming read of the cell's K/V bytes after the same flush): "
+              "floor µs with .cs / .cg loads, and muh ÷ floor(.cs)\n");
+  for (int ci = 0; ci < 2; ++ci) {
+    std::printf("| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
+    for (int bi = 0; bi < 4; ++bi) {
+      std::printf("| batch %d |", kBatches[bi]);
+      for (int li = 0; li < 4; ++li) {
+        const Cell* c = nullptr;
+        for (const Cell& x : cells)
+          if (x.config == kConfigs[ci].name && x.batch == kBatches[bi] && x.kv_len == kLens[li]) c = &x;
+        if (c == nullptr || c->floor_us <= 0)
+          std::printf(" — |");
+        else
+          std::printf(" %.1f / %.1f [%.2f] |", c->floor_us, c->floor_cg_us, c->median_us / c->floor_us);
+      }
+      std::printf("\n");
+    }
+  }
   for (const char* lname : {"split", "spread"}) {
     if (layouts.empty()) break;
     std::printf("\ncache layout '%s' (see the CSV's 'layout' column): TB/s (µs) [× FlashInfer]\n", lname);
@@ -488,12 +525,14 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     std::ofstream csv(stem + ".csv");
     if (!csv) throw UsageError("muh bench decode: cannot write " + stem + ".csv");
     csv << "kind,layout,config,head_dim,q_heads,kv_heads,batch,kv_len,splits,partition_tokens,ctas,median_us,min_us,max_us,"
-           "tbps,model_us,flashinfer_tbps,flashinfer_us,ratio_vs_flashinfer,ceiling_tbps,fraction_of_ceiling,l2_evict_first\n";
+           "tbps,model_us,flashinfer_tbps,flashinfer_us,ratio_vs_flashinfer,ceiling_tbps,fraction_of_ceiling,l2_evict_first,"
+           "read_floor_us,read_floor_cg_us\n";
     auto row = [&](const char* kind, const Cell& c) {
       csv << kind << ',' << c.layout << ',' << c.config << ',' << c.head_dim << ',' << c.q_heads << ',' << c.kv_heads << ',' << c.batch
           << ',' << c.kv_len << ',' << c.splits << ',' << c.partition << ',' << c.ctas << ',' << c.median_us << ','
           << c.min_us << ',' << c.max_us << ',' << c.tbps << ',' << c.model_us << ',' << c.fi_tbps << ',' << c.fi_us
-          << ',' << (c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0) << ',' << ceiling << ',' << c.tbps / ceiling << ',' << int(c.l2_evict_first) << '\n';
+          << ',' << (c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0) << ',' << ceiling << ',' << c.tbps / ceiling << ',' << int(c.l2_evict_first)
+          << ',' << c.floor_us << ',' << c.floor_cg_us << '\n';
     };
     for (const Cell& c : cells) row("grid", c);
     for (const Cell& c : layouts) row("grid_layout", c);
@@ -526,6 +565,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
                    {"bytes", "K and V of all tokens + q + out"}};
     j["ceiling_tbps"] = ceiling;
     j["ceiling_method"] = "streaming read of 8 GiB, 16-byte loads, 16 CTAs x 256 threads per SM, median of 20";
+    j["read_floor_method"] = "per grid cell: the same streaming read over the cell's K/V bytes, after the same "
+                             "256 MB flush, median of --iters; ld.global.cs (read_floor_us) and .cg (read_floor_cg_us)";
     auto to_json = [&](const Cell& c) {
       return nlohmann::json{{"config", c.config},         {"layout", c.layout},         {"head_dim", c.head_dim},   {"q_heads", c.q_heads},
                             {"kv_heads", c.kv_heads},     {"batch", c.batch},         {"kv_len", c.kv_len},
@@ -533,7 +574,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
                             {"ctas", c.ctas},             {"median_us", c.median_us}, {"min_us", c.min_us},
                             {"max_us", c.max_us},         {"tbps", c.tbps},           {"model_us", c.model_us},
                             {"flashinfer_tbps", c.fi_tbps}, {"flashinfer_us", c.fi_us},
-                            {"ratio_vs_flashinfer", c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0}};
+                            {"ratio_vs_flashinfer", c.fi_tbps > 0 ? c.tbps / c.fi_tbps : 0},
+                            {"read_floor_us", c.floor_us},  {"read_floor_cg_us", c.floor_cg_us}};
     };
     for (const Cell& c : cells) j["cells"].push_back(to_json(c));
     for (const Cell& c : layouts) j["cells_other_layouts"].push_back(to_json(c));
