@@ -129,13 +129,22 @@ __device__ __forceinline__ void store_row4(const DecodeArgs& a, const CtaWork& w
 
 // V2 merge: one CTA of kMergeThreads per (query head, sequence), over the sequence's used
 // partitions, with the core's LseMerger (online_softmax.hpp):
+//   0. thread groups of D/4 threads (four elements each) take every G-th partition and issue
+//      the loads of their first kMergeAhead partials (o_i and lse_i) before anything waits;
 //   1. merged lse: each thread folds a strided subset of the partials' lse, then the threads'
-//      states are folded pairwise (shuffles, then the warps through shared memory);
-//   2. o = Σ_i exp(lse_i − lse) · o_i: thread groups of D/4 threads (four elements each) take
-//      every G-th partition — independent loads, so many are in flight at once (a serial chain
-//      of dependent loads cost ~0.4 µs per partition: 13 µs at 32 partitions);
+//      states are folded pairwise (shuffles, then the warps through shared memory) — while the
+//      loads of step 0 are in flight;
+//   2. o = Σ_i exp(lse_i − lse) · o_i over the group's partitions: the prefetched ones, then the
+//      rest (more than G · kMergeAhead partitions) four loads at a time;
 //   3. the G group sums are added in a fixed order (deterministic).
-inline constexpr int kMergeThreads = 128;
+// Why: the merge is a chain of L2 round trips after the attention kernel, and at batch 1 that
+// chain was 6–25 % of the call. Measured on the H200 (muh bench decode, cold L2, the merge not
+// launched at all against the merge of 128 threads, 2 groups at head_dim 256, four loads in
+// flight per thread, lse first): hd128 batch 1 × 32k 45.7 against 48.8 µs (16 partitions),
+// hd256 46.8 against 52.4 (32 partitions: 16 per group, four round trips) — i.e. the merge cost
+// 3.1 and 5.6 µs. A serial chain of dependent loads per partition cost ~0.4 µs each.
+inline constexpr int kMergeThreads = 256;
+inline constexpr int kMergeAhead = 8;  // partials per thread in flight before the lse is known
 
 __device__ __forceinline__ float lse_fold(float a, float b) {  // log(e^a + e^b), −inf the identity
   LseMerger m;
@@ -153,13 +162,30 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
   cudaGridDependencySynchronize();
 #endif
   constexpr int Q = D / 4;                  // threads per group (four elements each)
-  constexpr int G = kMergeThreads / Q;      // groups: 8 (D 64), 5 (96), 4 (128), 2 (256)
+  constexpr int G = kMergeThreads / Q;      // groups: 16 (D 64), 10 (96), 8 (128), 4 (256)
   __shared__ float warp_lse[kMergeThreads / 32];
   __shared__ float4 group_sum[G][Q];
   const int h = blockIdx.x, seq = blockIdx.y, tid = threadIdx.x;
   const int n = used_splits(a, a.seq_lens[seq]);
   const std::int64_t row0 = static_cast<std::int64_t>(seq) * a.num_splits * a.num_q_heads + h;  // partition 0
   const std::int64_t step = a.num_q_heads;                                                      // next partition
+
+  // 0. This thread's first kMergeAhead partials: partitions g, g + G, …
+  const int g = tid / Q, q = tid % Q;
+  const bool grouped = g < G;  // D = 96: 240 of the 256 threads form groups
+  float4 po[kMergeAhead];
+  float pl[kMergeAhead];
+#pragma unroll
+  for (int k = 0; k < kMergeAhead; ++k) {
+    const int i = g + k * G;
+    po[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    pl[k] = -INFINITY;
+    if (grouped && i < n) {
+      const std::int64_t r = row0 + i * step;
+      po[k] = *reinterpret_cast<const float4*>(a.part_o + r * D + q * 4);
+      pl[k] = a.part_lse[r];
+    }
+  }
 
   // 1. Merged lse.
   LseMerger mg;
@@ -176,19 +202,23 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
 #pragma unroll
   for (int i = 1; i < kMergeThreads / 32; ++i) lse = lse_fold(lse, warp_lse[i]);
 
-  // 2. Weighted sum of the partial o, group g over partitions g, g + G, ...
-  const int g = tid / Q, q = tid % Q;
-  if (g < G) {
+  // 2. Weighted sum of the partial o in partition order: the prefetched partials, then the rest.
+  if (grouped) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
-    for (int i = g; i < n; i += G) {
-      const std::int64_t r = row0 + i * step;
-      const float w = expf(a.part_lse[r] - lse);
-      const float4 o = *reinterpret_cast<const float4*>(a.part_o + r * D + q * 4);
+    auto add = [&](float lse_i, const float4& o) {
+      const float w = expf(lse_i - lse);
       acc.x += w * o.x;
       acc.y += w * o.y;
       acc.z += w * o.z;
       acc.w += w * o.w;
+    };
+#pragma unroll
+    for (int k = 0; k < kMergeAhead; ++k)
+      if (g + k * G < n) add(pl[k], po[k]);  // n ≥ 1 here, so lse is finite
+#pragma unroll 4
+    for (int i = g + kMergeAhead * G; i < n; i += G) {
+      const std::int64_t r = row0 + i * step;
+      add(a.part_lse[r], *reinterpret_cast<const float4*>(a.part_o + r * D + q * 4));
     }
     group_sum[g][q] = acc;
   }
