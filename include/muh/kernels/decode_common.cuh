@@ -142,7 +142,10 @@ __device__ __forceinline__ void store_row4(const DecodeArgs& a, const CtaWork& w
 // launched at all against the merge of 128 threads, 2 groups at head_dim 256, four loads in
 // flight per thread, lse first): hd128 batch 1 × 32k 45.7 against 48.8 µs (16 partitions),
 // hd256 46.8 against 52.4 (32 partitions: 16 per group, four round trips) — i.e. the merge cost
-// 3.1 and 5.6 µs. A serial chain of dependent loads per partition cost ~0.4 µs each.
+// 3.1 and 5.6 µs. With 256 threads and the loads ahead: hd256 50.6–51.3 µs at 32k and 22.0–22.4
+// against 24.0 at 8k; hd128 unchanged (its ~3 µs are the kernel boundary and two dependent
+// round trips, seq_lens then the partials — hence the seq_lens read before the wait). A serial
+// chain of dependent loads per partition cost ~0.4 µs each.
 inline constexpr int kMergeThreads = 256;
 inline constexpr int kMergeAhead = 8;  // partials per thread in flight before the lse is known
 
@@ -156,17 +159,19 @@ __device__ __forceinline__ float lse_fold(float a, float b) {  // log(e^a + e^b)
 
 template <class E, int D>
 __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const DecodeArgs a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Launched with programmatic stream serialization where the device allows it: wait until the
-  // attention kernel has finished and its partials are visible.
-  cudaGridDependencySynchronize();
-#endif
   constexpr int Q = D / 4;                  // threads per group (four elements each)
   constexpr int G = kMergeThreads / Q;      // groups: 16 (D 64), 10 (96), 8 (128), 4 (256)
   __shared__ float warp_lse[kMergeThreads / 32];
   __shared__ float4 group_sum[G][Q];
   const int h = blockIdx.x, seq = blockIdx.y, tid = threadIdx.x;
+  // seq_lens is an input, not written by the attention kernel: read before the wait below, so
+  // that its round trip overlaps the attention kernel's end instead of preceding the partials'.
   const int n = used_splits(a, a.seq_lens[seq]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched with programmatic stream serialization where the device allows it: wait until the
+  // attention kernel has finished and its partials are visible.
+  cudaGridDependencySynchronize();
+#endif
   const std::int64_t row0 = static_cast<std::int64_t>(seq) * a.num_splits * a.num_q_heads + h;  // partition 0
   const std::int64_t step = a.num_q_heads;                                                      // next partition
 
