@@ -18,7 +18,7 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
 }
 
 // Decode: the sm80 tensor-core agent fitted to Hopper's 227 KB (hd ≤ 128: 4 warps × 3 stages,
-// 2 CTAs/SM; hd 256: 4 warps × 3 stages, 1 CTA/SM). Measured on the H200 (muh bench decode,
+// 2 CTAs/SM; hd 256: 4 warps × 2 stages, 1 CTA/SM — see the TMA paragraph). Measured on the H200 (muh bench decode,
 // bench/results/decode-h200-2026-11-30.md; bf16, cold L2, streaming-read ceiling 4.55 TB/s):
 // hd128 batch 256 × 32k 4.20 TB/s, batch 64 × 32k 4.12; hd256 4.11 / 4.11. Candidates timed in
 // the same run on four cells (b64×8k, b256×2k, b1×32k, b16×8k), time relative to the row:
@@ -38,14 +38,22 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
 // experiments.md, section 8): 1–5 % faster on 11 of 12 cells (hd128 batch 256 × 2k 522 → 498 µs,
 // hd256 batch 256 × 2k 525 → 500), hd256 batch 16 × 8k +0.5 %; the grid with it reads 4.41–4.52
 // TB/s on the large cells against a 4.66 ceiling (97 % at batch 256 × 32k).
+// With TMA the policy sweep (bench/results/h200-2026-11-30-7c8baeb.md; candidates with TMA, same
+// run, µs at b64×8k / b256×2k / b1×32k / b16×8k) puts hd256 4 warps × 2 stages ahead of the 3-stage
+// row on all four cells — 500.3 / 498.7 / 48.9 / 144.3 against 512.9 / 500.7 / 50.7 / 152.5 —
+// where with cp.async it was mixed (518 / 527 / 53.7 / 147 against 527 / 525 / 53.6 / 150; why
+// TMA needs less lead was not profiled). The plan's split counts are the same for both rows.
+// hd128's best candidate (6 × 2 × 2) is within 0.1–2 % of its row: not a clear win, the row
+// stays.
 constexpr DecodePolicy decode(DType t, int head_dim) {
   if (t == DType::fp32) return portable::decode(t, head_dim);
   DecodePolicy p = sm80::fit_decode(t, head_dim, kSmemCap,
-                                    "H200 muh bench decode 2026-11-30: 4w x 3 stages (2 CTAs/SM to hd128, 1 at "
-                                    "hd256), K/V by TMA; --policy-sweep found no clearly better shape (best "
-                                    "candidate within -2..+2 %); TMA 1-5 % faster than cp.async, 4.52 TB/s at hd128 "
-                                    "batch 256 x 32k (ceiling 4.66)");
+                                    "H200 muh bench decode 2026-11-30: 4w x 3 stages x 2 CTAs/SM to hd128, 4w x 2 "
+                                    "stages x 1 at hd256, K/V by TMA; --policy-sweep (TMA candidates, 7c8baeb): hd256 "
+                                    "4x2x1 0.4-5.4 % faster than 4x3x1 on all four cells, hd128 best candidate within "
+                                    "2 % of the row; TMA 1-5 % faster than cp.async");
   p.tma = head_dim % 64 == 0;
+  if (head_dim > 128) p.num_stages = 2;
   return p;
 }
 
