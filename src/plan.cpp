@@ -7,7 +7,7 @@
 //   ctas(s)   = num_seqs · kv_heads · head_chunks · s          slots = SMs · ctas_per_sm
 //   waves(s)  = ceil(ctas / slots)                             active = min(ctas, slots)
 //   cta_bw    = min(bytes_in_flight_per_CTA / latency,  bandwidth / active,
-//                   1.25 · (bandwidth / SMs) / CTAs per busy SM)
+//                   1.5 · (bandwidth / SMs) / CTAs per busy SM)
 //   t(s)      = waves · (t_cta_start + partition · bytes_per_token / cta_bw)
 //               + [s > 1] · (t_merge + partial bytes written and read / bandwidth)
 //
@@ -104,23 +104,27 @@ Status check_decode_pointers(const DecodeParams& p) {
 namespace {
 
 // Cost-model constants (see the top of the file), calibrated on the H200 with the forced
-// split counts of `muh bench decode` (bench/results/decode-h200-*.md):
-//   * one CTA of the hd128 row streams 43 GB/s alone (V1 at batch 1: 8 CTAs move 134 MB in
-//     392 µs) with 64 KB in flight → an effective latency of 1.5 µs;
-//   * one CTA of the hd256 row, with twice the bytes in flight, streams only 40 GB/s (4 CTAs,
-//     134 MB, 829 µs): a CTA — one SM — tops out near 1.25× its fair share of HBM, kSmShareCap;
-//     (since 66a3b82's shorter S chain: 712 µs, 47 GB/s; not re-fitted, as the plan's choices
-//     stayed within 10 % of the measured best — tests/cpu/test_plan.cpp holds that sweep)
+// split counts of `muh bench decode` (bench/results/decode-h200-2026-11-30-669c6ba.log: the TMA
+// copies of the sm90 rows; tests/cpu/test_plan.cpp holds that sweep):
+//   * one CTA alone (V1 at batch 1 × 32k, 134 MB): the hd128 row (4 warps × 3 stages, 96 KB of
+//     tiles) streams 41 GB/s (8 CTAs, 408.7 µs), the hd256 row (4 × 2, 128 KB) 55 GB/s (4 CTAs,
+//     609.1 µs) → the tiles of all W · S stages over an effective latency of 2.4 µs. The 3-stage
+//     hd256 row (192 KB) was no faster (615.5 µs): one SM tops out near 1.5× its fair share of
+//     the datasheet bandwidth (55 / (4.8 TB/s / 132)), kSmShareCap;
 //   * more partitions than fill the slots cost ~2 µs per extra wave of CTAs (128 × 8 CTAs of
-//     16 tokens: 30.6 µs against 14.6 µs at 16 × 8), the CTA start below; the merge is one more
-//     launch plus two dependent reads, ~2 µs.
-constexpr double kLatencySeconds = 1.5e-6;
+//     16 tokens: 30.6 µs against 14.6 µs at 16 × 8), the CTA start below;
+//   * the merge: the call with the merge kernel not launched at all (a probe, the output wrong)
+//     was 3.1 µs faster at hd128 batch 1 × 32k and 3.8–4.4 µs at hd256 (a20d1b2's merge;
+//     bench/results/decode-h200-2026-11-30-experiments.md, section 9).
+// The fit before TMA (cp.async rows: 43 / 40 GB/s, W · (S − 1) tiles over 1.5 µs, a 1.25× share,
+// a 2 µs merge) had hd256 batch 16 × 512 take 2 partitions, measured 22.8 µs against 18.1 for V1.
+constexpr double kLatencySeconds = 2.4e-6;
 constexpr double kCtaStartSeconds = 1.5e-6;
-constexpr double kMergeSeconds = 2.0e-6;
+constexpr double kMergeSeconds = 3.5e-6;
 constexpr double kSplitGain = 0.99;  // take more partitions only for ≥ 1 % modelled gain
-// One SM pulls at most ~1.25× its fair share of HBM (bandwidth / SMs) however many bytes its
+// One SM pulls at most ~1.5× its fair share of HBM (bandwidth / SMs) however many bytes its
 // CTAs keep in flight: a plan that leaves SMs idle cannot make up for them elsewhere.
-constexpr double kSmShareCap = 1.25;
+constexpr double kSmShareCap = 1.5;
 // The sm80 agent's K/V copies carry an L2 evict-first policy only when the call reads at most
 // this many L2 sizes of K/V. A/B on the H200 (60 MB L2; bench/results/decode-h200-2026-11-30-
 // experiments.md, section 7, same build, same run), µs with / without the policy:
@@ -154,10 +158,11 @@ struct CostModel {
   }
 };
 
-// Bytes of K/V one CTA of `pol` keeps in flight: the sm80 agent has num_stages − 1 tiles of 16
-// tokens ahead per warp; the portable agent loads one tile at a time, synchronously.
+// Bytes of K/V one CTA of `pol` keeps in its pipeline: the sm80 agent's W · S tiles of 16 tokens
+// (the fit above: its rate follows the stage area, not only the S − 1 tiles ahead); the portable
+// agent loads one tile at a time, synchronously.
 double bytes_in_flight(const DecodePolicy& pol, double bytes_per_token) {
-  if (pol.agent == Agent::sm80) return pol.num_warps * (pol.num_stages - 1) * 16 * bytes_per_token;
+  if (pol.agent == Agent::sm80) return pol.num_warps * pol.num_stages * 16 * bytes_per_token;
   return pol.tile_tokens * bytes_per_token;
 }
 
