@@ -58,8 +58,8 @@ double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaSt
 // loads), each call preceded by `before` (untimed; e.g. the L2 flush a benchmark cell uses).
 // evict_first: `ld.global.cs` (lines allocated evict-first in L2, as the ceiling reads) or
 // `ld.global.cg` (normal eviction). Returns the median µs of `iters` calls — the time a pure
-// read of a cell's bytes takes under the cell's own method: no kernel that must read those
-// bytes can be faster, whatever else it does.
+// read of a cell's bytes takes under the cell's own method, which a kernel that must read those
+// bytes (and do more) is not expected to beat: the faster of the two forms is its floor.
 double streaming_read_us(const void* p, std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream,
                          const std::function<void()>& before, bool evict_first);
 

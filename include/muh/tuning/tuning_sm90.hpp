@@ -18,8 +18,9 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
 }
 
 // Decode: the sm80 tensor-core agent fitted to Hopper's 227 KB (hd ≤ 128: 4 warps × 3 stages,
-// 2 CTAs/SM; hd 256: 4 warps × 2 stages, 1 CTA/SM — see the TMA paragraph). Measured on the H200 (muh bench decode,
-// bench/results/decode-h200-2026-11-30.md; bf16, cold L2, streaming-read ceiling 4.55 TB/s):
+// 2 CTAs/SM; hd 256: 4 warps × 2 stages, 1 CTA/SM — see the last paragraph). Measured on the
+// H200 (muh bench decode, bench/results/decode-h200-2026-11-30.md; bf16, cold L2, streaming-read
+// ceiling 4.55 TB/s; the 3-stage hd256 row then):
 // hd128 batch 256 × 32k 4.20 TB/s, batch 64 × 32k 4.12; hd256 4.11 / 4.11. Candidates timed in
 // the same run on four cells (b64×8k, b256×2k, b1×32k, b16×8k), time relative to the row:
 // hd128 8w×3s×1 within ±1 %, 4w×6s×1 +1 to +4 %, 2w×6s×2 +2 % on the V1 cells and +26/+35 %
