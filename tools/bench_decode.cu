@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -290,6 +291,25 @@ void print_progress(const Cell& c) {
   std::fprintf(stderr, "\n");
 }
 
+// One markdown table per config over the grid's batches × lengths; `cell` prints the cell of
+// `cells` at that place (nullptr where the run has none), with its trailing " |". `lead` goes
+// before each table's header.
+void print_grid_tables(const std::vector<Cell>& cells, const char* lead, const std::function<void(const Cell*)>& cell) {
+  for (int ci = 0; ci < 2; ++ci) {
+    std::printf("%s| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", lead, kConfigs[ci].name);
+    for (int bi = 0; bi < 4; ++bi) {
+      std::printf("| batch %d |", kBatches[bi]);
+      for (int li = 0; li < 4; ++li) {
+        const Cell* c = nullptr;
+        for (const Cell& x : cells)
+          if (x.config == kConfigs[ci].name && x.batch == kBatches[bi] && x.kv_len == kLens[li]) c = &x;
+        cell(c);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
 struct BenchDecodeOptions {
   std::string out = ".";
   int iters = 30;
@@ -427,57 +447,32 @@ void run_bench_decode(const BenchDecodeOptions& o) {
               "random page order, cold L2, median of %d; effective TB/s (median µs) [× FlashInfer]\n"
               "streaming-read ceiling (8 GiB, same run): %.2f TB/s\n",
               hw.name, hw.compute_capability, hw.sm_count, sm_clock_khz / 1000, mem_clock_khz / 1000, iters, ceiling);
-  for (int ci = 0; ci < 2; ++ci) {
-    std::printf("\n| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
-    for (int bi = 0; bi < 4; ++bi) {
-      std::printf("| batch %d |", kBatches[bi]);
-      for (int li = 0; li < 4; ++li) {
-        const Cell* c = nullptr;
-        for (const Cell& x : cells)
-          if (x.config == kConfigs[ci].name && x.batch == kBatches[bi] && x.kv_len == kLens[li]) c = &x;
-        if (c == nullptr)
-          std::printf(" — |");
-        else
-          std::printf(" %.2f (%.0f µs) [%.2f×] |", c->tbps, c->median_us, c->fi_tbps > 0 ? c->tbps / c->fi_tbps : 0.0);
-      }
-      std::printf("\n");
-    }
-  }
+  auto bandwidth_cell = [](const Cell* c) {
+    if (c == nullptr)
+      std::printf(" — |");
+    else
+      std::printf(" %.2f (%.0f µs) [%.2f×] |", c->tbps, c->median_us, c->fi_tbps > 0 ? c->tbps / c->fi_tbps : 0.0);
+  };
+  print_grid_tables(cells, "\n", bandwidth_cell);
   // The size-matched floor: a pure read of each cell's K/V bytes under the same method. Small
   // cells cannot reach the 8 GiB ceiling (launch, ramp and drain are fixed costs). .cs loads
   // allocate evict-first in L2, as the ceiling's do; .cg loads evict normally (the K/V copies
   // without the evict-first hint).
   std::printf("\nsize-matched read floor (a streaming read of the cell's K/V bytes after the same flush): "
               "floor µs with .cs / .cg loads, and muh ÷ floor(.cs)\n");
-  for (int ci = 0; ci < 2; ++ci) {
-    std::printf("| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
-    for (int bi = 0; bi < 4; ++bi) {
-      std::printf("| batch %d |", kBatches[bi]);
-      for (int li = 0; li < 4; ++li) {
-        const Cell* c = nullptr;
-        for (const Cell& x : cells)
-          if (x.config == kConfigs[ci].name && x.batch == kBatches[bi] && x.kv_len == kLens[li]) c = &x;
-        if (c == nullptr || c->floor_us <= 0)
-          std::printf(" — |");
-        else
-          std::printf(" %.1f / %.1f [%.2f] |", c->floor_us, c->floor_cg_us, c->median_us / c->floor_us);
-      }
-      std::printf("\n");
-    }
-  }
+  print_grid_tables(cells, "", [](const Cell* c) {
+    if (c == nullptr || c->floor_us <= 0)
+      std::printf(" — |");
+    else
+      std::printf(" %.1f / %.1f [%.2f] |", c->floor_us, c->floor_cg_us, c->median_us / c->floor_us);
+  });
   for (const char* lname : {"split", "spread"}) {
     if (layouts.empty()) break;
     std::printf("\ncache layout '%s' (see the CSV's 'layout' column): TB/s (µs) [× FlashInfer]\n", lname);
-    for (int ci = 0; ci < 2; ++ci) {
-      std::printf("| %s | 512 | 2048 | 8192 | 32768 |\n|---|---|---|---|---|\n", kConfigs[ci].name);
-      for (int bi = 0; bi < 4; ++bi) {
-        std::printf("| batch %d |", kBatches[bi]);
-        for (const Cell& c : layouts)
-          if (c.layout == lname && c.config == kConfigs[ci].name && c.batch == kBatches[bi])
-            std::printf(" %.2f (%.0f µs) [%.2f×] |", c.tbps, c.median_us, c.tbps / c.fi_tbps);
-        std::printf("\n");
-      }
-    }
+    std::vector<Cell> of_layout;
+    for (const Cell& c : layouts)
+      if (c.layout == lname) of_layout.push_back(c);
+    print_grid_tables(of_layout, "", bandwidth_cell);
   }
   std::printf("\nplan per cell (splits × partition tokens → CTAs; model µs):\n");
   for (const Cell& c : cells)
