@@ -25,11 +25,11 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
 // the same run on four cells (b64×8k, b256×2k, b1×32k, b16×8k), time relative to the row:
 // hd128 8w×3s×1 within ±1 %, 4w×6s×1 +1 to +4 %, 2w×6s×2 +2 % on the V1 cells and +26/+35 %
 // on the V2 cells, 1w×12s×2 1.6–2.7×; hd256 2w×3s×2 −5 % to +1 %, 2w×6s×1 −3 % to +5 %,
-// 1w×6s×2 and 1w×12s×1 up to 1.9×. No shape wins clearly, so the rows keep the fitted 4 × 3.
+// 1w×6s×2 and 1w×12s×1 up to 1.9×. No shape won clearly, so the rows kept the fitted 4 × 3.
 // Re-swept with 2-stage hd256 shapes after the two-accumulator S (decode-h200-2026-11-30-
 // experiments.md, section 6), timed under this row's plan: 6w×2s×1 1–3 % faster on all four
-// cells, 4w×2s×1, 3w×2s×2 and 2w×3s×2 on some. Kept for now: within the run-to-run spread of the
-// grid, and a new row needs the plan re-fitted and its split table re-measured.
+// cells, 4w×2s×1, 3w×2s×2 and 2w×3s×2 on some — within the grid's run-to-run spread then (with
+// cp.async); with TMA, 4w×2s×1 wins on every cell (the last paragraph) and is the hd256 row.
 //
 // K/V by TMA (DecodePolicy::tma) where head_dim is a multiple of 64: with 16-byte cp.asyncs the
 // L2 looks up 1.5× the sectors the tiles hold (partial-line requests) and runs at 93–96 % of its
