@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""prefill_waves.py LIBMUH — how much of a prefill cell's figure the last, partly filled wave of CTAs costs.
+
+muh (through libmuh.so's C ABI) and PyTorch SDPA's FlashAttention-2 backend, bf16, non-causal, at
+sequence lengths around the issue's 4k and 16k cells — 3968 / 4096 / 4224 (batch 4) and
+16256 / 16384 / 16512 (batch 1) — so that the number of 128-row tiles is ~15.0, 15.5 and 16.0
+times the resident CTA slots (hd 256 x 16 heads: 1 CTA per SM; hd 128 x 32 heads: 2 per SM on
+the H200). Two rounds of (muh, FA2), each the median of 20 event-timed calls (compare_torch.py's
+method and helpers). Prints TFLOP/s per length.
+"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_torch as ct  # noqa: E402
+
+BLOCK_M = 128  # the sm90 prefill rows' block_m at head dims 128 and 256
+
+
+def main():
+    lib = ct.load_muh(sys.argv[1])
+    stream = torch.cuda.current_stream().cuda_stream
+    causal = False
+    for hd, heads in [(256, 16), (128, 32)]:
+        for seq in [3968, 4096, 4224, 16256, 16384, 16512]:
+            batch = 4 if seq < 10000 else 1
+            total = batch * seq
+            q = torch.randn(total, heads, hd, device="cuda", dtype=torch.bfloat16)
+            k = torch.randn_like(q)
+            v = torch.randn_like(q)
+            out = torch.empty_like(q)
+            cu = (torch.arange(batch + 1, device="cuda", dtype=torch.int32) * seq).contiguous()
+            qs, ks, vs = (x.view(batch, seq, heads, hd).transpose(1, 2) for x in (q, k, v))
+            f = ct.flops(batch, heads, seq, hd, causal)
+
+            def run_muh():
+                rc = lib.muh_prefill(ct.MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None,
+                                     cu.data_ptr(), cu.data_ptr(), batch, total, total, seq, seq, heads, heads, hd,
+                                     0.0, int(causal), -1, stream)
+                if rc != 0:
+                    raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
+
+            def run_fa2():
+                return F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
+
+            tflops = []
+            for _ in range(2):
+                tflops.append(f / (ct.median_ms(run_muh, 20) * 1e-3) / 1e12)
+                with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                    tflops.append(f / (ct.median_ms(run_fa2, 20) * 1e-3) / 1e12)
+            ctas = batch * heads * ((seq + BLOCK_M - 1) // BLOCK_M)
+            print(f"hd{hd} seq {seq} b{batch} causal {causal}: CTAs {ctas} muh {tflops[0]:.0f}/{tflops[2]:.0f} "
+                  f"FA2 {tflops[1]:.0f}/{tflops[3]:.0f} TFLOP/s", flush=True)
+            del q, k, v, out
+
+
+if __name__ == "__main__":
+    main()
