@@ -18,11 +18,12 @@
 // --iters (≥ 30) CUDA-event-timed calls after 3 warm-up calls. Effective bandwidth = (K and V
 // bytes of all tokens + q + out) / time. In the same run: the streaming-read ceiling (8 GiB,
 // 16 CTAs per SM); per grid cell the size-matched read floor (the same read over the cell's
-// K/V bytes after the same flush — the floor a decode of that cell reads against); and — unless --no-split-sweep — forced split counts at batch 1 and 16, the
-// evidence for the plan's choice; with --policy-sweep, candidate sm80-agent shapes (warps ×
-// stages) on four cells per head dim, the evidence for the sm90 rows — on the two V2 cells also
-// with forced split counts, so that a candidate is judged with the split count that suits it
-// (the plan's own count is fitted to the row in the table, not to the candidate).
+// K/V bytes after the same flush — the floor a decode of that cell reads against); and —
+// unless --no-split-sweep — forced split counts at batch 1 and 16, the evidence for the plan's
+// choice; with --policy-sweep, candidate sm80-agent shapes (warps × stages) on four cells per
+// head dim, the evidence for the sm90 rows — on the two V2 cells also with forced split counts,
+// so that a candidate is judged with the split count that suits it (the plan's own count is
+// fitted to the row in the table, not to the candidate).
 // Results: a table on stdout (with the ratio to FlashInfer's figures on the same H200, from the
 // issue), decode-<device>-<date>.csv and .json under --out.
 #include <cuda_runtime.h>

@@ -2,8 +2,9 @@
 // prefill agents (Agent::sm80, and Agent::sm75 on the same body) and the sm80 decode agent:
 // cp.async (16-byte global → shared copies, zero-filled past the end), ldmatrix (plain and
 // .trans), mma.sync m16n8k16 (sm80) or two m16n8k8 (sm75, fp16 only) with fp32 accumulation.
-// The decode agent's own copy (with an L2 cache policy) stays in decode_sm80.cuh. cp.async and m16n8k16 exist from sm_80
-// (`__CUDA_ARCH__ >= 800`, MUH_SM80_PTX); ldmatrix and fp16 m16n8k8 from sm_75 (MUH_SM75_PTX).
+// The decode agent's own copy (with an L2 cache policy) stays in decode_sm80.cuh. cp.async and
+// m16n8k16 exist from sm_80 (`__CUDA_ARCH__ >= 800`, MUH_SM80_PTX); ldmatrix and fp16 m16n8k8
+// from sm_75 (MUH_SM75_PTX).
 // A body compiled for an arch without its instruction is empty, and the host never launches an
 // agent there (a target newer than the device is refused; prefill_sm80_kernel compiles an agent
 // only where agent_has_ptx() says its instructions exist).
