@@ -7,7 +7,10 @@ each backend forced (FLASH_ATTENTION = FlashAttention-2, CUDNN_ATTENTION, EFFICI
 a torch bf16 GEMM 8192^3 gives the ceiling. The grid is the issue's: bf16, head_dim 128 x 32
 heads and head_dim 256 x 16 heads, seq_len 1024 / 4096 / 16384 with 16384 tokens per batch,
 causal and not. TFLOP/s = 4*b*h*sq*sk*d / t, halved for causal. Each time is the median of
---iters CUDA-event-timed calls after 5 warm-up calls.
+--iters CUDA-event-timed calls after 5 warm-up calls. muh runs as a user would call it, with the
+workspace muh_prefill_workspace_size() asks for (the tail split, muh/prefill_plan.hpp), and again
+without one ("muh-whole": every q tile whole), the two timed interleaved (interleaved_ms), so the
+split's gain is measured in the same run.
 
 Writes prefill-<tag>.csv, prefill-<tag>.json and prefill-<tag>.png (ratios muh / backend) under --out.
 """
@@ -36,8 +39,11 @@ def load_muh(path):
     c = ctypes
     lib.muh_prefill.argtypes = [c.c_int, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p,
                                 c.c_void_p, c.c_void_p, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int,
-                                c.c_int, c.c_int, c.c_int, c.c_float, c.c_int, c.c_int, c.c_void_p]
+                                c.c_int, c.c_int, c.c_int, c.c_float, c.c_int, c.c_void_p, c.c_size_t,
+                                c.c_int, c.c_void_p]
     lib.muh_prefill.restype = c.c_int
+    lib.muh_prefill_workspace_size.argtypes = [c.c_int] * 11 + [c.POINTER(c.c_size_t)]
+    lib.muh_prefill_workspace_size.restype = c.c_int
     lib.muh_last_error.restype = c.c_char_p
     return lib
 
@@ -53,6 +59,26 @@ def median_ms(fn, iters, warmup=5):
         e.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in ev)
+
+
+def interleaved_ms(fns, iters, warmup=5):
+    """Medians of `iters` event-timed calls of each of `fns`, the calls interleaved (f0, f1, f0, f1,
+    ...) so that clock and power drift falls on all of them alike: timed one after the other, the
+    second of two identical calls read up to 2.4 % faster on the H200 (prefill_waves.py, hd256 4224,
+    where the split does not apply)."""
+    for f in fns:
+        for _ in range(warmup):
+            f()
+    torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in fns]
+          for _ in range(iters)]
+    for row in ev:
+        for f, (s, e) in zip(fns, row):
+            s.record()
+            f()
+            e.record()
+    torch.cuda.synchronize()
+    return [statistics.median(row[i][0].elapsed_time(row[i][1]) for row in ev) for i in range(len(fns))]
 
 
 def flops(b, h, s, d, causal):
@@ -110,15 +136,26 @@ def main():
                 f = flops(batch, heads, seq, hd, causal)
                 cell = dict(head_dim=hd, heads=heads, seq_len=seq, batch=batch, causal=causal)
 
-                def run_muh():
+                nbytes = ctypes.c_size_t(0)
+                rc = lib.muh_prefill_workspace_size(MUH_BF16, batch, TOKENS, TOKENS, seq, seq, heads, heads, hd,
+                                                    int(causal), -1, ctypes.byref(nbytes))
+                if rc != 0:
+                    raise RuntimeError(f"muh_prefill_workspace_size: {rc}: {lib.muh_last_error().decode()}")
+                ws = torch.empty(max(nbytes.value, 1), device="cuda", dtype=torch.uint8)
+
+                def run_muh(workspace=True):
                     rc = lib.muh_prefill(MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None,
                                          cu.data_ptr(), cu.data_ptr(), batch, TOKENS, TOKENS, seq, seq, heads, heads,
-                                         hd, 0.0, int(causal), -1, stream)
+                                         hd, 0.0, int(causal), ws.data_ptr() if workspace and nbytes.value else None,
+                                         nbytes.value if workspace else 0, -1, stream)
                     if rc != 0:
                         raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
 
-                ms = median_ms(run_muh, args.iters)
-                rows.append(dict(cell, backend="muh", ms=ms, tflops=f / (ms * 1e-3) / 1e12, err=""))
+                ms, ms_whole = interleaved_ms([run_muh, lambda: run_muh(False)], args.iters)
+                muh_row = len(rows)
+                rows.append(dict(cell, backend="muh", ms=ms, tflops=f / (ms * 1e-3) / 1e12, err="",
+                                 workspace_bytes=nbytes.value))
+                rows.append(dict(cell, backend="muh-whole", ms=ms_whole, tflops=f / (ms_whole * 1e-3) / 1e12, err=""))
                 ref = None
                 for name, be in BACKENDS:
                     try:
@@ -136,10 +173,11 @@ def main():
                 torch.cuda.synchronize()
                 diff = float("nan") if ref is None else (out.view(batch, seq, heads, hd).transpose(1, 2).float() -
                                                         ref.float()).abs().max().item()
-                rows[-len(BACKENDS) - 1]["err"] = f"max|muh-{BACKENDS[0][0] if ref is not None else '?'}|={diff:.3g}"
-                line = " ".join(f"{r['backend']} {r['tflops']:.0f}" for r in rows[-len(BACKENDS) - 1:])
+                rows[muh_row]["err"] = f"max|muh-{BACKENDS[0][0] if ref is not None else '?'}|={diff:.3g}"
+                line = " ".join(f"{r['backend']} {r['tflops']:.0f}" for r in rows[muh_row:])
                 print(f"hd{hd} h{heads} seq {seq} b{batch} {'causal' if causal else 'non-causal'}: {line} "
-                      f"(TFLOP/s; {rows[-len(BACKENDS) - 1]['err']})", flush=True)
+                      f"(TFLOP/s; {rows[muh_row]['err']}; workspace {nbytes.value} B)", flush=True)
+                del ws
         del q, k, v, out
 
     # Ratios per cell.
@@ -152,7 +190,8 @@ def main():
     for key, d in cells.items():
         m = d["muh"]["tflops"]
         s = dict(head_dim=key[0], heads=key[1], seq_len=key[2], causal=key[3], muh_tflops=m,
-                 muh_over_gemm=m / gemm_tflops)
+                 muh_over_gemm=m / gemm_tflops, muh_whole_tflops=d["muh-whole"]["tflops"],
+                 split_gain=m / d["muh-whole"]["tflops"], workspace_bytes=d["muh"]["workspace_bytes"])
         for name, _ in BACKENDS:
             t = d.get(name, {}).get("tflops", float("nan"))
             s[f"{name}_tflops"] = t
@@ -193,7 +232,7 @@ def main():
     for s in summary:
         print(f"hd{s['head_dim']} seq {s['seq_len']} {'causal' if s['causal'] else 'non-causal'}: muh {s['muh_tflops']:.0f}"
               f" | FA2 x{s['muh_over_FLASH']:.2f} cuDNN x{s['muh_over_CUDNN']:.2f} EFF x{s['muh_over_EFFICIENT']:.2f}"
-              f" | {100 * s['muh_over_gemm']:.0f}% of GEMM")
+              f" | {100 * s['muh_over_gemm']:.0f}% of GEMM | split x{s['split_gain']:.3f} over whole tiles")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ muh (through libmuh.so's C ABI) and PyTorch SDPA's FlashAttention-2 backend, bf1
 sequence lengths around the issue's 4k and 16k cells — 3968 / 4096 / 4224 (batch 4) and
 16256 / 16384 / 16512 (batch 1) — so that the number of 128-row tiles is ~15.0, 15.5 and 16.0
 times the resident CTA slots (hd 256 x 16 heads: 1 CTA per SM; hd 128 x 32 heads: 2 per SM on
-the H200). Two rounds of (muh, FA2), each the median of 20 event-timed calls (compare_torch.py's
-method and helpers). Prints TFLOP/s per length.
+the H200). Two rounds of (muh with every tile whole, muh with its workspace — the tail split of
+muh/prefill_plan.hpp where the plan takes it —, FA2), the three timed interleaved, each the median
+of 20 event-timed calls (compare_torch.py's interleaved_ms). Prints TFLOP/s per length.
 """
 import os
 import sys
@@ -37,10 +38,17 @@ def main():
             qs, ks, vs = (x.view(batch, seq, heads, hd).transpose(1, 2) for x in (q, k, v))
             f = ct.flops(batch, heads, seq, hd, causal)
 
-            def run_muh():
+            nbytes = ct.ctypes.c_size_t(0)
+            if lib.muh_prefill_workspace_size(ct.MUH_BF16, batch, total, total, seq, seq, heads, heads, hd,
+                                              int(causal), -1, ct.ctypes.byref(nbytes)) != 0:
+                raise RuntimeError(lib.muh_last_error().decode())
+            ws = torch.empty(max(nbytes.value, 1), device="cuda", dtype=torch.uint8)
+
+            def run_muh(workspace):
                 rc = lib.muh_prefill(ct.MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None,
                                      cu.data_ptr(), cu.data_ptr(), batch, total, total, seq, seq, heads, heads, hd,
-                                     0.0, int(causal), -1, stream)
+                                     0.0, int(causal), ws.data_ptr() if workspace and nbytes.value else None,
+                                     nbytes.value if workspace else 0, -1, stream)
                 if rc != 0:
                     raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
 
@@ -49,13 +57,14 @@ def main():
 
             tflops = []
             for _ in range(2):
-                tflops.append(f / (ct.median_ms(run_muh, 20) * 1e-3) / 1e12)
                 with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-                    tflops.append(f / (ct.median_ms(run_fa2, 20) * 1e-3) / 1e12)
+                    ms = ct.interleaved_ms([lambda: run_muh(False), lambda: run_muh(True), run_fa2], 20)
+                tflops += [f / (x * 1e-3) / 1e12 for x in ms]
             ctas = batch * heads * ((seq + BLOCK_M - 1) // BLOCK_M)
-            print(f"hd{hd} seq {seq} b{batch} causal {causal}: CTAs {ctas} muh {tflops[0]:.0f}/{tflops[2]:.0f} "
-                  f"FA2 {tflops[1]:.0f}/{tflops[3]:.0f} TFLOP/s", flush=True)
-            del q, k, v, out
+            print(f"hd{hd} seq {seq} b{batch} causal {causal}: CTAs {ctas} muh whole {tflops[0]:.0f}/{tflops[3]:.0f} "
+                  f"split {tflops[1]:.0f}/{tflops[4]:.0f} (workspace {nbytes.value} B) "
+                  f"FA2 {tflops[2]:.0f}/{tflops[5]:.0f} TFLOP/s", flush=True)
+            del q, k, v, out, ws
 
 
 if __name__ == "__main__":

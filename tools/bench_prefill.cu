@@ -8,6 +8,10 @@
 // sm80-agent tilings at seq 4096 and 16384 — the measurements the sm80/sm90 prefill rows cite —
 // and, where the build compiled bf16 at hd 64 / 96, those head dims' table rows and candidates
 // (64 × 64 heads, 96 × 32 heads; bench_prefill_sweep_64_96.cu).
+// muh runs with the workspace prefill_workspace_size() asks for, so the plan may split the tail
+// (muh/prefill_plan.hpp); where it does, the cell is timed again with every tile whole (kind
+// "whole") in the same run. --tail-chunk C (repeatable) times the non-causal 4k and 16k cells with
+// the tail split forced to C key tiles per tail CTA (kind "tail-C"), the cost model's evidence.
 // Times are medians of --iters (≥ 20) CUDA-event-timed launches after 5 warm-up launches.
 // Results: a table on stdout, and bench_prefill.csv / bench_prefill.json under --out.
 #include <cublas_v2.h>
@@ -36,19 +40,34 @@ namespace {
 
 using namespace prefill_bench;
 
-Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters) {
+// tail_chunk: RunOptions::prefill_tail_chunk (-1: the plan's choice). *split_bytes, when given,
+// gets the workspace the call used (0: every tile whole).
+Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters,
+                 int tail_chunk = -1, std::size_t* split_bytes = nullptr) {
   PrefillParams p = buf.params(hd, heads, seq, causal);
   RunOptions opt;
   opt.force_target = target;
-  Status s = prefill(p, opt);  // surfaces a bad status before timing
-  if (!s.ok()) throw std::runtime_error("prefill: " + s.message());
+  opt.prefill_tail_chunk = tail_chunk;
+  std::size_t ws_bytes = 0;
+  Status s = prefill_workspace_size(p, opt, &ws_bytes);
+  if (!s.ok()) throw std::runtime_error("prefill_workspace_size: " + s.message());
+  bench::DeviceMemory ws(std::max<std::size_t>(ws_bytes, 16));
+  if (ws_bytes > 0) {
+    p.workspace = ws.p;
+    p.workspace_bytes = ws_bytes;
+  }
+  if (split_bytes) *split_bytes = ws_bytes;
+  const Status run = prefill(p, opt);  // surfaces a bad status before timing
+  if (!run.ok()) throw std::runtime_error("prefill: " + run.message());
   const double ms = median_ms([&] { (void)prefill(p, opt); }, iters);
   int dev = 0, major = 0, minor = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   const int t = target >= 0 ? target : std::max(0, best_compiled_target(major * 10 + minor));
-  Row r{kind, policy_name(prefill_policy(t, DType::bf16, hd)), hd, heads, seq, p.batch, causal, ms, 0};
+  std::string policy = policy_name(prefill_policy(t, DType::bf16, hd));
+  if (ws_bytes > 0) policy += " +tail";
+  Row r{kind, policy, hd, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;
   return r;
 }
@@ -111,6 +130,7 @@ struct Options {
   int iters = 25;
   bool sweep = false;
   bool portable = true;
+  std::vector<int> tail_chunks;
 };
 
 void run(const Options& o) {
@@ -138,7 +158,15 @@ void run(const Options& o) {
     const std::pair<int, int> shapes[] = {{128, 32}, {256, 16}};
     for (auto [hd, heads] : shapes)
       for (int seq : {1024, 4096, 16384})
-        for (bool causal : {false, true}) add(time_prefill(buf, "muh", hd, heads, seq, causal, -1, o.iters));
+        for (bool causal : {false, true}) {
+          std::size_t split = 0;
+          add(time_prefill(buf, "muh", hd, heads, seq, causal, -1, o.iters, -1, &split));
+          if (split > 0) add(time_prefill(buf, "whole", hd, heads, seq, causal, -1, o.iters, kPrefillTailOff));
+        }
+    for (int chunk : o.tail_chunks)
+      for (auto [hd, heads] : shapes)
+        for (int seq : {4096, 16384})
+          add(time_prefill(buf, "tail-" + std::to_string(chunk), hd, heads, seq, false, -1, o.iters, chunk));
     if (o.portable)
       for (auto [hd, heads] : shapes)
         for (bool causal : {false, true}) add(time_prefill(buf, "portable", hd, heads, 1024, causal, 0, 20));
@@ -177,6 +205,10 @@ void add_bench_prefill(CLI::App& bench) {
   cmd->add_flag("--sweep", opt->sweep,
                 "also time candidate sm80-agent tilings (tuning evidence; hd 64 and 96 too where compiled)");
   cmd->add_flag("!--no-portable", opt->portable, "skip the portable agent's cells");
+  cmd->add_option("--tail-chunk", opt->tail_chunks,
+                  "also time the non-causal 4k/16k cells with the tail split forced to this many key tiles per "
+                  "tail CTA (repeatable)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([opt] { run(*opt); });
 }
 

@@ -46,6 +46,10 @@ struct PrefillCase {
   int num_q_heads, num_kv_heads;
   bool causal;
   float softmax_scale;  // 0 → 1/sqrt(head_dim); larger values make the softmax sharp
+  // RunOptions::prefill_tail_chunk: -1 runs with the workspace the plan asks for (none for these
+  // small shapes), > 0 forces the tail split (prefill_plan.hpp) with that many key tiles per
+  // tail CTA — where the agent allows it (tensor-core agents; equal lengths, no causal mask).
+  int tail_chunk = -1;
 };
 
 // The shapes every compiled policy is checked on. Lengths of 1, lengths that are no multiple of
@@ -59,6 +63,14 @@ inline const std::vector<PrefillCase>& prefill_cases() {
       {"causal_q_shorter_than_k", {1, 37, 128, 5}, {200, 50, 300, 5}, 4, 4, true, 0.5f},
       {"causal_q_longer_than_k", {50, 3, 9}, {20, 0, 9}, 2, 1, true, 0.f},
       {"long_sharp_causal", {300}, {300}, 2, 2, true, 2.f},
+      // The tail split, forced: pieces of 3 key tiles that straddle q tiles (333 keys), one key
+      // tile per piece over 1000 keys (16–32 pieces of a tile, q length 1), whole tiles split off
+      // the end of a grid larger than the H200's 132 hd-256 slots (144 tiles at 128 × 64, the rest
+      // run whole), and a single key.
+      {"split_straddle_gqa4", {200, 200, 200}, {333, 333, 333}, 8, 2, false, 1.f, 3},
+      {"split_q1_chunk1", {1, 1}, {1000, 1000}, 4, 1, false, 0.f, 1},
+      {"split_main_and_tail", {384, 384, 384}, {300, 300, 300}, 16, 4, false, 0.5f, 3},
+      {"split_one_key", {64, 64}, {1, 1}, 4, 4, false, 0.f, 1},
   };
   return cases;
 }
@@ -170,6 +182,7 @@ struct PrefillResult {
   std::size_t nonfinite = 0;      // non-finite outputs (NaN pre-fill left, or overflow)
   std::size_t lse_mismatch = 0;   // lse entries outside 1e-3·(1+|ref|), or −inf disagreements
   bool deterministic = true;      // two runs bitwise equal
+  std::size_t workspace_bytes = 0;  // the tail split's workspace the call used (0: tiles whole)
   bool pass = false;
   std::string note;               // why it failed, in one line
 };
@@ -228,6 +241,24 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   RunOptions opt;
   opt.force_target = target;
   opt.debug_checks = true;  // also exercises the cu_seqlens checks
+  opt.prefill_tail_chunk = in.c->tail_chunk;
+  // The workspace the plan asks for, pre-filled with NaN: a merge that read a slot no piece
+  // wrote would show up as non-finite output.
+  DevBuf dws;
+  if (!launch) {
+    Status s = prefill_workspace_size(p, opt, &r.workspace_bytes);
+    if (!s.ok()) {
+      std::swap(r.status, s);
+      r.note = r.status.message();
+      return r;
+    }
+    if (r.workspace_bytes > 0) {
+      if (!dws.alloc(r.workspace_bytes)) return fail("cudaMalloc (workspace)", cudaErrorMemoryAllocation);
+      if ((err = cudaMemset(dws.p, 0xFF, r.workspace_bytes)) != cudaSuccess) return fail("workspace pre-fill", err);
+      p.workspace = dws.p;
+      p.workspace_bytes = r.workspace_bytes;
+    }
+  }
   for (int run = 0; run < 2; ++run) {
     p.out = run == 0 ? dout.p : dout2.p;
     p.lse = static_cast<float*>(run == 0 ? dlse.p : dlse2.p);

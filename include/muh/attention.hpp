@@ -28,6 +28,10 @@ struct RunOptions {
   int force_target = -1;        // -1: the present device's best compiled target
   cudaStream_t stream = nullptr;
   bool debug_checks = false;    // extra input checks that need a device→host copy (block ids)
+  // Prefill's tail split (prefill_plan.hpp): -1 lets the plan decide (only with a workspace),
+  // 0 never splits, > 0 forces this many key tiles per tail CTA where the agent and the shape
+  // allow a split (tests, tuning; then a workspace of prefill_workspace_size() is required).
+  int prefill_tail_chunk = -1;
 };
 
 // ---- Prefill ------------------------------------------------------------------------------------
@@ -54,9 +58,20 @@ struct PrefillParams {
   int head_dim = 0;
   float softmax_scale = 0.f;  // 0 → 1/sqrt(head_dim)
   bool causal = false;
+  // Optional device scratch for the tail split (prefill_plan.hpp): with it, a non-causal batch of
+  // equal lengths whose last round of CTAs would run part-empty runs those tiles by key range
+  // and merges them. prefill_workspace_size() gives the bytes; null runs every tile whole. The
+  // result differs from the unsplit one only by fp32 rounding (tests: within the tolerance), and
+  // is the same on every run on one device.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 Status prefill(const PrefillParams& p, const RunOptions& opt = {});
+
+// The workspace prefill(p, opt) would use on the present device (0: no split for this shape).
+// Sizes and flags of `p` matter, its pointers do not.
+Status prefill_workspace_size(const PrefillParams& p, const RunOptions& opt, std::size_t* bytes);
 
 // The scale a call applies to q·k: softmax_scale, or 1/sqrt(head_dim) when it is 0 (the default
 // of PrefillParams and DecodeParams).
@@ -93,8 +108,21 @@ struct DecodeParams {
 }  // namespace muh
 
 #include "muh/plan.hpp"
+#include "muh/prefill_plan.hpp"
 
 namespace muh {
+
+// What prefill(p, opt) would run on the present device, and why: the dispatch target and its
+// policy, the tail split (its slots assume prefill_ctas_per_sm()), and the CTAs per SM the
+// runtime grants that policy's kernel, for comparison. Pointers of `p` do not matter.
+struct PrefillExplain {
+  int target = -1;
+  PrefillPolicy policy;
+  int sm_count = 0;
+  int device_ctas_per_sm = 0;  // cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  PrefillSplit split;
+};
+Status explain_prefill(const PrefillParams& p, const RunOptions& opt, PrefillExplain* out);
 
 // Decode with a plan made by plan_decode() for this shape; `workspace` (device) must hold
 // plan.workspace_bytes (V2 partials), or be null when that is 0.

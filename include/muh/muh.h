@@ -32,12 +32,19 @@ enum muh_kv_layout { MUH_KV_NHD = 0, MUH_KV_VLLM = 1 };
 const char* muh_last_error(void);
 const char* muh_version(void);
 
-/* Prefill; see muh::PrefillParams. force_target: -1 = auto, 0 = portable, 75/80/... */
+/* Prefill; see muh::PrefillParams. workspace (device, 16-byte aligned) may be null: then every
+ * q tile runs whole; with one of muh_prefill_workspace_size() bytes the plan may split the
+ * tail (muh/prefill_plan.hpp). force_target: -1 = auto, 0 = portable, 75/80/... */
 int muh_prefill(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
                 const int* cu_seqlens_q, const int* cu_seqlens_k, int batch, int total_q,
                 int total_k, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
                 int num_kv_heads, int head_dim, float softmax_scale, int causal,
-                int force_target, void* stream);
+                void* workspace, size_t workspace_bytes, int force_target, void* stream);
+
+/* The workspace muh_prefill() can use for this shape on the present device (0: none). */
+int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
+                               int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                               int causal, int force_target, size_t* workspace_bytes);
 
 /* Decode workspace size for a plan of this shape (V2 partials); 0 for V1. */
 int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads,

@@ -398,7 +398,19 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   p.softmax_scale = scale;
   p.causal = causal;
   const c10::cuda::CUDAGuard guard(q.device());
-  const Status s = prefill(p, run_options(q));
+  const RunOptions opt = run_options(q);
+  // The tail split's scratch (muh/prefill_plan.hpp) from torch's caching allocator: no
+  // cudaMalloc per call, and freed back to the pool on return (stream-ordered).
+  std::size_t ws_bytes = 0;
+  const Status sized = prefill_workspace_size(p, opt, &ws_bytes);
+  if (!sized.ok()) throw_status(sized, a.op);
+  at::Tensor ws;
+  if (ws_bytes > 0) {
+    ws = at::empty({static_cast<int64_t>(ws_bytes)}, q.options().dtype(at::kByte));
+    p.workspace = ws.data_ptr();
+    p.workspace_bytes = ws_bytes;
+  }
+  const Status s = prefill(p, opt);
   if (!s.ok()) throw_status(s, a.op);
   return {out, lse};
 }

@@ -80,6 +80,9 @@ const BadCase kBad[] = {
     {"nan_scale", [](PrefillParams& p, RunOptions&) { p.softmax_scale = NAN; }, StatusCode::invalid_argument, "softmax_scale"},
     {"force_target_negative", [](PrefillParams&, RunOptions& o) { o.force_target = -5; }, StatusCode::invalid_argument, "force_target"},
     {"force_target_not_compiled", [](PrefillParams&, RunOptions& o) { o.force_target = 91; }, StatusCode::not_compiled, "not compiled"},
+    {"workspace_null_with_bytes", [](PrefillParams& p, RunOptions&) { p.workspace_bytes = 4096; }, StatusCode::invalid_argument, "workspace is null"},
+    {"workspace_misaligned", [](PrefillParams& p, RunOptions&) { p.workspace = g_fake + 8; p.workspace_bytes = 64; }, StatusCode::invalid_argument, "workspace must be 16-byte aligned"},
+    {"tail_chunk_negative", [](PrefillParams&, RunOptions& o) { o.prefill_tail_chunk = -2; }, StatusCode::invalid_argument, "prefill_tail_chunk"},
     {"grid_too_large", [](PrefillParams& p, RunOptions&) { p.total_q = p.max_seqlen_q = 1 << 30; p.num_q_heads = 64; p.num_kv_heads = 8; }, StatusCode::invalid_argument, "2^31"},
 };
 
@@ -98,6 +101,28 @@ TEST_P(PrefillBadInput, RefusedBeforeAnyCudaCall) {
 
 INSTANTIATE_TEST_SUITE_P(Prefill, PrefillBadInput, ::testing::ValuesIn(kBad),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// prefill_workspace_size() checks the shape like prefill() (pointers aside), before the device.
+TEST(PrefillWorkspaceSize, ChecksTheShapeFirst) {
+  PrefillParams p = good();
+  p.q = nullptr;  // pointers do not matter to the size
+  std::size_t bytes = 123;
+  p.num_q_heads = 6;
+  p.num_kv_heads = 4;
+  Status s = prefill_workspace_size(p, {}, &bytes);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(prefill_workspace_size(good(), {}, nullptr).code(), StatusCode::invalid_argument);
+  RunOptions o;
+  o.prefill_tail_chunk = -3;
+  EXPECT_EQ(prefill_workspace_size(good(), o, &bytes).code(), StatusCode::invalid_argument);
+  // Empty work needs no workspace, and no device to say so.
+  PrefillParams empty = good();
+  empty.batch = empty.total_q = empty.total_k = empty.max_seqlen_q = empty.max_seqlen_k = 0;
+  bytes = 123;
+  EXPECT_TRUE(prefill_workspace_size(empty, {}, &bytes).ok());
+  EXPECT_EQ(bytes, 0u);
+}
 
 // Empty work is not an error and launches nothing (so no device is needed).
 TEST(PrefillEmpty, BatchZeroIsOkWithoutDevice) {
@@ -135,8 +160,8 @@ TEST(PrefillCApi, ReportsStatusAndMessage) {
   const PrefillParams g = good();
   auto call = [&](int dtype, int head_dim, int q_heads) {
     return muh_prefill(dtype, g.q, g.k, g.v, g.out, g.lse, g.cu_seqlens_q, g.cu_seqlens_k, g.batch, g.total_q,
-                       g.total_k, g.max_seqlen_q, g.max_seqlen_k, q_heads, g.num_kv_heads, head_dim, 0.f, 1, -1,
-                       nullptr);
+                       g.total_k, g.max_seqlen_q, g.max_seqlen_k, q_heads, g.num_kv_heads, head_dim, 0.f, 1, nullptr, 0,
+                       -1, nullptr);
   };
   EXPECT_EQ(call(9, g.head_dim, g.num_q_heads), MUH_INVALID_ARGUMENT);
   EXPECT_NE(std::string(muh_last_error()).find("dtype"), std::string::npos) << muh_last_error();
@@ -144,6 +169,14 @@ TEST(PrefillCApi, ReportsStatusAndMessage) {
   EXPECT_NE(std::string(muh_last_error()).find("head_dim 7"), std::string::npos) << muh_last_error();
   EXPECT_EQ(call(static_cast<int>(g.dtype), g.head_dim, 5), MUH_INVALID_ARGUMENT);  // 5 q heads over 2 kv heads
   EXPECT_NE(std::string(muh_last_error()).find("multiple"), std::string::npos) << muh_last_error();
+  std::size_t bytes = 0;
+  EXPECT_EQ(muh_prefill_workspace_size(9, g.batch, g.total_q, g.total_k, g.max_seqlen_q, g.max_seqlen_k, g.num_q_heads,
+                                       g.num_kv_heads, g.head_dim, 0, -1, &bytes),
+            MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("muh_prefill_workspace_size: dtype"), std::string::npos);
+  EXPECT_EQ(muh_prefill_workspace_size(static_cast<int>(g.dtype), g.batch, g.total_q, g.total_k, g.max_seqlen_q,
+                                       g.max_seqlen_k, 5, g.num_kv_heads, g.head_dim, 0, -1, &bytes),
+            MUH_INVALID_ARGUMENT);
 }
 
 }  // namespace

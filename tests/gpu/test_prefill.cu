@@ -6,8 +6,11 @@
 // than the present device is skipped, saying so. What is checked and the tolerance are described
 // in tools/prefill_check.hpp (shared with `muh verify`): error ≤ 2× a naive implementation at the
 // input precision, no NaN/Inf (outputs pre-filled with NaN), lse, bitwise run-to-run equality.
+// The shapes include the tail split forced (prefill_cases()' split_* cases, workspace pre-filled
+// with NaN); at the end, the split at the size it is made for (PrefillSplit).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -66,6 +69,10 @@ TEST_P(PrefillForced, MatchesReference) {
   EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
   EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
   EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << in.naive_err << ", max |ref| " << in.max_ref;
+  // A forced tail split must have happened on a tensor-core agent (else the case tests nothing new).
+  if (check::prefill_cases()[prm.case_index].tail_chunk > 0 && pol.agent != Agent::portable)
+    EXPECT_GT(r.workspace_bytes, 0u) << "the forced tail split did not run";
+  RecordProperty("workspace_bytes", std::to_string(r.workspace_bytes));
   RecordProperty("max_err", std::to_string(r.max_err));
   RecordProperty("tol", std::to_string(r.tol));
 }
@@ -152,6 +159,124 @@ INSTANTIATE_TEST_SUITE_P(Prefill, PrefillRing, ::testing::ValuesIn(ring_params()
                          [](const ::testing::TestParamInfo<RingParam>& info) {
                            return std::string(info.param.name) + "_" + check::prefill_cases()[info.param.case_index].name;
                          });
+
+}  // namespace
+}  // namespace muh
+
+// ---- The tail split at the size it is made for (prefill_plan.hpp) -----------------------------
+namespace muh {
+namespace {
+
+// The plan's slots assume prefill_ctas_per_sm(); the runtime's occupancy of each compiled
+// tensor-core policy at the device's own target must agree, or the plan splits the wrong tail.
+TEST(PrefillSplit, PlannedSlotsMatchTheRuntimeOccupancy) {
+  MUH_REQUIRE_GPU();
+  for (const auto& [t, d] : kCompiledInstances) {
+    PrefillParams p;
+    p.dtype = t;
+    p.head_dim = d;
+    p.batch = 4;
+    p.max_seqlen_q = p.max_seqlen_k = 4096;
+    p.total_q = p.total_k = 4 * 4096;
+    p.num_q_heads = p.num_kv_heads = 4096 / d;
+    PrefillExplain e;
+    const Status s = explain_prefill(p, {}, &e);
+    ASSERT_TRUE(s.ok()) << s.message();
+    SCOPED_TRACE(std::string(dtype_name(t)) + " hd" + std::to_string(d) + " target " + std::to_string(e.target));
+    if (e.policy.agent == Agent::portable) continue;  // never split
+    EXPECT_GT(e.device_ctas_per_sm, 0);
+    EXPECT_EQ(e.split.slots, e.sm_count * e.device_ctas_per_sm);
+  }
+}
+
+// The issue's hd 128 4k cell with the plan's own split (on the H200: the last 136 of 4096 tiles by
+// key range) against the same call with every tile whole: out within 2 bf16 roundings of the
+// largest output, lse within 1e-3, both finite everywhere, the split run bitwise repeatable.
+TEST(PrefillSplit, AutoSplitMatchesWholeTilesAt4k) {
+  MUH_REQUIRE_GPU();
+  if (!is_compiled_instance(DType::bf16, 128)) GTEST_SKIP() << "bf16 hd 128 is not compiled into this build";
+  const int batch = 4, seq = 4096, heads = 32, hd = 128;
+  const std::size_t n = std::size_t(batch) * seq * heads * hd, nl = std::size_t(batch) * seq * heads;
+  std::mt19937 rng(11);
+  std::vector<std::uint16_t> host(3 * n);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (auto& x : host) {
+    const float f = u(rng);
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    x = static_cast<std::uint16_t>(b >> 16);  // bf16 by truncation: any bf16 values will do
+  }
+  testing::DeviceBuffer qkv(3 * n * 2), out_split(n * 2), out_split2(n * 2), out_whole(n * 2), lse_split(nl * 4),
+      lse_whole(nl * 4), cu((batch + 1) * 4);
+  MUH_CUDA_CHECK(cudaMemcpy(qkv.p, host.data(), 3 * n * 2, cudaMemcpyHostToDevice));
+  std::vector<int> hcu(batch + 1);
+  for (int b = 0; b <= batch; ++b) hcu[b] = b * seq;
+  MUH_CUDA_CHECK(cudaMemcpy(cu.p, hcu.data(), hcu.size() * 4, cudaMemcpyHostToDevice));
+  PrefillParams p;
+  p.dtype = DType::bf16;
+  p.q = qkv.p;
+  p.k = static_cast<char*>(qkv.p) + n * 2;
+  p.v = static_cast<char*>(qkv.p) + 2 * n * 2;
+  p.cu_seqlens_q = p.cu_seqlens_k = static_cast<const int*>(cu.p);
+  p.batch = batch;
+  p.total_q = p.total_k = batch * seq;
+  p.max_seqlen_q = p.max_seqlen_k = seq;
+  p.num_q_heads = p.num_kv_heads = heads;
+  p.head_dim = hd;
+  std::size_t ws_bytes = 0;
+  ASSERT_TRUE(prefill_workspace_size(p, {}, &ws_bytes).ok());
+  if (ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
+  testing::DeviceBuffer ws(ws_bytes);
+  MUH_CUDA_CHECK(cudaMemset(ws.p, 0xFF, ws_bytes));  // NaN: a slot read but never written shows
+  MUH_CUDA_CHECK(cudaMemset(out_split.p, 0xFF, n * 2));
+  MUH_CUDA_CHECK(cudaMemset(out_whole.p, 0xFF, n * 2));
+  p.workspace = ws.p;
+  p.workspace_bytes = ws_bytes;
+  p.out = out_split.p;
+  p.lse = static_cast<float*>(lse_split.p);
+  ASSERT_TRUE(prefill(p).ok());
+  p.out = out_split2.p;
+  ASSERT_TRUE(prefill(p).ok());
+  p.workspace = nullptr;
+  p.workspace_bytes = 0;
+  p.out = out_whole.p;
+  p.lse = static_cast<float*>(lse_whole.p);
+  ASSERT_TRUE(prefill(p).ok());
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::uint16_t> s(n), s2(n), w(n);
+  std::vector<float> ls(nl), lw(nl);
+  MUH_CUDA_CHECK(cudaMemcpy(s.data(), out_split.p, n * 2, cudaMemcpyDeviceToHost));
+  MUH_CUDA_CHECK(cudaMemcpy(s2.data(), out_split2.p, n * 2, cudaMemcpyDeviceToHost));
+  MUH_CUDA_CHECK(cudaMemcpy(w.data(), out_whole.p, n * 2, cudaMemcpyDeviceToHost));
+  MUH_CUDA_CHECK(cudaMemcpy(ls.data(), lse_split.p, nl * 4, cudaMemcpyDeviceToHost));
+  MUH_CUDA_CHECK(cudaMemcpy(lw.data(), lse_whole.p, nl * 4, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(s == s2) << "two split runs differ bitwise";
+  auto f = [](std::uint16_t b) {
+    const std::uint32_t x = std::uint32_t(b) << 16;
+    float v;
+    std::memcpy(&v, &x, 4);
+    return v;
+  };
+  double max_diff = 0, max_out = 0, max_lse_diff = 0;
+  std::size_t nonfinite = 0, differ = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = f(s[i]), b = f(w[i]);
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      ++nonfinite;
+      continue;
+    }
+    differ += s[i] != w[i];
+    max_diff = std::max(max_diff, double(std::fabs(a - b)));
+    max_out = std::max(max_out, double(std::fabs(b)));
+  }
+  for (std::size_t i = 0; i < nl; ++i) max_lse_diff = std::max(max_lse_diff, double(std::fabs(ls[i] - lw[i])));
+  EXPECT_EQ(nonfinite, 0u);
+  EXPECT_LE(max_diff, 2 * std::ldexp(max_out, -8)) << "max |split − whole| over max |out| " << max_out;
+  EXPECT_LE(max_lse_diff, 1e-3);
+  EXPECT_GT(differ, 0u) << "no output differs at all: did the split run?";
+  RecordProperty("workspace_bytes", std::to_string(ws_bytes));
+  RecordProperty("max_diff", std::to_string(max_diff));
+}
 
 }  // namespace
 }  // namespace muh

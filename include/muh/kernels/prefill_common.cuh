@@ -40,6 +40,24 @@ struct PrefillArgs {
   bool causal = false;         // bottom-right aligned: query i sees keys j <= i + len_k − len_q
 };
 
+// The tail split of a launch (prefill_plan.hpp chooses it; tail_tiles = 0: none), a kernel
+// argument of its own so that the whole-tile kernel's arguments stay as they were. The first
+// main_tiles q tiles (tile_of order) run whole, one CTA each; then tail_ctas CTAs (a second
+// launch, prefill_sm80.cuh says why) share the last tail_tiles tiles by key range: the key tiles
+// of those tiles, laid end to end (key_tiles per tile), are dealt out tail_chunk per CTA
+// (tail_segment below). Each piece writes a normalised (o, lse) partial to its workspace slot,
+// (CTA + tile) — unique, see tail_segment — and prefill_tail_merge_kernel combines a tile's
+// pieces into out and lse.
+struct PrefillTail {
+  int main_tiles = 0;          // set by launch_prefill: grid tiles − tail_tiles
+  int tail_tiles = 0;
+  int tail_ctas = 0;
+  int tail_chunk = 0;          // key tiles per tail CTA, 1 ≤ tail_chunk ≤ key_tiles
+  int key_tiles = 0;           // key tiles of each tail tile: ceil(max_seqlen_k / block_n)
+  float* ws_o = nullptr;       // [slots][block_m][head_dim] fp32, slots = tail_ctas + tail_tiles − 1
+  float* ws_lse = nullptr;     // [slots][block_m] fp32
+};
+
 // CTAs of one launch: num_m_blocks × batch × num_q_heads.
 inline long long prefill_grid_size(const PrefillArgs& a) {
   return static_cast<long long>(a.num_m_blocks) * a.batch * a.num_q_heads;
@@ -87,6 +105,37 @@ __host__ __device__ __forceinline__ TileCoord tile_of(long long linear, const Pr
   }
   // Heads fastest within (sequence, head): the q heads of one GQA group are neighbours.
   return {nm - 1 - m_from_top, static_cast<int>(bh / a.num_q_heads), static_cast<int>(bh % a.num_q_heads)};
+}
+
+// One piece of a tail CTA's work: key tiles [kt_lo, kt_hi) of q tile `linear`, its partial
+// going to workspace slot `slot`; `next` is the iteration after it (the CTA goes on while
+// next < its end). CTA j takes iterations [j·c, min((j+1)·c, tail_tiles·key_tiles)); with
+// c ≤ key_tiles it touches at most two tiles. Slot j + u (tile u of the tail) is unique: CTA j+1
+// starts where CTA j ends, so its first tile is at least CTA j's last one.
+struct TailSegment {
+  long long linear;
+  int kt_lo, kt_hi;
+  int slot;
+  long long next;
+};
+
+__host__ __device__ __forceinline__ long long tail_end(const PrefillTail& t, int j) {
+  const long long end = static_cast<long long>(j + 1) * t.tail_chunk;
+  const long long all = static_cast<long long>(t.tail_tiles) * t.key_tiles;
+  return end < all ? end : all;
+}
+
+__host__ __device__ __forceinline__ TailSegment tail_segment(const PrefillTail& t, int j, long long it) {
+  const int u = static_cast<int>(it / t.key_tiles);
+  const long long tile_begin = static_cast<long long>(u) * t.key_tiles;
+  const long long end = tail_end(t, j);
+  TailSegment s;
+  s.linear = static_cast<long long>(t.main_tiles) + u;
+  s.kt_lo = static_cast<int>(it - tile_begin);
+  s.kt_hi = static_cast<int>((end < tile_begin + t.key_tiles ? end : tile_begin + t.key_tiles) - tile_begin);
+  s.slot = j + u;
+  s.next = tile_begin + t.key_tiles;
+  return s;
 }
 
 // Keys [0, result) that any query row of [m0, m0 + rows) may see.

@@ -14,6 +14,12 @@ namespace muh::detail {
 // Runs the policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D); returns
 // not_compiled when the target is not compiled into this build.
 template <DType T, int D>
-Status prefill_instance(const kernels::PrefillArgs& a, int target, cudaStream_t stream);
+Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTail& tail, int target,
+                        cudaStream_t stream);
+
+// CTAs per SM the runtime grants the kernel of target's policy on the present device
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor at its block size and shared memory).
+template <DType T, int D>
+Status prefill_instance_occupancy(int target, int* ctas_per_sm);
 
 }  // namespace muh::detail

@@ -10,6 +10,7 @@
 
 #include "muh/attention.hpp"
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_merge.cuh"
 #include "muh/kernels/prefill_portable.cuh"
 #include "muh/kernels/prefill_sm80.cuh"
 #include "muh/status.hpp"
@@ -50,30 +51,75 @@ struct PrefillKernel {
   static constexpr int threads = policy.num_warps * 32;
   static constexpr int smem_bytes = prefill_smem_bytes(policy, DT, D);
 
+  static constexpr bool tensor_cores = policy.agent == Agent::sm80 || policy.agent == Agent::sm75;
+
   static auto function() {
     // sm75 and sm80 share the tensor-core body (prefill_sm80.cuh), which the agent parameterises.
-    if constexpr (policy.agent == Agent::sm80 || policy.agent == Agent::sm75) return &prefill_sm80_kernel<Getter, DT, D>;
+    if constexpr (tensor_cores) return &prefill_sm80_kernel<Getter, DT, D>;
     else return &prefill_portable_kernel<Getter, DT, D>;
   }
+  // The tail of a split launch (tensor-core agents only).
+  static auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
 };
 
 // Launches one prefill over `a` (validated by src/prefill.cu) on `stream`. The kernel's max
 // dynamic shared memory is set to the policy footprint — the cap the row was validated against
 // bounds it, so an emulated profile (e.g. the portable agent's 48 KB) runs within its own limit.
+// With a tail split (t.tail_tiles > 0, filled from prefill_plan.hpp's plan for this policy) the
+// whole tiles, the tail CTAs and the merge are three launches on the stream.
 template <class Getter, DType DT, int D>
-Status launch_prefill(PrefillArgs a, cudaStream_t stream) {
+Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
   using K = PrefillKernel<Getter, DT, D>;
   a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
-  const long long grid = prefill_grid_size(a);
-  if (grid == 0) return Status::Ok();
+  const long long tiles = prefill_grid_size(a);
+  if (tiles == 0) return Status::Ok();
+  if (t.tail_tiles > 0 &&
+      (!K::tensor_cores || t.tail_tiles > tiles || t.tail_chunk < 1 || t.tail_chunk > t.key_tiles ||
+       t.ws_o == nullptr || t.ws_lse == nullptr))
+    return {StatusCode::invalid_argument, "prefill: a tail split that does not fit this policy's grid (internal)"};
+  t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
+  auto set_smem = [](auto kernel) -> Status {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
+    if (e != cudaSuccess)
+      return {StatusCode::cuda_error, std::string("prefill: setting ") + std::to_string(K::smem_bytes) +
+                                          " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
+    return Status::Ok();
+  };
+  auto launched = [](const char* what) -> Status {
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return {StatusCode::cuda_error, std::string(what) + ": " + cudaGetErrorString(e)};
+    return Status::Ok();
+  };
+  if (t.main_tiles > 0) {
+    auto kernel = K::function();
+    MUH_TRY(set_smem(kernel));
+    kernel<<<static_cast<unsigned>(t.main_tiles), K::threads, K::smem_bytes, stream>>>(a);
+    MUH_TRY(launched("prefill launch"));
+  }
+  if constexpr (K::tensor_cores) {
+    if (t.tail_tiles > 0) {
+      auto tail = K::tail_function();
+      MUH_TRY(set_smem(tail));
+      tail<<<static_cast<unsigned>(t.tail_ctas), K::threads, K::smem_bytes, stream>>>(a, t);
+      MUH_TRY(launched("prefill tail launch"));
+      const dim3 merge_grid(static_cast<unsigned>(t.tail_tiles),
+                            (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
+      prefill_tail_merge_kernel<DT, D><<<merge_grid, kPrefillMergeWarps * 32, 0, stream>>>(a, t, K::policy.block_m);
+      MUH_TRY(launched("prefill merge launch"));
+    }
+  }
+  return Status::Ok();
+}
+
+// CTAs of the policy's kernel one SM of the present device holds (prefill_plan.hpp estimates it
+// on the host; tests and explain_prefill() compare the two).
+template <class Getter, DType DT, int D>
+Status prefill_occupancy(int* ctas_per_sm) {
+  using K = PrefillKernel<Getter, DT, D>;
   auto kernel = K::function();
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
-  if (e != cudaSuccess)
-    return {StatusCode::cuda_error, std::string("prefill: setting ") + std::to_string(K::smem_bytes) +
-                                        " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
-  kernel<<<static_cast<unsigned>(grid), K::threads, K::smem_bytes, stream>>>(a);
-  e = cudaGetLastError();
-  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill launch: ") + cudaGetErrorString(e)};
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, K::threads, K::smem_bytes);
+  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill occupancy: ") + cudaGetErrorString(e)};
   return Status::Ok();
 }
 

@@ -177,8 +177,16 @@ struct Sm75TileStage {
   }
 };
 
-template <class Getter, DType DT, int D>
-__device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
+// One q tile (`linear`, tile_of order): kPiece = false, the whole tile, writing out and lse;
+// kPiece = true, its key tiles [kt_lo, kt_hi) (clipped to the keys it sees) as a piece of a split
+// tail tile, writing a normalised (o, lse) partial to workspace slot `slot` (prefill_common.cuh,
+// TailSegment). The whole-tile body does not see the piece's arguments at all, so it compiles as
+// it did before the split existed (with them as constants, ptxas still spilled 16 bytes in the
+// sm75 hd-64 kernel).
+template <class Getter, DType DT, int D, bool kPiece = false>
+__device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
+                                                  int kt_hi = 0, float* piece_o = nullptr,
+                                                  float* piece_lse = nullptr) {
   using T = storage_t<DT>;
   using Swz = Sm80Swizzle<D>;
   constexpr PrefillPolicy P = Getter{}();
@@ -223,7 +231,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;  // mma fragment row group and column pair
   const int wm = warp / WN, wn = warp % WN;  // row block of this warp, its half (pairs) or 0
-  const TileCoord tc = tile_of(blockIdx.x, a);
+  const TileCoord tc = tile_of(linear, a);
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
@@ -235,10 +243,13 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
   const T* gK = static_cast<const T*>(a.k) + k_off * ldk + static_cast<long long>(kvh) * D;
   const T* gV = static_cast<const T*>(a.v) + k_off * ldk + static_cast<long long>(kvh) * D;
 
-  const int n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+  // Key tiles kt_end − 1 down to kt_end − n_tiles (kt_lo for a piece, 0 for a whole tile).
+  const int kt_vis = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+  const int kt_end = kPiece ? (kt_hi < kt_vis ? kt_hi : kt_vis) : kt_vis;
+  const int n_tiles = kPiece ? (kt_end > kt_lo ? kt_end - kt_lo : 0) : kt_vis;
 
   // Pipeline: a ring of S tile buffers fed by cp.async. Loop step i works on key tile
-  // n_tiles − 1 − i (last to first) and consumes two copy groups: group 2i = K(i) in Q Kᵀ and
+  // kt_end − 1 − i (last to first) and consumes two copy groups: group 2i = K(i) in Q Kᵀ and
   // group 2i+1 = V(i) in P V; group j lives in buffer j % S. Before consuming group c, a step
   // waits for it and syncs the CTA — which also proves group c − 1 consumed by every warp — and
   // then issues group c − 1 + S into the buffer c − 1 freed. So S − 1 groups are in flight
@@ -255,7 +266,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
   auto fetch = [&](int j) {
     const int i = j >> 1;
     if (i < n_tiles) {
-      const int n0 = (n_tiles - 1 - i) * BN;
+      const int n0 = (kt_end - 1 - i) * BN;
       kv_stage.fetch(((j & 1) ? gV : gK) + n0 * ldk, ldk, sk - n0, tid);
     }
   };
@@ -265,7 +276,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
       if (i < n_tiles) kv_stage.deposit(sKV + (j % S) * BN * D, tid);
       fetch(j + 1);
     } else if (i < n_tiles) {
-      const int n0 = (n_tiles - 1 - i) * BN;
+      const int n0 = (kt_end - 1 - i) * BN;
       sm80_load_tile<BN, D, NT>(sKV + (j % S) * BN * D, ((j & 1) ? gV : gK) + n0 * ldk, ldk, sk - n0, tid);
     }
     sm80::cp_async_commit();
@@ -351,7 +362,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
     }
 
     // S = Q Kᵀ over this warp's keys of one key tile.
-    const int n0 = (n_tiles - 1 - i) * BN;
+    const int n0 = (kt_end - 1 - i) * BN;
     const std::uint32_t k_base = sm80::smem_addr(sKV) + ((2 * i) % S) * (BN * D * 2) + k_half;
     float s[MT][NTL][4];
 #pragma unroll
@@ -569,40 +580,86 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a) {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) l_row[mt][hr] += xm_mate[(mt * 2 + hr) * 8 + g];
   }
+  if constexpr (kPiece) {
+    // A piece of a split tail tile: o / l and lse, fp32, straight from the fragments into its
+    // workspace slot (4 lanes write 32 contiguous bytes of a row), for the merge kernel.
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const float l = l_row[mt][hr];
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      const int r = row0 + mt * 16 + g + hr * 8;
-      if (a.lse != nullptr && t == 0 && wn == 0 && m0 + r < sq)
-        a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] =
-            l > 0.f ? row_m[mt][hr] * a.scale + logf(l) : -INFINITY;
+      for (int hr = 0; hr < 2; ++hr) {
+        const float l = l_row[mt][hr];
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int r = row0 + mt * 16 + g + hr * 8;
+        if (m0 + r >= sq) continue;
+        if (t == 0 && wn == 0) piece_lse[r] = l > 0.f ? row_m[mt][hr] * a.scale + logf(l) : -INFINITY;
 #pragma unroll
-      for (int dt = 0; dt < DTL; ++dt)
-        *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, wn * DTL + dt) + 2 * t) =
-            sm80::pack2<DT>(o[mt][dt][2 * hr] * inv, o[mt][dt][2 * hr + 1] * inv);
+        for (int dt = 0; dt < DTL; ++dt)
+          *reinterpret_cast<float2*>(piece_o + r * D + wn * DW + dt * 8 + 2 * t) =
+              make_float2(o[mt][dt][2 * hr] * inv, o[mt][dt][2 * hr + 1] * inv);
+      }
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float l = l_row[mt][hr];
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int r = row0 + mt * 16 + g + hr * 8;
+        if (a.lse != nullptr && t == 0 && wn == 0 && m0 + r < sq)
+          a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] =
+              l > 0.f ? row_m[mt][hr] * a.scale + logf(l) : -INFINITY;
+#pragma unroll
+        for (int dt = 0; dt < DTL; ++dt)
+          *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, wn * DTL + dt) + 2 * t) =
+              sm80::pack2<DT>(o[mt][dt][2 * hr] * inv, o[mt][dt][2 * hr + 1] * inv);
+      }
     }
-  }
-  __syncwarp();
-  T* gO = static_cast<T*>(a.out) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
+    __syncwarp();
+    T* gO = static_cast<T*>(a.out) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
 #pragma unroll
-  for (int idx = lane; idx < RW * DTL; idx += 32) {
-    const int r = row0 + idx / DTL, c = wn * DTL + idx % DTL;
-    if (m0 + r < sq)
-      *reinterpret_cast<uint4*>(gO + r * ldq + c * 8) = *reinterpret_cast<const uint4*>(sQ + Swz::offset(r, c));
+    for (int idx = lane; idx < RW * DTL; idx += 32) {
+      const int r = row0 + idx / DTL, c = wn * DTL + idx % DTL;
+      if (m0 + r < sq)
+        *reinterpret_cast<uint4*>(gO + r * ldq + c * 8) = *reinterpret_cast<const uint4*>(sQ + Swz::offset(r, c));
+    }
   }
 }
 
-// The kernel of both tensor-core agents. A compilation pass instantiates the body only for the
+// The kernels of both tensor-core agents. A compilation pass instantiates the body only for the
 // agents whose instructions it has (sm80::agent_has_ptx): sm_75 code carries the sm75 agent and
 // an empty sm80 kernel (never launched there), sm_80 and newer both — which is how the H200 runs
 // the T4's fp16 policy (forced target 75) by emulation.
+//
+// prefill_sm80_kernel: CTA i computes q tile i (tile_of order) whole — the grid of every launch,
+// and the first main_tiles tiles of a split one. prefill_sm80_tail_kernel: the tail of a split
+// launch (prefill_common.cuh, PrefillTail), CTA j walking its 1–2 pieces. Two kernels rather than
+// one with a branch: with the piece loop around the body in one kernel, ptxas spilled 28–60 bytes
+// in the sm75 hd 64 / 256 and sm80 hd 96 kernels (none before); and the whole-tile kernel keeps
+// exactly its arguments and body of before the split (the split's fields inside PrefillArgs
+// alone left 16 bytes of spills in the sm75 hd-64 kernel).
 template <class Getter, DType DT, int D>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_kernel(const PrefillArgs a) {
-  if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a);
+  if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
+}
+
+template <class Getter, DType DT, int D>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_tail_kernel(const PrefillArgs a, const PrefillTail t) {
+  if constexpr (sm80::agent_has_ptx(Getter{}().agent)) {
+    constexpr int kBM = Getter{}().block_m;
+    const int j = static_cast<int>(blockIdx.x);
+    long long it = static_cast<long long>(j) * t.tail_chunk;
+    const long long end = tail_end(t, j);
+    for (bool first = true; it < end; first = false) {
+      if (!first) __syncthreads();  // the previous piece's warps are done with shared memory
+      const TailSegment seg = tail_segment(t, j, it);
+      prefill_sm80_body<Getter, DT, D, true>(a, seg.linear, seg.kt_lo, seg.kt_hi,
+                                             t.ws_o + static_cast<long long>(seg.slot) * kBM * D,
+                                             t.ws_lse + static_cast<long long>(seg.slot) * kBM);
+      it = seg.next;
+    }
+  }
 }
 
 }  // namespace muh::kernels

@@ -1,0 +1,75 @@
+// kernels/prefill_merge.cuh — the merge of a split prefill tail (prefill_common.cuh, TailSegment):
+// the pieces of one tail tile, each a normalised (o, lse) partial in the workspace, combined by
+// the split-KV merge of online_softmax.hpp into out (storage dtype) and lse.
+//
+// One warp per query row (kPrefillMergeWarps rows per CTA, grid = tail tiles × ceil(block_m / 8));
+// lane l holds dims l, l + 32, … of the row (head_dim % 32 == 0 for every supported head dim).
+// The pieces' lse are read first (independent loads: lane i takes piece i, i + 32, …) and
+// reduced across the warp to the max m and Σ exp(lse_i − m); then every piece's o is added with
+// its weight exp(lse_i − m) / Σ, the loads of successive pieces again independent. The first
+// version folded the pieces one by one through LseMerger — each piece a dependent L2 round trip
+// — with a warp walking 16 rows: at 4 tail tiles of 31 pieces (hd 256, 3968 tokens, chunk 2) the
+// split ran 2 % slower than the unsplit call instead of ~5 % faster (bench/prefill_waves.py).
+// lse = m + log Σ exp(lse_i − m), o = Σ exp(lse_i − m) o_i / Σ — online_softmax.hpp's merge of all
+// pieces at once — summed in a fixed order: the same on every run.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "muh/kernels/prefill_common.cuh"
+
+namespace muh::kernels {
+
+inline constexpr int kPrefillMergeWarps = 8;
+
+template <DType DT, int D>
+__global__ void __launch_bounds__(kPrefillMergeWarps * 32)
+    prefill_tail_merge_kernel(const PrefillArgs a, const PrefillTail t, int block_m) {
+  static_assert(D % 32 == 0, "one warp covers a row in whole strides of 32 dims");
+  using T = storage_t<DT>;
+  constexpr int kPer = D / 32;
+  const int u = static_cast<int>(blockIdx.x);  // tail tile
+  const int lane = threadIdx.x & 31;
+  const int r = static_cast<int>(blockIdx.y) * kPrefillMergeWarps + (threadIdx.x >> 5);  // row in the tile
+  const TileCoord tc = tile_of(static_cast<long long>(t.main_tiles) + u, a);
+  const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
+  const int m0 = tc.m_block * block_m;
+  if (r >= block_m || m0 + r >= sq) return;  // the pieces wrote nothing there either
+  // The CTAs whose iterations [j·c, (j+1)·c) meet this tile's [u·nk, (u+1)·nk); slot j + u.
+  const long long first_it = static_cast<long long>(u) * t.key_tiles;
+  const int j0 = static_cast<int>(first_it / t.tail_chunk);
+  const int pieces = static_cast<int>((first_it + t.key_tiles - 1) / t.tail_chunk) - j0 + 1;
+  const long long row0 = static_cast<long long>(j0 + u) * block_m + r;  // piece i: row0 + i·block_m
+
+  float m = -INFINITY;
+  for (int i = lane; i < pieces; i += 32) m = fmaxf(m, t.ws_lse[row0 + static_cast<long long>(i) * block_m]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float sum = 0.f;
+  if (m != -INFINITY)
+    for (int i = lane; i < pieces; i += 32) sum += expf(t.ws_lse[row0 + static_cast<long long>(i) * block_m] - m);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+
+  float acc[kPer];
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) acc[e] = 0.f;
+#pragma unroll 4
+  for (int i = 0; i < pieces; ++i) {
+    const long long row = row0 + static_cast<long long>(i) * block_m;
+    const float lse = t.ws_lse[row];
+    const float w = lse == -INFINITY ? 0.f : expf(lse - m) * inv;  // an empty piece adds nothing
+    const float* const po = t.ws_o + row * D + lane;
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) acc[e] += w * po[e * 32];
+  }
+  const long long ldq = static_cast<long long>(a.num_q_heads) * D;
+  T* const gO = static_cast<T*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * D;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) gO[lane + e * 32] = from_float<T>(acc[e]);
+  if (a.lse != nullptr && lane == 0)
+    a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] = sum > 0.f ? m + logf(sum) : -INFINITY;
+}
+
+}  // namespace muh::kernels

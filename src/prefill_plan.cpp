@@ -1,0 +1,83 @@
+// prefill_plan.cpp — the tail split of a prefill launch (prefill_plan.hpp).
+//
+// The cost model, in units of one key tile of one CTA (a q tile of the split shapes costs
+// key_tiles of them; N tiles, S slots, nk key tiles per tile, c the chunk):
+//
+//   unsplit = ceil(N / S) · nk                       (rounds in lock-step: the last one is whole)
+//   split   = floor(N / S) · nk + c + kPieceCost · (pieces of the busiest tail CTA) + kMergeCost
+//
+// with c = ceil(R · nk / S), R = N mod S: the R tail tiles' key tiles spread evenly over every
+// slot. A piece costs more than its key tiles: it loads its Q tile and writes o and lse in fp32
+// (128 KB at hd 256, 128 rows); the merge is one more launch that reads every partial. The split
+// is taken when it saves at least one key tile. The constants are estimates in key-tile units
+// (one 128 × 64 key tile at hd 256 is ~3.4 µs of one H200 SM at 330 TFLOP/s; a 128-KB partial
+// written by 132 CTAs at once ~4–6 µs); `muh bench prefill --tail-chunk` times forced chunks
+// against them.
+#include "muh/prefill_plan.hpp"
+
+#include <algorithm>
+
+#include "muh/attention.hpp"
+
+namespace muh {
+namespace {
+
+constexpr double kPieceCost = 1.5;   // key tiles: Q load + fp32 partial write of one piece
+constexpr double kMergeCost = 4.0;   // key tiles: the merge launch and its reads
+constexpr double kMinGain = 1.0;     // key tiles the split must save
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, const HardwareCapability& hw) {
+  const int threads = policy.num_warps * 32;
+  // The SM's shared memory is the per-block opt-in limit plus the 1 KB reserved for one block
+  // (sm_80: 163 + 1 KB, sm_86/89: 99 + 1, sm_90: 227 + 1; sm_75: 64 KB for one block and the SM).
+  const int sm_smem = hw.smem_limit() + (hw.compute_capability >= 80 ? 1024 : 0);
+  const int cta_smem = prefill_smem_bytes(policy, dtype, head_dim) + (hw.compute_capability >= 80 ? 1024 : 0);
+  const int by_smem = cta_smem > 0 ? sm_smem / cta_smem : 32;
+  const int by_threads = 2048 / threads;
+  const int by_regs = 65536 / (threads * 256);  // 255 registers round up to 256 per thread
+  return std::max(1, std::min({by_smem, by_threads, by_regs}));
+}
+
+bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) {
+  if (policy.agent != Agent::sm80 && policy.agent != Agent::sm75) return false;
+  if (p.causal || p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
+  return static_cast<long long>(p.batch) * p.max_seqlen_q == p.total_q &&
+         static_cast<long long>(p.batch) * p.max_seqlen_k == p.total_k;
+}
+
+PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& policy, const HardwareCapability& hw,
+                                int tail_chunk) {
+  PrefillSplit s;
+  if (p.batch <= 0 || p.max_seqlen_q <= 0 || p.num_q_heads <= 0) return s;
+  s.tiles = static_cast<int>(ceil_div(p.max_seqlen_q, policy.block_m) * p.batch * p.num_q_heads);
+  s.slots = std::max(1, hw.sm_count) * prefill_ctas_per_sm(policy, p.dtype, p.head_dim, hw);
+  s.key_tiles = static_cast<int>(ceil_div(std::max(p.max_seqlen_k, 0), policy.block_n));
+  const long long N = s.tiles, S = s.slots, nk = s.key_tiles;
+  s.est_rounds = static_cast<double>(ceil_div(N, S));
+  if (tail_chunk == kPrefillTailOff || !prefill_split_applies(p, policy)) return s;
+
+  long long R = N % S;
+  if (tail_chunk > 0 && R == 0) R = std::min(N, S);  // forced: split the last round
+  if (R == 0) return s;
+  long long c = tail_chunk > 0 ? std::clamp<long long>(tail_chunk, 1, nk) : ceil_div(R * nk, S);
+  const long long ctas = ceil_div(R * nk, c);
+  // The busiest tail CTA: a chunk that starts inside a tile runs over into the next one.
+  const int pieces = (c == nk || nk % c == 0) ? 1 : 2;
+  const double unsplit = static_cast<double>(ceil_div(N, S) * nk);
+  const double split = static_cast<double>((N / S) * nk + ceil_div(ctas, S) * c) + kPieceCost * pieces + kMergeCost;
+  if (tail_chunk < 0 && split > unsplit - kMinGain) return s;
+
+  s.tail_tiles = static_cast<int>(R);
+  s.tail_chunk = static_cast<int>(c);
+  s.tail_ctas = static_cast<int>(ctas);
+  s.ws_slots = static_cast<int>(ctas + R - 1);
+  s.est_rounds = split / static_cast<double>(nk);
+  s.workspace_bytes = static_cast<std::size_t>(s.ws_slots) * policy.block_m * (p.head_dim + 1) * sizeof(float);
+  return s;
+}
+
+}  // namespace muh

@@ -1,0 +1,165 @@
+// test_prefill_plan.cpp — the prefill tail split on the host: which shapes it applies to, what the
+// plan chooses on the H200 preset for the benchmark's cells, and that the tail CTAs' pieces
+// (tail_segment) cover every key tile of every tail tile exactly once, with workspace slots that
+// never collide and stay below ws_slots. A gap would leave keys out of a row's softmax, an
+// overlap would count them twice, a slot collision would merge one piece's partial into another.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "muh/attention.hpp"
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/prefill_plan.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace {
+
+PrefillParams shape(int batch, int sq, int sk, int heads, int kv_heads, int hd, bool causal = false) {
+  PrefillParams p;
+  p.dtype = DType::bf16;
+  p.batch = batch;
+  p.max_seqlen_q = sq;
+  p.max_seqlen_k = sk;
+  p.total_q = batch * sq;
+  p.total_k = batch * sk;
+  p.num_q_heads = heads;
+  p.num_kv_heads = kv_heads;
+  p.head_dim = hd;
+  p.causal = causal;
+  return p;
+}
+
+// The sm_90 rows' occupancy: hd 128 (128 × 64, 4 warps) 2 CTAs per SM, hd 256 (128 × 64, 8 warps)
+// 1 — the slots the wave probe measured (264 and 132 on the H200).
+TEST(PrefillPlan, CtasPerSmOfTheH200Rows) {
+  EXPECT_EQ(prefill_ctas_per_sm(prefill_policy(90, DType::bf16, 128), DType::bf16, 128, presets::h200), 2);
+  EXPECT_EQ(prefill_ctas_per_sm(prefill_policy(90, DType::bf16, 256), DType::bf16, 256, presets::h200), 1);
+}
+
+TEST(PrefillPlan, AppliesOnlyToEqualLengthNonCausalTensorCoreCalls) {
+  const PrefillPolicy tc = prefill_policy(90, DType::bf16, 128);
+  EXPECT_TRUE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128), tc));
+  EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128, true), tc));  // causal
+  PrefillParams varlen = shape(4, 4096, 4096, 32, 8, 128);
+  varlen.total_q -= 7;  // one sequence shorter than max_seqlen_q
+  EXPECT_FALSE(prefill_split_applies(varlen, tc));
+  PrefillParams varlen_k = shape(4, 4096, 4096, 32, 8, 128);
+  varlen_k.total_k -= 1;
+  EXPECT_FALSE(prefill_split_applies(varlen_k, tc));
+  EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 0, 32, 8, 128), tc));  // no keys
+  EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128), prefill_policy(0, DType::bf16, 128)));
+  // Off means off, whatever the shape.
+  EXPECT_FALSE(plan_prefill_split(shape(4, 4096, 4096, 16, 4, 256), prefill_policy(90, DType::bf16, 256), presets::h200,
+                                  kPrefillTailOff)
+                   .split());
+}
+
+// The 4k cells are 15.52 rounds on the H200: the plan splits the last 68 (hd 256) / 136
+// (hd 128) tiles, spreading their key tiles evenly over every slot. A shape that fills its rounds
+// exactly is not split; neither is one whose tail is nearly a full round.
+TEST(PrefillPlan, SplitsThePartRoundOfTheBenchmarkCells) {
+  const PrefillPolicy p256 = prefill_policy(90, DType::bf16, 256), p128 = prefill_policy(90, DType::bf16, 128);
+  const PrefillSplit s256 = plan_prefill_split(shape(4, 4096, 4096, 16, 4, 256), p256, presets::h200, kPrefillTailAuto);
+  EXPECT_EQ(s256.tiles, 2048);
+  EXPECT_EQ(s256.slots, 132);
+  EXPECT_EQ(s256.key_tiles, 64);
+  EXPECT_EQ(s256.tail_tiles, 68);
+  EXPECT_EQ(s256.tail_chunk, 33);  // ceil(68 · 64 / 132)
+  EXPECT_EQ(s256.tail_ctas, 132);
+  EXPECT_EQ(s256.ws_slots, 132 + 68 - 1);
+  EXPECT_EQ(s256.workspace_bytes, static_cast<std::size_t>(s256.ws_slots) * 128 * 257 * 4);
+  EXPECT_LT(s256.est_rounds, 15.7);
+
+  const PrefillSplit s128 = plan_prefill_split(shape(4, 4096, 4096, 32, 8, 128), p128, presets::h200, kPrefillTailAuto);
+  EXPECT_EQ(s128.slots, 264);
+  EXPECT_EQ(s128.tail_tiles, 4096 % 264);
+  EXPECT_TRUE(s128.split());
+
+  // 16k, batch 1: the same 15.52 rounds, 256 key tiles per tile.
+  EXPECT_TRUE(plan_prefill_split(shape(1, 16384, 16384, 16, 4, 256), p256, presets::h200, kPrefillTailAuto).split());
+  // 4224 = 16.00 rounds at hd 256: nothing to gain.
+  EXPECT_FALSE(plan_prefill_split(shape(4, 4224, 4224, 16, 4, 256), p256, presets::h200, kPrefillTailAuto).split());
+  // 127 of 132 slots busy in the last round, 64 key tiles: a split would save less than it costs.
+  EXPECT_FALSE(plan_prefill_split(shape(1, 127 * 128, 4096, 1, 1, 256), p256, presets::h200, kPrefillTailAuto).split());
+  // Causal: never (the tiles' costs differ, the longest-first order already fills the tail).
+  EXPECT_FALSE(plan_prefill_split(shape(4, 4096, 4096, 16, 4, 256, true), p256, presets::h200, kPrefillTailAuto).split());
+}
+
+// Few q tiles over long keys (a short prompt against a long prefix): one partial round, every
+// tile split — the tail is the whole grid.
+TEST(PrefillPlan, ShortQueriesOverLongKeysSplitEverything) {
+  const PrefillPolicy p = prefill_policy(90, DType::bf16, 128);
+  const PrefillSplit s = plan_prefill_split(shape(1, 128, 32768, 32, 8, 128), p, presets::h200, kPrefillTailAuto);
+  EXPECT_EQ(s.tiles, 32);
+  EXPECT_EQ(s.tail_tiles, 32);
+  EXPECT_EQ(s.tail_chunk, (32 * 512 + 263) / 264);
+  EXPECT_LT(s.est_rounds, 0.3);
+}
+
+TEST(PrefillPlan, ForcedChunkIsClampedAndSplitsAFullRound) {
+  const PrefillPolicy p = prefill_policy(90, DType::bf16, 256);
+  // 4224 fills 16 rounds exactly: forced, the last round is split.
+  const PrefillSplit s = plan_prefill_split(shape(4, 4224, 4224, 16, 4, 256), p, presets::h200, 5);
+  EXPECT_EQ(s.tail_tiles, 132);
+  EXPECT_EQ(s.tail_chunk, 5);
+  EXPECT_EQ(s.tail_ctas, (132 * 66 + 4) / 5);
+  // A chunk above the key tiles is clamped to them: one piece per tile.
+  const PrefillSplit big = plan_prefill_split(shape(1, 200, 100, 2, 1, 256), p, presets::h200, 1000);
+  EXPECT_EQ(big.key_tiles, 2);
+  EXPECT_EQ(big.tail_chunk, 2);
+  EXPECT_EQ(big.tail_tiles, 4);  // 2 m-blocks × 2 heads, all in the one partial round
+  EXPECT_EQ(big.tail_ctas, 4);
+}
+
+// Brute force over the pieces every tail CTA walks, as the kernel walks them.
+TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
+  for (int R : {1, 2, 3, 7, 68})
+    for (int nk : {1, 2, 5, 16, 64})
+      for (int c = 1; c <= nk; c = c < 4 ? c + 1 : c * 2 + 1) {
+        SCOPED_TRACE(::testing::Message() << "tail tiles " << R << ", key tiles " << nk << ", chunk " << c);
+        kernels::PrefillTail a;
+        a.main_tiles = 1000;
+        a.tail_tiles = R;
+        a.key_tiles = nk;
+        a.tail_chunk = c;
+        const int ctas = (R * nk + c - 1) / c;
+        const int slots = ctas + R - 1;
+        std::vector<int> covered(static_cast<std::size_t>(R) * nk, 0), slot_used(static_cast<std::size_t>(slots), 0);
+        for (int j = 0; j < ctas; ++j) {
+          long long it = static_cast<long long>(j) * c;
+          const long long end = kernels::tail_end(a, j);
+          int pieces = 0;
+          while (it < end) {
+            const kernels::TailSegment s = kernels::tail_segment(a, j, it);
+            ASSERT_GE(s.linear, 1000);
+            ASSERT_LT(s.linear, 1000 + R);
+            ASSERT_LE(0, s.kt_lo);
+            ASSERT_LT(s.kt_lo, s.kt_hi);
+            ASSERT_LE(s.kt_hi, nk);
+            ASSERT_GE(s.slot, 0);
+            ASSERT_LT(s.slot, slots);
+            ++slot_used[s.slot];
+            for (int k = s.kt_lo; k < s.kt_hi; ++k) ++covered[(s.linear - 1000) * nk + k];
+            it = s.next;
+            ++pieces;
+          }
+          ASSERT_LE(pieces, 2);  // c ≤ key_tiles: a chunk meets at most two tiles
+        }
+        for (int v : covered) ASSERT_EQ(v, 1);
+        for (int v : slot_used) ASSERT_LE(v, 1);
+        // The merge's view: the CTAs j0..j1 it reads for tile u are exactly those that wrote it.
+        for (int u = 0; u < R; ++u) {
+          const int j0 = static_cast<int>(static_cast<long long>(u) * nk / c);
+          const int j1 = static_cast<int>((static_cast<long long>(u) * nk + nk - 1) / c);
+          for (int j = j0; j <= j1; ++j) {
+            const long long lo = static_cast<long long>(j) * c, hi = kernels::tail_end(a, j);
+            ASSERT_LT(lo, static_cast<long long>(u + 1) * nk);
+            ASSERT_GT(hi, static_cast<long long>(u) * nk);
+          }
+        }
+      }
+}
+
+}  // namespace
+}  // namespace muh
