@@ -104,7 +104,8 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
       MUH_TRY(launched("prefill tail launch"));
       const dim3 merge_grid(static_cast<unsigned>(t.tail_tiles),
                             (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
-      prefill_tail_merge_kernel<DT, D><<<merge_grid, kPrefillMergeWarps * 32, 0, stream>>>(a, t, K::policy.block_m);
+      prefill_tail_merge_kernel<DT, D>
+          <<<merge_grid, kPrefillMergeWarps * 32, 0, stream>>>(a, t, K::policy.block_m);
       MUH_TRY(launched("prefill merge launch"));
     }
   }
