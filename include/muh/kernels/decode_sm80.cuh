@@ -37,6 +37,7 @@
 #include <cuda.h>  // CUtensorMap
 
 #include <cstdint>
+#include <type_traits>
 
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
@@ -296,16 +297,18 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
         ptx::fence_proxy_async();
         ptx::mbar_expect_tx(bar, 2u * kT * sizeof(E));
         const int row = pg * a.page_size + (t0 & (a.page_size - 1));
+        auto boxes = [&](auto evict_first) {  // std::true_type / false_type: the L2 hint
+          constexpr bool kHint = decltype(evict_first)::value;
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) {
-          if (a.l2_evict_first) {
-            ptx::tma_load_3d<true>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
-            ptx::tma_load_3d<true>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
-          } else {
-            ptx::tma_load_3d<false>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
-            ptx::tma_load_3d<false>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
+          for (int b = 0; b < D / 64; ++b) {
+            ptx::tma_load_3d<kHint>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
+            ptx::tma_load_3d<kHint>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
           }
-        }
+        };
+        if (a.l2_evict_first)
+          boxes(std::true_type{});
+        else
+          boxes(std::false_type{});
       }
     }
   };
@@ -325,20 +328,23 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     if (lane == 0 && j < my_tiles && tok < w.kv_end) ptx::prefetch_l2(bt + (tok >> a.page_shift));
   };
 
+  // Tile j into stage j % S, and the block-table pipeline one tile on (the page of tile j + 1
+  // becomes current, j + 2's is loaded, j + 8's sector prefetched).
+  int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
+  auto issue = [&](int j) {
+    if constexpr (kTma)
+      issue_tma(j % S, tile_start(j), page);
+    else
+      issue_tile(stages + (j % S) * Tr::kStageElems, tile_start(j), page);
+    page = page_next;
+    page_next = load_page(j + 2);
+    prefetch_pages(j + 8);
+  };
   // Pipeline prologue: tiles 0 .. S−2 in flight (one commit group per tile, empty ones too, so
   // that wait_group<S − 1> always means "tile j has landed").
-  int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
-    if (j < my_tiles) {
-      if constexpr (kTma)
-        issue_tma(j, tile_start(j), page);
-      else
-        issue_tile(stages + j * Tr::kStageElems, tile_start(j), page);
-      page = page_next;
-      page_next = load_page(j + 2);
-      prefetch_pages(j + 8);
-    }
+    if (j < my_tiles) issue(j);
     sm80::cp_async_commit();
   }
   // Q rows of this CTA → sQ (rows past w.rows are zero: padded MMA rows, never written out).
@@ -371,27 +377,18 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   for (int j = 0; j < my_tiles; ++j) {
     // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
-    const int jn = j + S - 1;
-    if (jn < my_tiles) {
-      if constexpr (kTma)
-        issue_tma(jn % S, tile_start(jn), page);
-      else
-        issue_tile(stages + (jn % S) * Tr::kStageElems, tile_start(jn), page);
-      page = page_next;
-      page_next = load_page(jn + 2);
-      prefetch_pages(jn + 8);
-    }
+    if (j + S - 1 < my_tiles) issue(j + S - 1);
     const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
     const E* sK;
     const E* sV;
     if constexpr (kTma) {
       ptx::mbar_wait(bar0 + 8 * (j % S), (j / S) & 1);
-      sK = tstages + (j % S) * 2 * kT;
-      sV = sK + kT;
+      E* const v = tstages + (j % S) * 2 * kT + kT;
+      sK = v - kT;
+      sV = v;
       // A box holds the whole page: V rows past the range may be anything (NaN in unused
       // slots) and P · V needs zeros there (masked K columns become −inf in S below).
       if (valid < 16) {
-        E* v = tstages + (j % S) * 2 * kT + kT;
         for (int i = lane; i < (16 - valid) * (D / 8); i += 32) {
           const int r = valid + i / (D / 8), c = i % (D / 8);
           *reinterpret_cast<uint4*>(v + (c >> 3) * 16 * 64 + r * 64 + (c & 7) * 8) = make_uint4(0, 0, 0, 0);
