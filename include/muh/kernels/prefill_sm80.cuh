@@ -179,10 +179,9 @@ struct Sm75TileStage {
 
 // One q tile (`linear`, tile_of order): kPiece = false, the whole tile, writing out and lse;
 // kPiece = true, its key tiles [kt_lo, kt_hi) (clipped to the keys it sees) as a piece of a split
-// tail tile, writing a normalised (o, lse) partial to workspace slot `slot` (prefill_common.cuh,
-// TailSegment). The whole-tile body does not see the piece's arguments at all, so it compiles as
-// it did before the split existed (with them as constants, ptxas still spilled 16 bytes in the
-// sm75 hd-64 kernel).
+// tail tile, writing a normalised (o, lse) partial to its workspace slot: piece_o [block_m][D] and
+// piece_lse [block_m] fp32 (prefill_common.cuh, PrefillTail). The whole-tile body never sees the
+// piece's arguments, so the whole-tile kernel compiles as it did before the split existed.
 template <class Getter, DType DT, int D, bool kPiece = false>
 __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
                                                   int kt_hi = 0, float* piece_o = nullptr,
