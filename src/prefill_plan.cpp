@@ -13,6 +13,15 @@
 // (one 128 × 64 key tile at hd 256 is ~3.4 µs of one H200 SM at 330 TFLOP/s; a 128-KB partial
 // written by 132 CTAs at once ~4–6 µs); `muh bench prefill --tail-chunk` times forced chunks
 // against them.
+//
+// Measured on the H200 (eb12bcc; bench/results/h200-2026-11-30-eb12bcc.md), split against whole
+// tiles timed interleaved:
+//   - the non-causal 4k / 16k cells (15.52 rounds): +1.7–2.7 %;
+//   - 15.03 rounds (3968 tokens): +4.8–5.2 %;
+//   - the plan's chunk against forced chunks of 8–48 key tiles: best, or within 0.6 %.
+// The constants themselves were not fitted. The 1k cells (16 key tiles per q tile, 15.5 rounds)
+// sit at the model's break-even and are not split; whether a split gains there was not measured.
+
 #include "muh/prefill_plan.hpp"
 
 #include <algorithm>
