@@ -63,10 +63,11 @@ inline const std::vector<PrefillCase>& prefill_cases() {
       {"causal_q_shorter_than_k", {1, 37, 128, 5}, {200, 50, 300, 5}, 4, 4, true, 0.5f},
       {"causal_q_longer_than_k", {50, 3, 9}, {20, 0, 9}, 2, 1, true, 0.f},
       {"long_sharp_causal", {300}, {300}, 2, 2, true, 2.f},
-      // The tail split, forced: pieces of 3 key tiles that straddle q tiles (333 keys), one key
-      // tile per piece over 1000 keys (16–32 pieces of a tile, q length 1), whole tiles split off
-      // the end of a grid larger than the H200's 132 hd-256 slots (144 tiles at 128 × 64, the rest
-      // run whole), and a single key.
+      // The tail split, forced: pieces of 3 key tiles over 333 keys (6 tiles of 64 keys, 11 of 32:
+      // there the pieces straddle q tiles), one key tile per piece over 1000 keys (16–32 pieces of
+      // a tile, q length 1), a tail split off a grid larger than the H200's 132 hd-256 slots (144
+      // tiles at 128 × 64: 12 split, the rest whole; 5 key tiles of 64 in chunks of 3 straddle),
+      // and a single key. tests/cpu/test_prefill_plan.cpp walks every piece of many more shapes.
       {"split_straddle_gqa4", {200, 200, 200}, {333, 333, 333}, 8, 2, false, 1.f, 3},
       {"split_q1_chunk1", {1, 1}, {1000, 1000}, 4, 1, false, 0.f, 1},
       {"split_main_and_tail", {384, 384, 384}, {300, 300, 300}, 16, 4, false, 0.5f, 3},
