@@ -40,8 +40,10 @@ struct PrefillSplit {
 
 // CTAs of `policy` one SM holds, from its shared memory footprint (plus the 1 KB the runtime
 // reserves per CTA) against the SM's, its threads, and 255 registers per thread (the tensor-core
-// rows are built with __launch_bounds__(threads) only and use them; the GPU test checks the
-// estimate against cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+// rows are built with __launch_bounds__(threads) only and use them). The GPU test
+// PrefillSplit.PlannedSlotsMatchTheRuntimeOccupancy checks it against
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor: equal on the H200 for every compiled instance at
+// its own target (eb12bcc). Other GPUs and the emulated targets are not checked.
 int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, const HardwareCapability& hw);
 
 // Whether `p` can be split at all: a tensor-core agent (the portable one has no partial
