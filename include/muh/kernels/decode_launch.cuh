@@ -12,6 +12,7 @@
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_portable.cuh"
 #include "muh/kernels/decode_sm80.cuh"
+#include "muh/kernels/launch_status.hpp"
 #include "muh/status.hpp"
 #include "muh/tuning/policy.hpp"
 
@@ -99,14 +100,6 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   using E = storage_t<DT>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
-  // Max dynamic shared memory = the footprint: an emulated profile runs within its own cap.
-  auto set_smem = [](auto kernel) -> Status {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
-    if (e != cudaSuccess)
-      return {StatusCode::cuda_error, std::string("paged_decode: setting ") + std::to_string(K::smem_bytes) +
-                                          " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
-    return Status::Ok();
-  };
   bool launched = false;
   if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && D % 64 == 0) {
     // The policy's TMA copies where this call allows them; else the cp.async kernel below.
@@ -117,18 +110,17 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
     if (tma_code && layout == KVLayout::nhd && a.page_size >= 16 &&
         make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
         make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows)) {
-      MUH_TRY(set_smem(tma_kernel));
+      MUH_TRY(set_max_dynamic_smem(tma_kernel, K::smem_bytes, "paged_decode"));
       tma_kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv);
       launched = true;
     }
   }
   if (!launched) {
     auto kernel = K::function(layout);
-    MUH_TRY(set_smem(kernel));
+    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode"));
     kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a);
   }
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("paged_decode launch: ") + cudaGetErrorString(e)};
+  MUH_TRY(launch_status("paged_decode launch"));
   if (a.num_splits == 1) return Status::Ok();
 
   static const bool pdl = merge_supports_pdl<E, D>(device_cc);
@@ -142,7 +134,7 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl && device_cc >= 90 ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg, decode_merge_kernel<E, D>, a);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, decode_merge_kernel<E, D>, a);
   if (e != cudaSuccess) {
     cudaGetLastError();
     return {StatusCode::cuda_error, std::string("paged_decode merge launch: ") + cudaGetErrorString(e)};

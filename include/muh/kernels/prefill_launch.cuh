@@ -9,6 +9,7 @@
 #include <string>
 
 #include "muh/attention.hpp"
+#include "muh/kernels/launch_status.hpp"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_merge.cuh"
 #include "muh/kernels/prefill_portable.cuh"
@@ -78,35 +79,23 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
        t.ws_o == nullptr || t.ws_lse == nullptr))
     return {StatusCode::invalid_argument, "prefill: a tail split that does not fit this policy's grid (internal)"};
   t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
-  auto set_smem = [](auto kernel) -> Status {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
-    if (e != cudaSuccess)
-      return {StatusCode::cuda_error, std::string("prefill: setting ") + std::to_string(K::smem_bytes) +
-                                          " B of dynamic shared memory failed: " + cudaGetErrorString(e)};
-    return Status::Ok();
-  };
-  auto launched = [](const char* what) -> Status {
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return {StatusCode::cuda_error, std::string(what) + ": " + cudaGetErrorString(e)};
-    return Status::Ok();
-  };
   if (t.main_tiles > 0) {
     auto kernel = K::function();
-    MUH_TRY(set_smem(kernel));
+    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill"));
     kernel<<<static_cast<unsigned>(t.main_tiles), K::threads, K::smem_bytes, stream>>>(a);
-    MUH_TRY(launched("prefill launch"));
+    MUH_TRY(launch_status("prefill launch"));
   }
   if constexpr (K::tensor_cores) {
     if (t.tail_tiles > 0) {
       auto tail = K::tail_function();
-      MUH_TRY(set_smem(tail));
+      MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "prefill"));
       tail<<<static_cast<unsigned>(t.tail_ctas), K::threads, K::smem_bytes, stream>>>(a, t);
-      MUH_TRY(launched("prefill tail launch"));
+      MUH_TRY(launch_status("prefill tail launch"));
       const dim3 merge_grid(static_cast<unsigned>(t.tail_tiles),
                             (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
       prefill_tail_merge_kernel<DT, D>
           <<<merge_grid, kPrefillMergeWarps * 32, 0, stream>>>(a, t, K::policy.block_m);
-      MUH_TRY(launched("prefill merge launch"));
+      MUH_TRY(launch_status("prefill merge launch"));
     }
   }
   return Status::Ok();
@@ -118,8 +107,8 @@ template <class Getter, DType DT, int D>
 Status prefill_occupancy(int* ctas_per_sm) {
   using K = PrefillKernel<Getter, DT, D>;
   auto kernel = K::function();
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, K::smem_bytes);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, K::threads, K::smem_bytes);
+  MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill occupancy"));
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, K::threads, K::smem_bytes);
   if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill occupancy: ") + cudaGetErrorString(e)};
   return Status::Ok();
 }
