@@ -48,17 +48,34 @@ def load_muh(path):
     return lib
 
 
+def muh_prefill_fn(lib, q, k, v, out, cu, batch, seq, causal, stream):
+    """muh on one cell of equal lengths (q, k, v, out [batch * seq, heads, hd] bf16, MHA; cu the
+    cu_seqlens of both): returns (run, workspace_bytes). run() calls muh_prefill with the workspace
+    muh_prefill_workspace_size() asks for (the tail split where the plan takes it), run(False)
+    without one (every q tile whole); the workspace lives as long as run."""
+    total, heads, hd = q.shape
+    nbytes = ctypes.c_size_t(0)
+    rc = lib.muh_prefill_workspace_size(MUH_BF16, batch, total, total, seq, seq, heads, heads, hd, int(causal), -1,
+                                        ctypes.byref(nbytes))
+    if rc != 0:
+        raise RuntimeError(f"muh_prefill_workspace_size: {rc}: {lib.muh_last_error().decode()}")
+    ws_bytes = nbytes.value
+    ws = torch.empty(max(ws_bytes, 1), device="cuda", dtype=torch.uint8)
+
+    def run(workspace=True):
+        use = workspace and ws_bytes > 0
+        rc = lib.muh_prefill(MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None, cu.data_ptr(),
+                             cu.data_ptr(), batch, total, total, seq, seq, heads, heads, hd, 0.0, int(causal),
+                             ws.data_ptr() if use else None, ws_bytes if use else 0, -1, stream)
+        if rc != 0:
+            raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
+
+    return run, ws_bytes
+
+
 def median_ms(fn, iters, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-    for s, e in ev:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in ev)
+    """Median of `iters` event-timed calls of fn after `warmup` calls, in ms."""
+    return interleaved_ms([fn], iters, warmup)[0]
 
 
 def interleaved_ms(fns, iters, warmup=5):
@@ -136,25 +153,12 @@ def main():
                 f = flops(batch, heads, seq, hd, causal)
                 cell = dict(head_dim=hd, heads=heads, seq_len=seq, batch=batch, causal=causal)
 
-                nbytes = ctypes.c_size_t(0)
-                rc = lib.muh_prefill_workspace_size(MUH_BF16, batch, TOKENS, TOKENS, seq, seq, heads, heads, hd,
-                                                    int(causal), -1, ctypes.byref(nbytes))
-                if rc != 0:
-                    raise RuntimeError(f"muh_prefill_workspace_size: {rc}: {lib.muh_last_error().decode()}")
-                ws = torch.empty(max(nbytes.value, 1), device="cuda", dtype=torch.uint8)
-
-                def run_muh(workspace=True):
-                    rc = lib.muh_prefill(MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None,
-                                         cu.data_ptr(), cu.data_ptr(), batch, TOKENS, TOKENS, seq, seq, heads, heads,
-                                         hd, 0.0, int(causal), ws.data_ptr() if workspace and nbytes.value else None,
-                                         nbytes.value if workspace else 0, -1, stream)
-                    if rc != 0:
-                        raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
+                run_muh, ws_bytes = muh_prefill_fn(lib, q, k, v, out, cu, batch, seq, causal, stream)
 
                 ms, ms_whole = interleaved_ms([run_muh, lambda: run_muh(False)], args.iters)
                 muh_row = len(rows)
                 rows.append(dict(cell, backend="muh", ms=ms, tflops=f / (ms * 1e-3) / 1e12, err="",
-                                 workspace_bytes=nbytes.value))
+                                 workspace_bytes=ws_bytes))
                 rows.append(dict(cell, backend="muh-whole", ms=ms_whole, tflops=f / (ms_whole * 1e-3) / 1e12, err=""))
                 ref = None
                 for name, be in BACKENDS:
@@ -176,8 +180,7 @@ def main():
                 rows[muh_row]["err"] = f"max|muh-{BACKENDS[0][0] if ref is not None else '?'}|={diff:.3g}"
                 line = " ".join(f"{r['backend']} {r['tflops']:.0f}" for r in rows[muh_row:])
                 print(f"hd{hd} h{heads} seq {seq} b{batch} {'causal' if causal else 'non-causal'}: {line} "
-                      f"(TFLOP/s; {rows[muh_row]['err']}; workspace {nbytes.value} B)", flush=True)
-                del ws
+                      f"(TFLOP/s; {rows[muh_row]['err']}; workspace {ws_bytes} B)", flush=True)
         del q, k, v, out
 
     # Ratios per cell.

@@ -38,19 +38,7 @@ def main():
             qs, ks, vs = (x.view(batch, seq, heads, hd).transpose(1, 2) for x in (q, k, v))
             f = ct.flops(batch, heads, seq, hd, causal)
 
-            nbytes = ct.ctypes.c_size_t(0)
-            if lib.muh_prefill_workspace_size(ct.MUH_BF16, batch, total, total, seq, seq, heads, heads, hd,
-                                              int(causal), -1, ct.ctypes.byref(nbytes)) != 0:
-                raise RuntimeError(lib.muh_last_error().decode())
-            ws = torch.empty(max(nbytes.value, 1), device="cuda", dtype=torch.uint8)
-
-            def run_muh(workspace):
-                rc = lib.muh_prefill(ct.MUH_BF16, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), None,
-                                     cu.data_ptr(), cu.data_ptr(), batch, total, total, seq, seq, heads, heads, hd,
-                                     0.0, int(causal), ws.data_ptr() if workspace and nbytes.value else None,
-                                     nbytes.value if workspace else 0, -1, stream)
-                if rc != 0:
-                    raise RuntimeError(f"muh_prefill: {rc}: {lib.muh_last_error().decode()}")
+            run_muh, ws_bytes = ct.muh_prefill_fn(lib, q, k, v, out, cu, batch, seq, causal, stream)
 
             def run_fa2():
                 return F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
@@ -62,9 +50,9 @@ def main():
                 tflops += [f / (x * 1e-3) / 1e12 for x in ms]
             ctas = batch * heads * ((seq + BLOCK_M - 1) // BLOCK_M)
             print(f"hd{hd} seq {seq} b{batch} causal {causal}: CTAs {ctas} muh whole {tflops[0]:.0f}/{tflops[3]:.0f} "
-                  f"split {tflops[1]:.0f}/{tflops[4]:.0f} (workspace {nbytes.value} B) "
+                  f"split {tflops[1]:.0f}/{tflops[4]:.0f} (workspace {ws_bytes} B) "
                   f"FA2 {tflops[2]:.0f}/{tflops[5]:.0f} TFLOP/s", flush=True)
-            del q, k, v, out, ws
+            del q, k, v, out, run_muh
 
 
 if __name__ == "__main__":
