@@ -189,42 +189,59 @@ TEST(PrefillSplit, PlannedSlotsMatchTheRuntimeOccupancy) {
   }
 }
 
-// The issue's hd 128 4k cell with the plan's own split (on the H200: the last 136 of 4096 tiles by
-// key range) against the same call with every tile whole: out within 2 bf16 roundings of the
-// largest output, lse within 1e-3, both finite everywhere, the split run bitwise repeatable.
+// The issue's hd 128 4k cell (bf16, batch 4, 32 heads, MHA): inputs on the device, the plan's
+// workspace (0 bytes: the plan does not split here) pre-filled with NaN, so that a slot read but
+// never written shows.
+struct Split4kCell {
+  static constexpr int batch = 4, seq = 4096, heads = 32, hd = 128;
+  static constexpr std::size_t n = std::size_t(batch) * seq * heads * hd, nl = std::size_t(batch) * seq * heads;
+  testing::DeviceBuffer qkv{3 * n * 2}, cu{(batch + 1) * 4};
+  testing::DeviceBuffer ws;
+  PrefillParams p;
+  std::size_t ws_bytes = 0;
+
+  // A function, not the constructor: MUH_CUDA_CHECK asserts (callers wrap it in ASSERT_NO_FATAL_FAILURE).
+  void init() {
+    std::mt19937 rng(11);
+    const std::vector<unsigned char> host = ref::to_storage(testing::random_vector(3 * n, rng), DType::bf16);
+    MUH_CUDA_CHECK(cudaMemcpy(qkv.p, host.data(), 3 * n * 2, cudaMemcpyHostToDevice));
+    std::vector<int> hcu(batch + 1);
+    for (int b = 0; b <= batch; ++b) hcu[b] = b * seq;
+    MUH_CUDA_CHECK(cudaMemcpy(cu.p, hcu.data(), hcu.size() * 4, cudaMemcpyHostToDevice));
+    p.dtype = DType::bf16;
+    p.q = qkv.p;
+    p.k = static_cast<char*>(qkv.p) + n * 2;
+    p.v = static_cast<char*>(qkv.p) + 2 * n * 2;
+    p.cu_seqlens_q = p.cu_seqlens_k = static_cast<const int*>(cu.p);
+    p.batch = batch;
+    p.total_q = p.total_k = batch * seq;
+    p.max_seqlen_q = p.max_seqlen_k = seq;
+    p.num_q_heads = p.num_kv_heads = heads;
+    p.head_dim = hd;
+    if (!prefill_workspace_size(p, {}, &ws_bytes).ok()) ws_bytes = 0;
+    if (ws_bytes > 0) {
+      ws.alloc(ws_bytes);
+      MUH_CUDA_CHECK(cudaMemset(ws.p, 0xFF, ws_bytes));
+      p.workspace = ws.p;
+      p.workspace_bytes = ws_bytes;
+    }
+  }
+};
+
+// With the plan's own split (on the H200: the last 136 of 4096 tiles by key range) against the
+// same call with every tile whole: out within 2 bf16 roundings of the largest output, lse within
+// 1e-3, both finite everywhere, the split run bitwise repeatable.
 TEST(PrefillSplit, AutoSplitMatchesWholeTilesAt4k) {
   MUH_REQUIRE_GPU();
   if (!is_compiled_instance(DType::bf16, 128)) GTEST_SKIP() << "bf16 hd 128 is not compiled into this build";
-  const int batch = 4, seq = 4096, heads = 32, hd = 128;
-  const std::size_t n = std::size_t(batch) * seq * heads * hd, nl = std::size_t(batch) * seq * heads;
-  std::mt19937 rng(11);
-  const std::vector<unsigned char> host = ref::to_storage(testing::random_vector(3 * n, rng), DType::bf16);
-  testing::DeviceBuffer qkv(3 * n * 2), out_split(n * 2), out_split2(n * 2), out_whole(n * 2), lse_split(nl * 4),
-      lse_whole(nl * 4), cu((batch + 1) * 4);
-  MUH_CUDA_CHECK(cudaMemcpy(qkv.p, host.data(), 3 * n * 2, cudaMemcpyHostToDevice));
-  std::vector<int> hcu(batch + 1);
-  for (int b = 0; b <= batch; ++b) hcu[b] = b * seq;
-  MUH_CUDA_CHECK(cudaMemcpy(cu.p, hcu.data(), hcu.size() * 4, cudaMemcpyHostToDevice));
-  PrefillParams p;
-  p.dtype = DType::bf16;
-  p.q = qkv.p;
-  p.k = static_cast<char*>(qkv.p) + n * 2;
-  p.v = static_cast<char*>(qkv.p) + 2 * n * 2;
-  p.cu_seqlens_q = p.cu_seqlens_k = static_cast<const int*>(cu.p);
-  p.batch = batch;
-  p.total_q = p.total_k = batch * seq;
-  p.max_seqlen_q = p.max_seqlen_k = seq;
-  p.num_q_heads = p.num_kv_heads = heads;
-  p.head_dim = hd;
-  std::size_t ws_bytes = 0;
-  ASSERT_TRUE(prefill_workspace_size(p, {}, &ws_bytes).ok());
-  if (ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
-  testing::DeviceBuffer ws(ws_bytes);
-  MUH_CUDA_CHECK(cudaMemset(ws.p, 0xFF, ws_bytes));  // NaN: a slot read but never written shows
+  Split4kCell c;
+  ASSERT_NO_FATAL_FAILURE(c.init());
+  if (c.ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
+  const std::size_t n = c.n, nl = c.nl;
+  testing::DeviceBuffer out_split(n * 2), out_split2(n * 2), out_whole(n * 2), lse_split(nl * 4), lse_whole(nl * 4);
   MUH_CUDA_CHECK(cudaMemset(out_split.p, 0xFF, n * 2));
   MUH_CUDA_CHECK(cudaMemset(out_whole.p, 0xFF, n * 2));
-  p.workspace = ws.p;
-  p.workspace_bytes = ws_bytes;
+  PrefillParams p = c.p;
   p.out = out_split.p;
   p.lse = static_cast<float*>(lse_split.p);
   ASSERT_TRUE(prefill(p).ok());
@@ -261,8 +278,51 @@ TEST(PrefillSplit, AutoSplitMatchesWholeTilesAt4k) {
   EXPECT_LE(max_diff, 2 * std::ldexp(max_out, -8)) << "max |split − whole| over max |out| " << max_out;
   EXPECT_LE(max_lse_diff, 1e-3);
   EXPECT_GT(differ, 0u) << "no output differs at all: did the split run?";
-  RecordProperty("workspace_bytes", std::to_string(ws_bytes));
+  RecordProperty("workspace_bytes", std::to_string(c.ws_bytes));
   RecordProperty("max_diff", std::to_string(max_diff));
+}
+
+// On sm_90 the tail kernel runs beside the whole-tile kernel (a dependent launch,
+// prefill_launch.cuh). Stream order must still hold: a copy of out and lse queued right after the
+// call, on the same (non-blocking) stream, sees every row — none of the NaN the outputs were
+// filled with, and the same bits as out and lse read after a full synchronisation.
+TEST(PrefillSplit, WorkQueuedAfterASplitCallSeesEveryRow) {
+  MUH_REQUIRE_GPU();
+  if (!is_compiled_instance(DType::bf16, 128)) GTEST_SKIP() << "bf16 hd 128 is not compiled into this build";
+  Split4kCell c;
+  ASSERT_NO_FATAL_FAILURE(c.init());
+  if (c.ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
+  const std::size_t n = c.n, nl = c.nl;
+  testing::DeviceBuffer out(n * 2), lse(nl * 4), out_copy(n * 2), lse_copy(nl * 4);
+  cudaStream_t stream = nullptr;
+  MUH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (int rep = 0; rep < 3; ++rep) {
+    SCOPED_TRACE("repetition " + std::to_string(rep));
+    MUH_CUDA_CHECK(cudaMemsetAsync(out.p, 0xFF, n * 2, stream));
+    MUH_CUDA_CHECK(cudaMemsetAsync(lse.p, 0xFF, nl * 4, stream));
+    PrefillParams p = c.p;
+    p.out = out.p;
+    p.lse = static_cast<float*>(lse.p);
+    RunOptions opt;
+    opt.stream = stream;
+    ASSERT_TRUE(prefill(p, opt).ok());
+    MUH_CUDA_CHECK(cudaMemcpyAsync(out_copy.p, out.p, n * 2, cudaMemcpyDeviceToDevice, stream));
+    MUH_CUDA_CHECK(cudaMemcpyAsync(lse_copy.p, lse.p, nl * 4, cudaMemcpyDeviceToDevice, stream));
+    MUH_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<unsigned char> o(n * 2), oc(n * 2);
+    std::vector<float> l(nl), lc(nl);
+    MUH_CUDA_CHECK(cudaMemcpy(o.data(), out.p, n * 2, cudaMemcpyDeviceToHost));
+    MUH_CUDA_CHECK(cudaMemcpy(oc.data(), out_copy.p, n * 2, cudaMemcpyDeviceToHost));
+    MUH_CUDA_CHECK(cudaMemcpy(l.data(), lse.p, nl * 4, cudaMemcpyDeviceToHost));
+    MUH_CUDA_CHECK(cudaMemcpy(lc.data(), lse_copy.p, nl * 4, cudaMemcpyDeviceToHost));
+    std::size_t nonfinite = 0;
+    for (std::size_t i = 0; i < n; ++i) nonfinite += !std::isfinite(ref::from_storage(oc.data(), i, DType::bf16));
+    for (std::size_t i = 0; i < nl; ++i) nonfinite += !std::isfinite(lc[i]);
+    EXPECT_EQ(nonfinite, 0u) << "the copy queued after the call saw unwritten rows";
+    EXPECT_TRUE(o == oc) << "out read after synchronising differs from the copy queued after the call";
+    EXPECT_EQ(std::memcmp(l.data(), lc.data(), nl * 4), 0);
+  }
+  MUH_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 }  // namespace

@@ -42,21 +42,6 @@ struct DecodeKernel {
   }
 };
 
-// Whether the code the device runs for `kernel` was compiled for sm_90+ (its sm_90-only paths —
-// the merge's grid-dependency wait, the TMA copies — are compiled in): the machine code must be
-// sm_90+ AND come from sm_90+ PTX (compute_80 PTX JIT-compiled on an H100 is sm_90 machine code
-// without them).
-template <class Kernel>
-bool runs_sm90_code(Kernel kernel, int device_cc) {
-  if (device_cc < 90) return false;
-  cudaFuncAttributes fa{};
-  if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
-}
-
 // Whether the merge kernel can be launched with programmatic dependent launch: only sm_90 code
 // waits on the grid dependency; older code launched early would read partials too soon.
 template <class E, int D>
@@ -134,12 +119,7 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl && device_cc >= 90 ? 1 : 0;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, decode_merge_kernel<E, D>, a);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return {StatusCode::cuda_error, std::string("paged_decode merge launch: ") + cudaGetErrorString(e)};
-  }
-  return Status::Ok();
+  return launch_status(cudaLaunchKernelEx(&cfg, decode_merge_kernel<E, D>, a), "paged_decode merge launch");
 }
 
 }  // namespace muh::kernels::decode

@@ -1,7 +1,7 @@
-// kernels/launch_status.hpp — the two CUDA runtime calls around every kernel launch of the
-// launchers (decode_launch.cuh, prefill_launch.cuh), as a Status with one line: setting a
-// kernel's max dynamic shared memory to its policy footprint, and reading the launch's error.
-// Host code only.
+// kernels/launch_status.hpp — what the launchers (decode_launch.cuh, prefill_launch.cuh) share
+// around a kernel launch, as a Status with one line: setting a kernel's max dynamic shared memory
+// to its policy footprint, reading the launch's error, and whether a kernel runs sm_90 code
+// (which decides the dependent launches and the TMA path). Host code only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,11 +23,35 @@ Status set_max_dynamic_smem(Kernel kernel, int bytes, const char* who) {
   return Status::Ok();
 }
 
+// Whether the code the device runs for `kernel` was compiled for sm_90+ (its sm_90-only paths —
+// grid-dependency waits and triggers, TMA copies — are compiled in): the machine code must be
+// sm_90+ AND come from sm_90+ PTX (compute_80 PTX JIT-compiled on an H100 is sm_90 machine code
+// without them).
+template <class Kernel>
+bool runs_sm90_code(Kernel kernel, int device_cc) {
+  if (device_cc < 90) return false;
+  cudaFuncAttributes fa{};
+  if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
+}
+
 // The error of the last launch, if any, as "<what>: <CUDA error>".
 inline Status launch_status(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return {StatusCode::cuda_error, std::string(what) + ": " + cudaGetErrorString(e)};
   return Status::Ok();
+}
+
+// The same for a cudaLaunchKernelEx, which returns its error: `launched`, else the last error.
+inline Status launch_status(cudaError_t launched, const char* what) {
+  if (launched != cudaSuccess) {
+    cudaGetLastError();  // clear it: the Status carries it
+    return {StatusCode::cuda_error, std::string(what) + ": " + cudaGetErrorString(launched)};
+  }
+  return launch_status(what);
 }
 
 }  // namespace muh::kernels

@@ -88,14 +88,43 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
   if constexpr (K::tensor_cores) {
     if (t.tail_tiles > 0) {
       auto tail = K::tail_function();
+      auto merge = &prefill_tail_merge_kernel<DT, D>;
       MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "prefill"));
-      tail<<<static_cast<unsigned>(t.tail_ctas), K::threads, K::smem_bytes, stream>>>(a, t);
-      MUH_TRY(launch_status("prefill tail launch"));
-      const dim3 merge_grid(static_cast<unsigned>(t.tail_tiles),
-                            (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
-      prefill_tail_merge_kernel<DT, D>
-          <<<merge_grid, kPrefillMergeWarps * 32, 0, stream>>>(a, t, K::policy.block_m);
-      MUH_TRY(launch_status("prefill merge launch"));
+      // On sm_90 code the tail kernel is launched dependent on the whole-tile kernel
+      // (programmatic stream serialization; prefill_sm80.cuh): its CTAs take the slots the whole
+      // tiles' last round frees instead of waiting for its slowest CTA, and it ends only after
+      // that kernel, so stream order holds for everything after it. The merge is launched
+      // dependent on the tail and waits for it first thing. A/B on the H200 (an environment
+      // switch in a probe build, interleaved in one process, 3 rounds of 20; bench/results/
+      // h200-2026-11-30-s8.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
+      // tokens), the output bitwise the same.
+      int dev = 0, major = 0;
+      cudaError_t e = cudaGetDevice(&dev);
+      if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+      if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill device query: ") + cudaGetErrorString(e)};
+      // Whether the sm_90+ code (the trigger and the waits) is what the device runs: asked once,
+      // on the first sm_90+ device (every sm_90+ device runs the same sm_90 code of this build).
+      const bool pdl = major >= 9 && [&] {
+        static const bool sm90_code = runs_sm90_code(tail, major * 10) && runs_sm90_code(merge, major * 10);
+        return sm90_code;
+      }();
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(static_cast<unsigned>(t.tail_ctas));
+      cfg.blockDim = dim3(K::threads);
+      cfg.dynamicSmemBytes = K::smem_bytes;
+      cfg.stream = stream;
+      cfg.attrs = attr;
+      cfg.numAttrs = pdl ? 1 : 0;
+      MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, tail, a, t), "prefill tail launch"));
+      cfg.gridDim = dim3(static_cast<unsigned>(t.tail_tiles),
+                         (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
+      cfg.blockDim = dim3(kPrefillMergeWarps * 32);
+      cfg.dynamicSmemBytes = 0;
+      MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, merge, a, t, static_cast<int>(K::policy.block_m)),
+                            "prefill merge launch"));
     }
   }
   return Status::Ok();

@@ -639,6 +639,14 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
 template <class Getter, DType DT, int D>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_kernel(const PrefillArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // A split launch's tail kernel, launched dependent on this one (prefill_launch.cuh), may start
+  // once every CTA here has started: its CTAs then take the slots this grid's last round frees.
+  // Without a dependent launch after it, this does nothing; a caller's own kernel launched
+  // dependent on prefill() may likewise start early and, as PDL requires, must wait
+  // (cudaGridDependencySynchronize) before it reads out.
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
 }
 
@@ -659,6 +667,12 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
       it = seg.next;
     }
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched dependent on the whole-tile kernel, this grid may run beside it; it must not end
+  // before it, so that what follows on the stream (the merge, then the caller's work) sees the
+  // whole tiles' output as well.
+  cudaGridDependencySynchronize();
+#endif
 }
 
 }  // namespace muh::kernels
