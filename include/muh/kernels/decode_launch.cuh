@@ -43,7 +43,10 @@ struct DecodeKernel {
 };
 
 // Whether the merge kernel can be launched with programmatic dependent launch: only sm_90 code
-// waits on the grid dependency; older code launched early would read partials too soon.
+// waits on the grid dependency; older code launched early would read partials too soon. The
+// attention kernel does not trigger early: releasing the merge at its start (its CTAs resident
+// and waiting) was 0.3–0.8 µs slower on every batch-1 V2 cell of the H200 grid
+// (bench/results/h200-2026-11-30-549f0e4.md), so the merge starts as the attention CTAs exit.
 template <class E, int D>
 bool merge_supports_pdl(int device_cc) {
   return runs_sm90_code(decode_merge_kernel<E, D>, device_cc);

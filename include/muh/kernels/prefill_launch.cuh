@@ -96,7 +96,7 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
       // that kernel, so stream order holds for everything after it. The merge is launched
       // dependent on the tail and waits for it first thing. A/B on the H200 (an environment
       // switch in a probe build, interleaved in one process, 3 rounds of 20; bench/results/
-      // h200-2026-11-30-s8.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
+      // h200-2026-11-30-549f0e4.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
       // tokens), the output bitwise the same.
       int dev = 0, major = 0;
       cudaError_t e = cudaGetDevice(&dev);
