@@ -200,7 +200,7 @@ struct Split4kCell {
   PrefillParams p;
   std::size_t ws_bytes = 0;
 
-  // A function, not the constructor: MUH_CUDA_CHECK asserts (callers wrap it in ASSERT_NO_FATAL_FAILURE).
+  // A function, not the constructor: MUH_CUDA_CHECK asserts (SetUp wraps it in ASSERT_NO_FATAL_FAILURE).
   void init() {
     std::mt19937 rng(11);
     const std::vector<unsigned char> host = ref::to_storage(testing::random_vector(3 * n, rng), DType::bf16);
@@ -228,15 +228,23 @@ struct Split4kCell {
   }
 };
 
+// The tests on that cell: skipped without a GPU, without bf16 hd 128 in the build, or where the
+// plan does not split it.
+class PrefillSplitAt4k : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MUH_REQUIRE_GPU();
+    if (!is_compiled_instance(DType::bf16, 128)) GTEST_SKIP() << "bf16 hd 128 is not compiled into this build";
+    ASSERT_NO_FATAL_FAILURE(c.init());
+    if (c.ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
+  }
+  Split4kCell c;
+};
+
 // With the plan's own split (on the H200: the last 136 of 4096 tiles by key range) against the
 // same call with every tile whole: out within 2 bf16 roundings of the largest output, lse within
 // 1e-3, both finite everywhere, the split run bitwise repeatable.
-TEST(PrefillSplit, AutoSplitMatchesWholeTilesAt4k) {
-  MUH_REQUIRE_GPU();
-  if (!is_compiled_instance(DType::bf16, 128)) GTEST_SKIP() << "bf16 hd 128 is not compiled into this build";
-  Split4kCell c;
-  ASSERT_NO_FATAL_FAILURE(c.init());
-  if (c.ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
+TEST_F(PrefillSplitAt4k, AutoSplitMatchesWholeTiles) {
   const std::size_t n = c.n, nl = c.nl;
   testing::DeviceBuffer out_split(n * 2), out_split2(n * 2), out_whole(n * 2), lse_split(nl * 4), lse_whole(nl * 4);
   MUH_CUDA_CHECK(cudaMemset(out_split.p, 0xFF, n * 2));
@@ -289,12 +297,7 @@ TEST(PrefillSplit, AutoSplitMatchesWholeTilesAt4k) {
 // What it does not catch: with the tail kernel's closing grid-dependency wait removed it still
 // passed (3 of 3 repetitions on the H200): at this shape the whole tiles' last round ends
 // nearly together and the tail CTAs, which take only the slots it frees, do not outlive it.
-TEST(PrefillSplit, WorkQueuedAfterASplitCallSeesEveryRow) {
-  MUH_REQUIRE_GPU();
-  if (!is_compiled_instance(DType::bf16, 128)) GTEST_SKIP() << "bf16 hd 128 is not compiled into this build";
-  Split4kCell c;
-  ASSERT_NO_FATAL_FAILURE(c.init());
-  if (c.ws_bytes == 0) GTEST_SKIP() << "the plan does not split this shape on this device (its SM count)";
+TEST_F(PrefillSplitAt4k, WorkQueuedAfterTheCallSeesEveryRow) {
   const std::size_t n = c.n, nl = c.nl;
   testing::DeviceBuffer out(n * 2), lse(nl * 4), out_copy(n * 2), lse_copy(nl * 4);
   cudaStream_t stream = nullptr;
