@@ -117,8 +117,12 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
       cfg.dynamicSmemBytes = K::smem_bytes;
       cfg.stream = stream;
       cfg.attrs = attr;
-      cfg.numAttrs = pdl ? 1 : 0;
+      // Only behind our own whole-tile kernel: with no whole tiles (a batch of fewer tiles than
+      // slots) the tail would follow the caller's last launch, whose output (q, k, v) it reads
+      // without waiting.
+      cfg.numAttrs = pdl && t.main_tiles > 0 ? 1 : 0;
       MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, tail, a, t), "prefill tail launch"));
+      cfg.numAttrs = pdl ? 1 : 0;  // the merge follows the tail kernel: always ours
       cfg.gridDim = dim3(static_cast<unsigned>(t.tail_tiles),
                          (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
       cfg.blockDim = dim3(kPrefillMergeWarps * 32);
