@@ -225,8 +225,7 @@ Status prefill(const PrefillParams& p, const RunOptions& opt) {
     tail.tail_chunk = split.tail_chunk;
     tail.key_tiles = split.key_tiles;
     tail.ws_o = static_cast<float*>(p.workspace);
-    tail.ws_lse = tail.ws_o + static_cast<std::size_t>(split.ws_slots) *
-                                  prefill_policy(target, p.dtype, p.head_dim).block_m * p.head_dim;
+    tail.ws_lse = tail.ws_o + split.ws_lse_offset;
   }
   return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(a, tail, target, opt.stream);
 }

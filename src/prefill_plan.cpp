@@ -85,7 +85,9 @@ PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& pol
   s.tail_ctas = static_cast<int>(ctas);
   s.ws_slots = static_cast<int>(ctas + R - 1);
   s.est_rounds = split / static_cast<double>(nk);
-  s.workspace_bytes = static_cast<std::size_t>(s.ws_slots) * policy.block_m * (p.head_dim + 1) * sizeof(float);
+  const std::size_t rows = static_cast<std::size_t>(s.ws_slots) * policy.block_m;
+  s.ws_lse_offset = rows * p.head_dim;
+  s.workspace_bytes = (s.ws_lse_offset + rows) * sizeof(float);
   return s;
 }
 

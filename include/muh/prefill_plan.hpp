@@ -34,7 +34,10 @@ struct PrefillSplit {
   int tail_ctas = 0;    // ceil(tail_tiles · key_tiles / tail_chunk)
   int ws_slots = 0;     // partials: tail_ctas + tail_tiles − 1
   double est_rounds = 0;           // the cost model's time in whole-tile rounds (prefill_plan.cpp)
-  std::size_t workspace_bytes = 0;  // o fp32 [ws_slots][block_m][head_dim], then lse fp32 [ws_slots][block_m]
+  // The workspace: o fp32 [ws_slots][block_m][head_dim], then lse fp32 [ws_slots][block_m], which
+  // starts ws_lse_offset floats in. Laid out here only; prefill() and the kernels follow it.
+  std::size_t ws_lse_offset = 0;
+  std::size_t workspace_bytes = 0;
   bool split() const { return tail_tiles > 0; }
 };
 

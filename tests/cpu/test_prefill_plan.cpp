@@ -68,6 +68,7 @@ TEST(PrefillPlan, SplitsThePartRoundOfTheBenchmarkCells) {
   EXPECT_EQ(s256.tail_chunk, 33);  // ceil(68 · 64 / 132)
   EXPECT_EQ(s256.tail_ctas, 132);
   EXPECT_EQ(s256.ws_slots, 132 + 68 - 1);
+  EXPECT_EQ(s256.ws_lse_offset, static_cast<std::size_t>(s256.ws_slots) * 128 * 256);  // after o
   EXPECT_EQ(s256.workspace_bytes, static_cast<std::size_t>(s256.ws_slots) * 128 * 257 * 4);
   EXPECT_LT(s256.est_rounds, 15.7);
 
