@@ -40,11 +40,11 @@ namespace detail {
 // The specialisations the instance files define (one per compiled (dtype, head_dim)).
 #define MUH_DECLARE_PREFILL_INSTANCE(t, d) \
   template <>                              \
-  Status prefill_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillTail&, int, cudaStream_t);
+  Status prefill_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillTail&, int, int, cudaStream_t);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_INSTANCE)
 #undef MUH_DECLARE_PREFILL_INSTANCE
 
-using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillTail&, int, cudaStream_t);
+using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillTail&, int, int, cudaStream_t);
 
 #define MUH_PREFILL_INSTANCE_ENTRY(t, d) InstanceEntry<PrefillInstanceFn>{DType::t, d, &prefill_instance<DType::t, d>},
 constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_PREFILL_INSTANCE_ENTRY)};
@@ -227,7 +227,7 @@ Status prefill(const PrefillParams& p, const RunOptions& opt) {
     tail.ws_o = static_cast<float*>(p.workspace);
     tail.ws_lse = tail.ws_o + split.ws_lse_offset;
   }
-  return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(a, tail, target, opt.stream);
+  return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(a, tail, target, hw.compute_capability, opt.stream);
 }
 
 Status prefill_workspace_size(const PrefillParams& p, const RunOptions& opt, std::size_t* bytes) {

@@ -111,7 +111,12 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   MUH_TRY(launch_status("paged_decode launch"));
   if (a.num_splits == 1) return Status::Ok();
 
-  static const bool pdl = merge_supports_pdl<E, D>(device_cc);
+  // Asked once, on the first sm_90+ device (they all run this build's sm_90 code): a first call
+  // on an older device must not turn the dependent launch off for the process.
+  const bool pdl = device_cc >= 90 && [device_cc] {
+    static const bool sm90_code = merge_supports_pdl<E, D>(device_cc);
+    return sm90_code;
+  }();
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(a.num_q_heads), static_cast<unsigned>(a.num_seqs));
   cfg.blockDim = dim3(kMergeThreads);
@@ -121,7 +126,7 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl && device_cc >= 90 ? 1 : 0;
+  cfg.numAttrs = pdl ? 1 : 0;
   return launch_status(cudaLaunchKernelEx(&cfg, decode_merge_kernel<E, D>, a), "paged_decode merge launch");
 }
 

@@ -11,10 +11,11 @@
 
 namespace muh::detail {
 
-// Runs the policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D); returns
+// Runs the policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D) on a device of
+// compute capability device_cc (it decides the tail split's dependent launches); returns
 // not_compiled when the target is not compiled into this build.
 template <DType T, int D>
-Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTail& tail, int target,
+Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTail& tail, int target, int device_cc,
                         cudaStream_t stream);
 
 // CTAs per SM the runtime grants the kernel of target's policy on the present device

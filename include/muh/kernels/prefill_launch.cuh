@@ -67,9 +67,11 @@ struct PrefillKernel {
 // dynamic shared memory is set to the policy footprint — the cap the row was validated against
 // bounds it, so an emulated profile (e.g. the portable agent's 48 KB) runs within its own limit.
 // With a tail split (t.tail_tiles > 0, filled from prefill_plan.hpp's plan for this policy) the
-// whole tiles, the tail CTAs and the merge are three launches on the stream.
+// whole tiles, the tail CTAs and the merge are three launches on the stream; device_cc, the
+// compute capability of the device they run on (prefill() knows it), decides whether the last two
+// are launched dependent (sm_90+). Calls without a tail never read it.
 template <class Getter, DType DT, int D>
-Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
+Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, int device_cc = 0) {
   using K = PrefillKernel<Getter, DT, D>;
   a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
   const long long tiles = prefill_grid_size(a);
@@ -98,14 +100,10 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}) {
       // switch in a probe build, interleaved in one process, 3 rounds of 20; bench/results/
       // h200-2026-11-30-549f0e4.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
       // tokens), the output bitwise the same.
-      int dev = 0, major = 0;
-      cudaError_t e = cudaGetDevice(&dev);
-      if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-      if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill device query: ") + cudaGetErrorString(e)};
       // Whether the sm_90+ code (the trigger and the waits) is what the device runs: asked once,
       // on the first sm_90+ device (every sm_90+ device runs the same sm_90 code of this build).
-      const bool pdl = major >= 9 && [&] {
-        static const bool sm90_code = runs_sm90_code(tail, major * 10) && runs_sm90_code(merge, major * 10);
+      const bool pdl = device_cc >= 90 && [&] {
+        static const bool sm90_code = runs_sm90_code(tail, device_cc) && runs_sm90_code(merge, device_cc);
         return sm90_code;
       }();
       cudaLaunchAttribute attr[1];
