@@ -127,6 +127,7 @@ TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
         const int ctas = (R * nk + c - 1) / c;
         const int slots = ctas + R - 1;
         std::vector<int> covered(static_cast<std::size_t>(R) * nk, 0), slot_used(static_cast<std::size_t>(slots), 0);
+        std::vector<std::vector<int>> writers(static_cast<std::size_t>(R));  // CTAs that wrote tile u, in order
         for (int j = 0; j < ctas; ++j) {
           long long it = static_cast<long long>(j) * c;
           const long long end = kernels::tail_end(a, j);
@@ -142,6 +143,8 @@ TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
             ASSERT_LT(s.slot, slots);
             ++slot_used[s.slot];
             for (int k = s.kt_lo; k < s.kt_hi; ++k) ++covered[(s.linear - 1000) * nk + k];
+            writers[s.linear - 1000].push_back(j);
+            ASSERT_EQ(s.slot, j + static_cast<int>(s.linear - 1000));
             it = s.next;
             ++pieces;
           }
@@ -149,15 +152,12 @@ TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
         }
         for (int v : covered) ASSERT_EQ(v, 1);
         for (int v : slot_used) ASSERT_LE(v, 1);
-        // The merge's view: the CTAs j0..j1 it reads for tile u are exactly those that wrote it.
+        // The merge's view (tail_pieces): exactly the CTAs that wrote tile u, consecutive from
+        // the first, so its slots first + i + u are the ones the pieces wrote.
         for (int u = 0; u < R; ++u) {
-          const int j0 = static_cast<int>(static_cast<long long>(u) * nk / c);
-          const int j1 = static_cast<int>((static_cast<long long>(u) * nk + nk - 1) / c);
-          for (int j = j0; j <= j1; ++j) {
-            const long long lo = static_cast<long long>(j) * c, hi = kernels::tail_end(a, j);
-            ASSERT_LT(lo, static_cast<long long>(u + 1) * nk);
-            ASSERT_GT(hi, static_cast<long long>(u) * nk);
-          }
+          const kernels::TailPieces tp = kernels::tail_pieces(a, u);
+          ASSERT_EQ(tp.count, static_cast<int>(writers[u].size())) << "tile " << u;
+          for (int i = 0; i < tp.count; ++i) ASSERT_EQ(writers[u][i], tp.first + i) << "tile " << u;
         }
       }
 }

@@ -138,6 +138,20 @@ __host__ __device__ __forceinline__ TailSegment tail_segment(const PrefillTail& 
   return s;
 }
 
+// The pieces of tail tile u, as the merge reads them: CTAs first .. first + count − 1 (those whose
+// iterations [j·c, (j+1)·c) meet the tile's [u·nk, (u+1)·nk)) wrote them, piece i into slot
+// first + i + u.
+struct TailPieces {
+  int first;
+  int count;
+};
+
+__host__ __device__ __forceinline__ TailPieces tail_pieces(const PrefillTail& t, int u) {
+  const long long first_it = static_cast<long long>(u) * t.key_tiles;
+  const int first = static_cast<int>(first_it / t.tail_chunk);
+  return {first, static_cast<int>((first_it + t.key_tiles - 1) / t.tail_chunk) - first + 1};
+}
+
 // Keys [0, result) that any query row of [m0, m0 + rows) may see.
 __host__ __device__ __forceinline__ int visible_keys(int m0, int rows, int sq, int sk, bool causal) {
   if (!causal) return sk;

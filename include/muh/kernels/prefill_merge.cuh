@@ -39,11 +39,9 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
 #endif
   const int m0 = tc.m_block * block_m;
   if (r >= block_m || m0 + r >= sq) return;  // the pieces wrote nothing there either
-  // The CTAs whose iterations [j·c, (j+1)·c) meet this tile's [u·nk, (u+1)·nk); slot j + u.
-  const long long first_it = static_cast<long long>(u) * t.key_tiles;
-  const int j0 = static_cast<int>(first_it / t.tail_chunk);
-  const int pieces = static_cast<int>((first_it + t.key_tiles - 1) / t.tail_chunk) - j0 + 1;
-  const long long row0 = static_cast<long long>(j0 + u) * block_m + r;  // piece i: row0 + i·block_m
+  const TailPieces tp = tail_pieces(t, u);
+  const int pieces = tp.count;
+  const long long row0 = static_cast<long long>(tp.first + u) * block_m + r;  // piece i: row0 + i·block_m
 
   float m = -INFINITY;
   for (int i = lane; i < pieces; i += 32) m = fmaxf(m, t.ws_lse[row0 + static_cast<long long>(i) * block_m]);
