@@ -370,27 +370,56 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
       for (int nt = 0; nt < NTL; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < KD; ++kk) {
-      std::uint32_t qa[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        if constexpr (kQInRegs) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
-        } else {
-          sm80::ldmatrix_x4(qa[mt], q_base + q_off_lane.at(row0 + mt * 16, kk));
-        }
-      }
-#pragma unroll
-      for (int np = 0; np < NTL / 2; ++np) {
-        // Matrices: keys np·16+0..7 / +8..15 × d chunks 2kk / 2kk+1 → b0,b1 of n8 tiles 2np, 2np+1.
-        std::uint32_t kb[4];
-        sm80::ldmatrix_x4(kb, k_base + k_off_lane.at(np * 16, kk));
+    // The K fragments (and Q's, when they come from shared memory) are double-buffered: the
+    // ldmatrix of step (kk, np + 1) is issued before the MMAs of step (kk, np). Written as one
+    // fragment per step, the 128×64 hd-128 kernel at 255 registers reused one register quad for
+    // K, so each ldmatrix waited for the 4 MMAs before it to read the quad and the next 4 waited
+    // ~30 cycles for it: one warp alone issued Q Kᵀ at ~45 % of the tensor pipe (ncu, hd128 4k:
+    // 50 % of the warp stall samples on HMMAs, tensor pipe 55 % active; the SASS showed
+    // LDSM → 4 HMMA → LDSM on R192..R195). Same registers, no spills, bitwise the same output;
+    // A/B on the H200 in one process (2026-11-30, bench/results/h200-2026-11-30-*.md): hd 128
+    // +5–6 % on every cell (4k 342 → 362, 16k 345 → 366 TFLOP/s), hd 256 +0.4 % (its warp-pair
+    // tile already had the loads ahead of the MMAs). The sm75 agent keeps one fragment per step:
+    // ahead, its hd-64 kernel spilled 8 bytes on sm_75 (0 before; -Xptxas -v).
+    {
+      constexpr bool kAhead = !kRegStage;
+      constexpr int NP = NTL / 2;  // n16 key pairs of one k16 step: one K ldmatrix.x4 each
+      std::uint32_t qa[2][MT][4], kb[2][4];
+      auto load_q = [&](std::uint32_t (&dst)[MT][4], int kk) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          sm80::mma_k16<P.agent, DT>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
-          sm80::mma_k16<P.agent, DT>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+          if constexpr (kQInRegs) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) dst[mt][e] = qf[mt][kk][e];
+          } else {
+            sm80::ldmatrix_x4(dst[mt], q_base + q_off_lane.at(row0 + mt * 16, kk));
+          }
+        }
+      };
+      if constexpr (kAhead) {
+        load_q(qa[0], 0);
+        sm80::ldmatrix_x4(kb[0], k_base + k_off_lane.at(0, 0));
+      }
+#pragma unroll
+      for (int kk = 0; kk < KD; ++kk) {
+#pragma unroll
+        for (int np = 0; np < NP; ++np) {
+          // Matrices: keys np·16+0..7 / +8..15 × d chunks 2kk / 2kk+1 → b0,b1 of n8 tiles 2np, 2np+1.
+          const int cur = (kk * NP + np) & 1;
+          if constexpr (!kAhead) {
+            if (np == 0) load_q(qa[kk & 1], kk);
+            sm80::ldmatrix_x4(kb[cur], k_base + k_off_lane.at(np * 16, kk));
+          } else if (np + 1 < NP) {
+            sm80::ldmatrix_x4(kb[cur ^ 1], k_base + k_off_lane.at((np + 1) * 16, kk));
+          } else if (kk + 1 < KD) {
+            sm80::ldmatrix_x4(kb[cur ^ 1], k_base + k_off_lane.at(0, kk + 1));
+            load_q(qa[(kk + 1) & 1], kk + 1);
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            sm80::mma_k16<P.agent, DT>(s[mt][2 * np], qa[kk & 1][mt], kb[cur][0], kb[cur][1]);
+            sm80::mma_k16<P.agent, DT>(s[mt][2 * np + 1], qa[kk & 1][mt], kb[cur][2], kb[cur][3]);
+          }
         }
       }
     }
