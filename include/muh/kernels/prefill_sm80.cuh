@@ -377,7 +377,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
     // ~30 cycles for it: one warp alone issued Q Kᵀ at ~45 % of the tensor pipe (ncu, hd128 4k:
     // 50 % of the warp stall samples on HMMAs, tensor pipe 55 % active; the SASS showed
     // LDSM → 4 HMMA → LDSM on R192..R195). Same registers, no spills, bitwise the same output;
-    // A/B on the H200 in one process (2026-11-30, bench/results/h200-2026-11-30-*.md): hd 128
+    // A/B on the H200 in one process (2026-11-30, bench/results/h200-2026-11-30-c80d7a6.md): hd 128
     // +5–6 % on every cell (4k 342 → 362, 16k 345 → 366 TFLOP/s), hd 256 +0.4 % (its warp-pair
     // tile already had the loads ahead of the MMAs). The sm75 agent keeps one fragment per step:
     // ahead, its hd-64 kernel spilled 8 bytes on sm_75 (0 before; -Xptxas -v).

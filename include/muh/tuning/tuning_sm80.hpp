@@ -52,15 +52,19 @@ constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 //   compare_torch.py, 4 runs of the final code: muh/FA2 hd128 0.97–1.02 / 1.05–1.07 / 1.01–1.03
 //   / 1.06–1.10, hd256 0.98–1.00 / 1.00–1.01 / 1.01–1.03 / 1.08–1.09 (muh's own figures vary
 //   ≤ 2 % between runs, FA2's up to 5 %); bench/results/prefill-h200-2026-11-30-perf.md.
+// With Q Kᵀ's fragments loaded a step ahead (prefill_sm80.cuh; compare_torch.py on c80d7a6,
+// bench/results/h200-2026-11-30-c80d7a6.md): hd 128 380/353/387/372 (FA2 348/322/338/338), hd 256
+// 330/303/337/329 (FA2 329/304/324/311); 3 buffers at hd 256 (sm_90) were 2 % slower on all four
+// cells there — the rows stand.
 // fp32 stays on the portable agent (no fp32 tensor-core path).
 constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);
   const int cap = smem_cap(cc);
   PrefillPolicy p{Agent::sm80, 128, 64, 4, 4, cap,
-                  head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s; 351/337/354/353 after the copy and rescale changes)"
+                  head_dim == 128 ? "H200 sweep: 128x64 w4, 4 K/V buffers (344/276/344/331 TFLOP/s; 351/337/354/353 after the copy and rescale changes; 380/353/387/372 with Q K^T's fragments ahead)"
                                   : "hd128's tile (128x64 w4, 4 K/V buffers); H200 sweep at hd64/96: within 2 % of the best of 6 candidates (hd64 300/283/309/304, hd96 334/305/338/324 TFLOP/s)"};
   if (head_dim > 128) {
-    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8 (warp pairs), 2 K/V buffers (300/285/309/313 TFLOP/s; 316/298/324/327 after the copy and rescale changes)"};
+    p = {Agent::sm80, 128, 64, 8, 2, cap, "H200 sweep: 128x64 w8 (warp pairs), 2 K/V buffers (300/285/309/313 TFLOP/s; 316/298/324/327 after the copy and rescale changes; 330/303/337/329 with Q K^T's fragments ahead)"};
     if (prefill_smem_bytes(p, t, head_dim) > cap)
       p = {Agent::sm80, 64, 64, 4, 2, cap, "H200 sweep: 64x64 w4, 2 K/V buffers (290/279/293/285 TFLOP/s), fits 99 KB"};
   }
