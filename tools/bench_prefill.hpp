@@ -35,7 +35,8 @@ struct Row {
 
 inline std::string policy_name(const PrefillPolicy& p) {
   return std::string(agent_name(p.agent)) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
-         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages);  // s: K/V buffers (sm80)
+         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages) +  // s: K/V buffers (sm80)
+         (p.ping_pong ? " pp" : "");                                            // pp: ping-pong halves
 }
 
 // Device buffers for the widest cell: 16384 tokens × 4096 elements (32 heads × 128 = 16 × 256 =

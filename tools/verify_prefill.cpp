@@ -23,7 +23,7 @@ std::string describe(int target, DType t, int d) {
   const PrefillPolicy p = prefill_policy(target, t, d);
   return std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " + std::string(dtype_name(t)) +
          " hd" + std::to_string(d) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
-         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages);
+         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages) + (p.ping_pong ? " pp" : "");
 }
 }  // namespace
 

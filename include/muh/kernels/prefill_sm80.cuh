@@ -15,6 +15,12 @@
 // of a pair share 32 rows, each computes S for half of the key tile and O for half of the head
 // dim, and they swap row maxima and P halves through shared memory (policy.hpp,
 // prefill_sm80_warp_pairs: each K/V fragment read then feeds two m16 tiles; +7–8 % measured).
+// Ping-pong (policy ping_pong: the hd-256 warp-pair row on sm_90): with one 8-warp CTA per SM, the
+// CTA barriers of the ring kept both warps of each scheduler in the same phase — both in their
+// MMAs at once, contending for one tensor pipe, then both in their softmax, the pipe idle (ncu:
+// 49 % active). Instead the CTA's two halves take turns at the MMAs through two named barriers,
+// each doing its softmax during the other's turn, and the ring is ordered by per-buffer
+// mbarriers (cp.async arrivals for full, one arrival per thread for empty); +6–7 % on the H200.
 // K and V tiles stream through a ring of num_stages shared-memory tile buffers with cp.async; key tiles are
 // visited from the last to the first, so the masked tiles (diagonal, ragged end) come first and
 // the rest run without mask code. Shared-memory rows are XOR-swizzled in 16-byte chunks so that
@@ -219,13 +225,26 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   // Q tile + a ring of num_stages K-or-V tiles (+ the pairs' exchange): exactly the footprint
   // the tables are checked with.
   constexpr int kXWarpBytes = 32 * BN + 128;  // per warp: its half of P, then its row maxima
-  static_assert((BM + S * BN) * D * 2 + (kPairs ? W * kXWarpBytes : 0) == prefill_smem_bytes(P, DT, D),
+  static_assert((BM + S * BN) * D * 2 + (kPairs ? W * kXWarpBytes : 0) + (P.ping_pong ? 16 * S : 0) ==
+                    prefill_smem_bytes(P, DT, D),
                 "footprint != policy.hpp");
+  // Ping-pong (policy.hpp, PrefillPolicy::ping_pong): whole tiles on sm_90 code. Elsewhere (the
+  // split's pieces, older archs, where a t90 row never runs) the row takes the CTA-barrier ring.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage;
+#else
+  constexpr bool kPingPong = false;
+#endif
 
   extern __shared__ __align__(128) unsigned char prefill_sm80_smem[];
   T* sQ = reinterpret_cast<T*>(prefill_sm80_smem);  // [BM][D]; reused for O in the epilogue
   T* sKV = sQ + BM * D;                             // [S][BN][D]: the ring of K and V tiles
   unsigned char* sX = reinterpret_cast<unsigned char*>(sKV + S * BN * D);  // [W][kXWarpBytes] (pairs)
+  // Ping-pong: an mbarrier per ring buffer that completes when its copy has landed (full, one
+  // arrival per thread via cp.async) and one that completes when every warp is done reading it
+  // (empty, one arrival per thread).
+  const std::uint32_t bar_full = sm80::smem_addr(sX + (kPairs ? W * kXWarpBytes : 0));
+  const std::uint32_t bar_empty = bar_full + 8 * S;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;  // mma fragment row group and column pair
@@ -279,6 +298,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
       sm80_load_tile<BN, D, NT>(sKV + (j % S) * BN * D, ((j & 1) ? gV : gK) + n0 * ldk, ldk, sk - n0, tid);
     }
     sm80::cp_async_commit();
+    if constexpr (kPingPong) sm80::cp_async_mbarrier_arrive(bar_full + 8 * (j % S));
   };
   auto consume = [&](int c) {  // group c is ready in buffer c % S for every thread after this
     if constexpr (S >= 2) {
@@ -292,6 +312,15 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
       __syncthreads();
     }
   };
+  if constexpr (kPingPong) {
+    if (tid == 0) {
+      for (int b = 0; b < S; ++b) {
+        sm80::mbarrier_init(bar_full + 8 * b, NT);
+        sm80::mbarrier_init(bar_empty + 8 * b, NT);
+      }
+    }
+    __syncthreads();  // the barriers are initialised before any thread arrives on them
+  }
   if constexpr (kRegStage) {
     Sm75TileStage<BM, D, NT, T> q_stage;  // Q's loads and group 0's in flight together
     q_stage.fetch(gQ, ldq, sq - m0, tid);
@@ -305,6 +334,41 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   } else {
     sm80::cp_async_commit();
   }
+
+  // Ping-pong. The CTA's two halves (warp groups wg = 0: warps 0–3, 1: warps 4–7; warp w and
+  // w + 4 share a scheduler) take turns at the tensor cores: a half runs the MMAs of Q Kᵀ (or of
+  // P V) only when the other has finished its own, and does its softmax while the other runs
+  // them — the overlap FlashAttention-3 gets from its two consumer warp groups. Turns pass
+  // through named barriers 5 (half 0's turn) and 6 (half 1's): the taker syncs on its own, the
+  // giver arrives on the other's (128 + 128 threads). Half 1 lets half 0 go first; its last
+  // hand-over is skipped, so both barriers see as many arrivals as waits.
+  // Ring: group c is waited for on full[c % S] (parity (c / S) & 1) by each half on its own;
+  // after reading it a thread arrives on empty[c % S] and refills the buffer of group c − 1 with
+  // group c − 1 + S, once empty says both halves are done with c − 1. Half 0 runs one MMA phase
+  // ahead of half 1, so half 1 has always finished group c − 1 by then: neither half waits for the
+  // other except at the turns. (At hd 256 ptxas keeps one register in local memory across the
+  // P V turn: 4 bytes of spills, one store and one load per key tile.)
+  const int wg = warp / (W / 2);
+  auto wait_full = [&](int c) {
+    if constexpr (kPingPong) sm80::mbarrier_wait_parity(bar_full + 8 * (c % S), (c / S) & 1);
+  };
+  auto take_turn = [&] {
+    if constexpr (kPingPong) sm80::named_barrier_sync(5 + wg, NT);
+  };
+  auto pass_turn = [&] {
+    if constexpr (kPingPong) sm80::named_barrier_arrive(6 - wg, NT);
+  };
+  auto release = [&](int c) {  // this thread is done reading group c
+    if constexpr (kPingPong) sm80::mbarrier_arrive(bar_empty + 8 * (c % S));
+  };
+  auto refill = [&](int c) {  // the buffer of group c − 1 takes group c − 1 + S
+    if constexpr (kPingPong) {
+      if (c >= 1) sm80::mbarrier_wait_parity(bar_empty + 8 * ((c - 1) % S), ((c - 1) / S) & 1);
+      issue(c - 1 + S);
+    }
+  };
+  if constexpr (kPingPong)
+    if (wg == 1 && n_tiles > 0) pass_turn();
 
   const int row0 = wm * RW;  // this warp's first row in the tile
   // Pairs: the two warps of row block wm meet at barrier 1 + wm (64 threads); their exchange
@@ -349,7 +413,12 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const float rescale_slack = kRescaleSlack / a.scale_log2;
 
   for (int i = 0; i < n_tiles; ++i) {
-    consume(2 * i);  // K(i) (and, at i = 0, Q) landed; the buffer P V(i−1) used is refilled
+    if constexpr (kPingPong) {
+      wait_full(2 * i);  // K(i) (and, at i = 0, Q) landed
+      take_turn();
+    } else {
+      consume(2 * i);  // K(i) (and, at i = 0, Q) landed; the buffer P V(i−1) used is refilled
+    }
     if constexpr (kQInRegs) {
       if (i == 0) {
 #pragma unroll
@@ -433,6 +502,10 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
     // (issuing early spilled 40 bytes at 128×64 w8, hd 256).
     constexpr bool kIssueBeforeSoftmax = S <= 2 && !kPairs;
     if constexpr (kIssueBeforeSoftmax) consume(2 * i + 1);
+    if constexpr (kPingPong) {
+      pass_turn();
+      release(2 * i);
+    }
 
     // Mask: only tiles crossing the sequence end or the causal diagonal.
     if (tile_needs_mask(n0, BN, m0, sq, sk, a.causal)) {
@@ -548,7 +621,13 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
               make_uint4(pa[kk][mt][0], pa[kk][mt][1], pa[kk][mt][2], pa[kk][mt][3]);
       }
 
-    if constexpr (!kIssueBeforeSoftmax) consume(2 * i + 1);
+    if constexpr (kPingPong) {
+      refill(2 * i);  // here, not after Q Kᵀ: the S registers are dead (issuing there spilled)
+      wait_full(2 * i + 1);
+      take_turn();
+    } else if constexpr (!kIssueBeforeSoftmax) {
+      consume(2 * i + 1);
+    }
 
     // O += P V over this warp's head dims: first the k16 steps of its own keys (P from
     // registers), then, with pairs, the mate's (P from the exchange). V by ldmatrix.trans.
@@ -580,6 +659,11 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
         }
         pv_step(pm, (wn ^ 1) * BNW + kk * 16);
       }
+    }
+    if constexpr (kPingPong) {
+      if (wg == 0 || i + 1 < n_tiles) pass_turn();
+      release(2 * i + 1);
+      refill(2 * i + 1);
     }
   }
   sm80::cp_async_wait<0>();

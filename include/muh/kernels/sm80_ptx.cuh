@@ -79,6 +79,51 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 #endif
 }
 
+// Barrier `id` without waiting: counts this thread's arrival towards `threads`, for a barrier
+// that other threads wait on with named_barrier_sync (a producer/consumer hand-off).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+#if MUH_SM80_PTX
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+
+// Shared-memory mbarriers for the prefill agent's ping-pong, which runs on sm_90 code only
+// (prefill_sm80.cuh): init and the cp.async arrival exist from sm_80; the arrival without a
+// state register and the parity wait (try_wait) are sm_90.
+__device__ __forceinline__ void mbarrier_init(std::uint32_t bar, int count) {
+#if MUH_SM80_PTX
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbarrier_arrive(std::uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Arrives on `bar` once every cp.async this thread issued before it has landed (the arrival
+// counts towards the barrier's expected count: .noinc).
+__device__ __forceinline__ void cp_async_mbarrier_arrive(std::uint32_t bar) {
+#if MUH_SM80_PTX
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Waits until the phase of parity `parity` of the mbarrier has completed (sm_90 code only).
+__device__ __forceinline__ void mbarrier_wait_parity(std::uint32_t bar, std::uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\n"
+      "bra WAIT;\n"
+      "DONE:\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
 // Four 8×8 16-bit matrices (sm_75 and newer); lanes 8i..8i+7 give the row addresses of matrix i; lane l receives
 // row l/4, columns 2(l%4), 2(l%4)+1 of each (kTrans, .trans: column l/4, rows 2(l%4), 2(l%4)+1).
 template <bool kTrans = false>

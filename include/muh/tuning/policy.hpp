@@ -42,10 +42,14 @@ struct PrefillPolicy {
   // share one instantiation. Launches set the max dynamic smem to the footprint.
   int smem_cap_bytes = 48 * 1024;
   const char* evidence = "";       // where the numbers come from (not part of ==)
+  // sm80 agent with warp pairs, on sm_90 code: the two halves of the CTA (warps 0–3, 4–7) take
+  // turns at the tensor cores — one runs its MMAs while the other does its softmax — and the
+  // K/V ring is ordered by per-buffer mbarriers instead of CTA barriers (prefill_sm80.cuh).
+  bool ping_pong = false;
 
   friend constexpr bool operator==(const PrefillPolicy& a, const PrefillPolicy& b) {
     return a.agent == b.agent && a.block_m == b.block_m && a.block_n == b.block_n &&
-           a.num_warps == b.num_warps && a.num_stages == b.num_stages;
+           a.num_warps == b.num_warps && a.num_stages == b.num_stages && a.ping_pong == b.ping_pong;
   }
   friend constexpr bool operator!=(const PrefillPolicy& a, const PrefillPolicy& b) { return !(a == b); }
 };
@@ -89,13 +93,14 @@ struct DecodePolicy {
 // head_dim · 2.
 // With warp pairs (prefill_sm80_warp_pairs) it adds the pairs' exchange area: per warp its half
 // of P (32 rows × block_n/2 keys, 16-bit: 32·block_n bytes) and 2 m16 tiles × 2 row halves ×
-// 8 rows of fp32 row maxima (128 bytes).
+// 8 rows of fp32 row maxima (128 bytes); with ping_pong, two 8-byte mbarriers per buffer.
 constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim);
 constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
   if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
   const int exchange = prefill_sm80_warp_pairs(p, head_dim) ? p.num_warps * (32 * p.block_n + 128) : 0;
-  return (p.block_m + p.num_stages * p.block_n) * head_dim * e + exchange;
+  const int mbarriers = p.ping_pong ? 2 * p.num_stages * 8 : 0;  // a full and an empty one per buffer
+  return (p.block_m + p.num_stages * p.block_n) * head_dim * e + exchange + mbarriers;
 }
 
 // Warp pairs of the tensor-core prefill agent (kernels/prefill_sm80.cuh): at head_dim 256 a warp
@@ -141,6 +146,7 @@ constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
          (p.agent != Agent::portable || p.num_stages == 1) &&
          (p.agent != Agent::sm75 ||
           (t == DType::fp16 && p.block_m % (16 * p.num_warps) == 0 && p.block_n % 16 == 0 && head_dim % 32 == 0)) &&
+         (!p.ping_pong || (prefill_sm80_warp_pairs(p, head_dim) && p.num_warps == 8 && p.num_stages >= 3)) &&
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 

@@ -9,11 +9,25 @@ namespace muh::tuning::sm90 {
 inline constexpr int kSmemCap = 232448;  // 227 KB
 
 // Prefill: the sm80 agent with the rows of tuning_sm80.hpp, which were measured on the H200
-// itself (their evidence strings carry the figures); Hopper's cap leaves them unchanged.
+// itself (their evidence strings carry the figures). Hopper's cap changes one thing: the
+// warp-pair row (hd 256: 128×64, 8 warps, one CTA per SM) takes the ping-pong schedule
+// (policy.hpp, PrefillPolicy::ping_pong) with 4 K/V buffers, 209 KB — the two halves of the CTA
+// need the ring one buffer pair deeper than FA2's 2, since the half that runs behind still reads
+// the tile the other is done with. Measured on the H200 against the 2-buffer row without it (A/B
+// in one process, 3 rounds, output bitwise the same; bench/results/h200-2026-11-30-c80d7a6.md,
+// "Ping-pong"): 4k / 4k causal / 16k / 16k causal, medians, 327/297/330/319 → 348/317/351/341
+// TFLOP/s (+6.2–6.9 % in every round), FA2 327/296/327/303. (4 buffers without ping-pong were
+// not timed; 3 buffers without it were 2 % slower than 2.)
 constexpr PrefillPolicy prefill(DType t, int head_dim) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);
   PrefillPolicy p = sm80::prefill(t, head_dim, 80);
   p.smem_cap_bytes = kSmemCap;
+  if (prefill_sm80_warp_pairs(p, head_dim)) {
+    p.num_stages = 4;
+    p.ping_pong = true;
+    p.evidence = "H200: the sm80 hd256 row (128x64 w8, warp pairs) with ping-pong halves and 4 K/V buffers: A/B "
+                 "+6.2-6.9 % over 2 buffers without it (348/317/351/341 vs 327/297/330/319 TFLOP/s, FA2 327/296/327/303)";
+  }
   return p;
 }
 
