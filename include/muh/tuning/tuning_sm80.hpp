@@ -55,7 +55,8 @@ constexpr int smem_cap(int cc) { return cc == 80 ? kSmemCapA100 : kSmemCap99K; }
 // With Q Kᵀ's fragments loaded a step ahead (prefill_sm80.cuh; compare_torch.py on c80d7a6,
 // bench/results/h200-2026-11-30-c80d7a6.md): hd 128 380/353/387/372 (FA2 348/322/338/338), hd 256
 // 330/303/337/329 (FA2 329/304/324/311); 3 buffers at hd 256 (sm_90) were 2 % slower on all four
-// cells there — the rows stand.
+// cells there — the rows stand. On sm_90 the hd-256 row then takes ping-pong halves with 4
+// buffers (tuning_sm90.hpp): 346/316/349/339 in 355e4c7's run.
 // fp32 stays on the portable agent (no fp32 tensor-core path).
 constexpr PrefillPolicy prefill(DType t, int head_dim, int cc) {
   if (t == DType::fp32) return portable::prefill(t, head_dim);

@@ -14,8 +14,8 @@ inline constexpr int kSmemCap = 232448;  // 227 KB
 // (policy.hpp, PrefillPolicy::ping_pong) with 4 K/V buffers, 209 KB — the two halves of the CTA
 // need the ring one buffer pair deeper than FA2's 2, since the half that runs behind still reads
 // the tile the other is done with. Measured on the H200 against the 2-buffer row without it (A/B
-// in one process, 3 rounds, output bitwise the same; bench/results/h200-2026-11-30-c80d7a6.md,
-// "Ping-pong"): 4k / 4k causal / 16k / 16k causal, medians, 327/297/330/319 → 348/317/351/341
+// in one process, 3 rounds, output bitwise the same; bench/results/h200-2026-11-30-355e4c7.md):
+// 4k / 4k causal / 16k / 16k causal, medians, 327/297/330/319 → 348/317/351/341
 // TFLOP/s (+6.2–6.9 % in every round), FA2 327/296/327/303. (4 buffers without ping-pong were
 // not timed; 3 buffers without it were 2 % slower than 2.)
 constexpr PrefillPolicy prefill(DType t, int head_dim) {
