@@ -181,6 +181,40 @@ TEST(Sm75Prefill, TilesAndFootprints) {
   EXPECT_EQ(prefill_smem_bytes(prefill_policy(75, DType::fp16, 256), DType::fp16, 256), 40960);
 }
 
+// ---- Ping-pong halves: the hd-256 warp-pair row on sm_90 only ------------------------------------
+
+TEST(PingPong, OnlyTheHopperWarpPairRowTakesIt) {
+  for (DType t : {DType::fp16, DType::bf16}) {
+    const PrefillPolicy p = prefill_policy(90, t, 256);
+    EXPECT_TRUE(p.ping_pong) << dtype_name(t);
+    EXPECT_TRUE(prefill_sm80_warp_pairs(p, 256));
+    EXPECT_EQ(p.num_stages, 4) << "the half that runs behind still reads the tile the other is done with";
+    // Exactly the kernel's allocation: Q + 4 buffers + the pairs' exchange + a full and an empty
+    // mbarrier per buffer; 209 KB, over the A100's 163 KB, so the sm_80 row keeps 2 buffers.
+    EXPECT_EQ(prefill_smem_bytes(p, t, 256), (128 + 4 * 64) * 256 * 2 + 8 * (32 * 64 + 128) + 2 * 4 * 8);
+    EXPECT_GT(prefill_smem_bytes(p, t, 256), presets::a100.smem_limit());
+    EXPECT_FALSE(prefill_policy(80, t, 256).ping_pong);
+    EXPECT_EQ(prefill_policy(80, t, 256).num_stages, 2);
+    for (int hd : {64, 96, 128}) EXPECT_FALSE(prefill_policy(90, t, hd).ping_pong) << hd;
+    // A different instantiation from the sm_80 row (ping_pong is part of ==).
+    PrefillPolicy q = p;
+    q.ping_pong = false;
+    EXPECT_FALSE(q == p);
+  }
+}
+
+TEST(PingPong, ValidateRejectsRowsTheScheduleDoesNotFit) {
+  PrefillPolicy p = prefill_policy(90, DType::bf16, 256);
+  ASSERT_TRUE(validate(p, DType::bf16, 256));
+  PrefillPolicy two = p;
+  two.num_stages = 2;  // no buffer for the half that runs behind
+  EXPECT_FALSE(validate(two, DType::bf16, 256));
+  EXPECT_FALSE(validate(p, DType::bf16, 128)) << "no warp pairs at hd 128";
+  PrefillPolicy hd128 = prefill_policy(90, DType::bf16, 128);
+  hd128.ping_pong = true;  // 4 warps, no pairs
+  EXPECT_FALSE(validate(hd128, DType::bf16, 128));
+}
+
 // ---- fp32: the real footprint, fitted once ------------------------------------------------------
 
 class Fp32Rule : public ::testing::TestWithParam<std::tuple<int, int>> {};  // preset index, head_dim
