@@ -99,20 +99,10 @@ __device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t 
   __trap();
 #endif
 }
-// Waits until the phase of parity `parity` of the mbarrier has completed.
+// Waits until the phase of parity `parity` of the mbarrier has completed (sm80_ptx.cuh).
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@P1 bra DONE;\n"
-      "bra WAIT;\n"
-      "DONE:\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  sm80::mbarrier_wait_parity(bar, parity);
 #else
   __trap();
 #endif
