@@ -42,16 +42,6 @@ struct DecodeKernel {
   }
 };
 
-// Whether the merge kernel can be launched with programmatic dependent launch: only sm_90 code
-// waits on the grid dependency; older code launched early would read partials too soon. The
-// attention kernel does not trigger early: releasing the merge at its start (its CTAs resident
-// and waiting) was 0.3–0.8 µs slower on every batch-1 V2 cell of the H200 grid
-// (bench/results/h200-2026-11-30-549f0e4.md), so the merge starts as the attention CTAs exit.
-template <class E, int D>
-bool merge_supports_pdl(int device_cc) {
-  return runs_sm90_code(decode_merge_kernel<E, D>, device_cc);
-}
-
 // The sm80 agent's TMA maps: an NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D
 // tensor (dims, heads, rows) with box 64 × 1 × 16 and a 128-byte swizzle (decode_sm80.cuh). The
 // encoder is the driver's cuTensorMapEncodeTiled, reached through the runtime (no libcuda link).
@@ -91,8 +81,8 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   bool launched = false;
   if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && D % 64 == 0) {
     // The policy's TMA copies where this call allows them; else the cp.async kernel below.
-    auto tma_kernel = &decode_sm80_tma_kernel<Sm80Traits<Getter, DT, D>>;
-    static const bool tma_code = runs_sm90_code(tma_kernel, device_cc);
+    constexpr auto tma_kernel = &decode_sm80_tma_kernel<Sm80Traits<Getter, DT, D>>;
+    const bool tma_code = runs_sm90_code_once<tma_kernel>(device_cc);
     CUtensorMap tk, tv;
     const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
     if (tma_code && layout == KVLayout::nhd && a.page_size >= 16 &&
@@ -111,12 +101,12 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   MUH_TRY(launch_status("paged_decode launch"));
   if (a.num_splits == 1) return Status::Ok();
 
-  // Asked once, on the first sm_90+ device (they all run this build's sm_90 code): a first call
-  // on an older device must not turn the dependent launch off for the process.
-  const bool pdl = device_cc >= 90 && [device_cc] {
-    static const bool sm90_code = merge_supports_pdl<E, D>(device_cc);
-    return sm90_code;
-  }();
+  // The merge is launched with programmatic dependent launch where its code is sm_90's: only that
+  // waits on the grid dependency; older code launched early would read partials too soon. The
+  // attention kernel does not trigger early: releasing the merge at its start (its CTAs resident
+  // and waiting) was 0.3–0.8 µs slower on every batch-1 V2 cell of the H200 grid
+  // (bench/results/h200-2026-11-30-549f0e4.md), so the merge starts as the attention CTAs exit.
+  const bool pdl = runs_sm90_code_once<&decode_merge_kernel<E, D>>(device_cc);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(a.num_q_heads), static_cast<unsigned>(a.num_seqs));
   cfg.blockDim = dim3(kMergeThreads);

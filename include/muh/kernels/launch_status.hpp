@@ -38,6 +38,17 @@ bool runs_sm90_code(Kernel kernel, int device_cc) {
   return fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
 }
 
+// runs_sm90_code for the launchers' per-call decisions (dependent launches, TMA): false below
+// sm_90 without asking, and asked once per kernel, on the first sm_90+ device — every sm_90+
+// device runs the same sm_90 code of a build, and a first call on an older device must not
+// decide for later ones.
+template <auto Kernel>
+bool runs_sm90_code_once(int device_cc) {
+  if (device_cc < 90) return false;
+  static const bool sm90_code = runs_sm90_code(Kernel, device_cc);
+  return sm90_code;
+}
+
 // The error of the last launch, if any, as "<what>: <CUDA error>".
 inline Status launch_status(const char* what) {
   const cudaError_t e = cudaGetLastError();

@@ -60,7 +60,7 @@ struct PrefillKernel {
     else return &prefill_portable_kernel<Getter, DT, D>;
   }
   // The tail of a split launch (tensor-core agents only).
-  static auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
+  static constexpr auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
 };
 
 // Launches one prefill over `a` (validated by src/prefill.cu) on `stream`. The kernel's max
@@ -89,8 +89,8 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
   }
   if constexpr (K::tensor_cores) {
     if (t.tail_tiles > 0) {
-      auto tail = K::tail_function();
-      auto merge = &prefill_tail_merge_kernel<DT, D>;
+      constexpr auto tail = K::tail_function();
+      constexpr auto merge = &prefill_tail_merge_kernel<DT, D>;
       MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "prefill"));
       // On sm_90 code the tail kernel is launched dependent on the whole-tile kernel
       // (programmatic stream serialization; prefill_sm80.cuh): its CTAs take the slots the whole
@@ -100,12 +100,8 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
       // switch in a probe build, interleaved in one process, 3 rounds of 20; bench/results/
       // h200-2026-11-30-549f0e4.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
       // tokens), the output bitwise the same.
-      // Whether the sm_90+ code (the trigger and the waits) is what the device runs: asked once,
-      // on the first sm_90+ device (every sm_90+ device runs the same sm_90 code of this build).
-      const bool pdl = device_cc >= 90 && [&] {
-        static const bool sm90_code = runs_sm90_code(tail, device_cc) && runs_sm90_code(merge, device_cc);
-        return sm90_code;
-      }();
+      // Only where the device runs their sm_90 code (the trigger and the waits).
+      const bool pdl = runs_sm90_code_once<tail>(device_cc) && runs_sm90_code_once<merge>(device_cc);
       cudaLaunchAttribute attr[1];
       attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[0].val.programmaticStreamSerializationAllowed = 1;
