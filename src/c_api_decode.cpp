@@ -1,11 +1,8 @@
 // c_api_decode.cpp — the decode entry points of the C ABI (muh.h): plan + run over raw device
-// pointers. The present device's profile is queried once per device ordinal and cached
-// (cudaGetDeviceProperties costs milliseconds; a decode step must not pay it).
+// pointers, planned on the present device's cached profile (hardware.hpp, device_profile()).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <array>
-#include <mutex>
 #include <string>
 
 #include "c_api_common.hpp"
@@ -15,29 +12,6 @@
 
 namespace muh::capi {
 namespace {
-
-Status current_hw(HardwareCapability* hw) {
-  static std::mutex mu;
-  static std::array<DeviceQuery, 64> cache;
-  static std::array<bool, 64> have{};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return {StatusCode::no_device, "no CUDA device"};
-  }
-  std::lock_guard<std::mutex> lock(mu);
-  if (dev >= 0 && dev < 64 && have[dev]) {
-    *hw = cache[dev].hw;
-    return cache[dev].status;
-  }
-  DeviceQuery q = query_current_device(dev);
-  if (q.status.ok() && dev >= 0 && dev < 64) {
-    cache[dev] = q;
-    have[dev] = true;
-  }
-  *hw = q.hw;
-  return q.status;
-}
 
 // C ints → DecodeParams; the enum values are range-checked first (an int cast to the 8-bit
 // enums could otherwise wrap onto a valid value).
@@ -61,9 +35,8 @@ Status make_params(int dtype, int layout, int num_seqs, int num_q_heads, int num
 // The plan paged_decode runs on the current device (called once every input is checked).
 Status current_plan(const DecodeParams& p, int force_target, int force_splits, int cuda_graph, DecodePlan* plan) {
   HardwareCapability hw;
-  const Status s = current_hw(&hw);
-  if (!s.ok()) return s;
-  return plan_decode(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, plan);
+  MUH_TRY(device_profile(-1, &hw));
+  return detail::plan_decode_unchecked(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, plan);
 }
 
 }  // namespace
@@ -118,7 +91,6 @@ extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void
   s = capi::current_plan(p, force_target, force_splits, cuda_graph, &plan);
   if (!s.ok()) return capi::report(s);
   RunOptions opt;
-  opt.force_target = force_target;
   opt.stream = static_cast<cudaStream_t>(stream);
-  return capi::report(paged_decode(p, plan, workspace, workspace_bytes, opt));
+  return capi::report(detail::paged_decode_unchecked(p, plan, workspace, workspace_bytes, opt));
 }

@@ -1,7 +1,8 @@
 // c_api_prefill.cpp — muh_prefill() and muh_prefill_workspace_size() of the C ABI (muh.h): raw
-// device pointers → muh::prefill().
+// device pointers → plan_prefill() on the current device's cached profile → muh::prefill().
 #include "c_api_common.hpp"
 #include "muh/attention.hpp"
+#include "prefill_check.hpp"
 
 namespace {
 
@@ -28,6 +29,16 @@ muh::PrefillParams shape(int dtype, int batch, int total_q, int total_k, int max
   return p;
 }
 
+// The plan muh_prefill() runs: the current device's profile, the forced target, and the tail
+// split only when the caller gives a workspace (without one every q tile runs whole). The C ABI
+// checks the shape once, first (check_prefill_shape), and then plans and runs unchecked.
+muh::Status current_plan(const muh::PrefillParams& p, int force_target, bool with_workspace, muh::PrefillPlan* plan) {
+  muh::HardwareCapability hw;
+  MUH_TRY(muh::device_profile(-1, &hw));
+  return muh::detail::plan_prefill_unchecked(p, hw, muh::PrefillPlanOptions{force_target, with_workspace ? muh::kPrefillTailAuto : muh::kPrefillTailOff},
+                           plan);
+}
+
 }  // namespace
 
 extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
@@ -46,21 +57,31 @@ extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* 
   p.cu_seqlens_q = cu_seqlens_q;
   p.cu_seqlens_k = cu_seqlens_k;
   p.softmax_scale = softmax_scale;
-  p.workspace = workspace;
-  p.workspace_bytes = workspace_bytes;
+  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
+  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
+  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
+  if (muh::Status s = muh::detail::check_prefill_pointers(p); !s.ok()) return muh::capi::report(s);
+  muh::PrefillPlan plan;
+  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, &plan); !s.ok()) return muh::capi::report(s);
   muh::RunOptions opt;
-  opt.force_target = force_target;
   opt.stream = static_cast<cudaStream_t>(stream);
-  return muh::capi::report(muh::prefill(p, opt));
+  return muh::capi::report(muh::detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt));
 }
 
 extern "C" int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
                                           int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
                                           int causal, int force_target, size_t* workspace_bytes) {
   if (muh::Status s = check_dtype(dtype, "muh_prefill_workspace_size"); !s.ok()) return muh::capi::report(s);
-  muh::RunOptions opt;
-  opt.force_target = force_target;
-  return muh::capi::report(muh::prefill_workspace_size(
-      shape(dtype, batch, total_q, total_k, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal),
-      opt, workspace_bytes));
+  if (workspace_bytes == nullptr)
+    return muh::capi::report(muh::invalid_argument("muh_prefill_workspace_size: workspace_bytes must not be null"));
+  *workspace_bytes = 0;
+  const muh::PrefillParams p =
+      shape(dtype, batch, total_q, total_k, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal);
+  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
+  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
+  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
+  muh::PrefillPlan plan;
+  const muh::Status s = current_plan(p, force_target, true, &plan);
+  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
+  return muh::capi::report(s);
 }

@@ -7,10 +7,10 @@
 //   lengths, block-table coverage, softmax_scale); the plan (made, and for this dtype, head_dim,
 //   heads and target; num_seqs / max_seq_len equal to the plan's, or within a cuda_graph plan's
 //   capacity); pointers (non-null, 16-byte aligned q, k_cache, v_cache, out, workspace; 4-byte
-//   aligned lse, block_table, seq_lens); the workspace (size >= plan.workspace_bytes); the
-//   forced target (equal to the plan's).
-// Only then the device: no device → no_device; a plan target newer than the device, or a policy
-// that needs more shared memory than the device grants → unsupported. With
+//   aligned lse, block_table, seq_lens); the workspace (size >= plan.workspace_bytes).
+// Only then the device, from its cached profile (hardware.hpp, device_profile(): no attribute
+// query per call): no device → no_device; a plan target newer than the device, or a policy that
+// needs more shared memory than the device grants → unsupported. With
 // RunOptions::debug_checks, seq_lens and the block table are copied to the host (a stream sync)
 // and every seq_len must be in [0, max_seq_len] and every block id a sequence uses in
 // [0, num_pages).
@@ -28,6 +28,7 @@
 #include "muh/instances.hpp"
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_instance.cuh"
+#include "muh/launch_args.cuh"
 
 namespace muh {
 namespace detail {
@@ -128,13 +129,12 @@ int log2_int(int x) {
 Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, std::size_t workspace_bytes,
                     const RunOptions& opt) {
   MUH_TRY(detail::check_decode_shape(p));
+  return detail::paged_decode_unchecked(p, plan, workspace, workspace_bytes, opt);
+}
+
+Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& plan, void* workspace,
+                                      std::size_t workspace_bytes, const RunOptions& opt) {
   MUH_TRY(detail::check_plan(p, plan));
-  if (opt.force_target < -1)
-    return invalid_argument("paged_decode: force_target must be -1 (auto), 0 (portable) or a compute capability");
-  if (opt.force_target >= 0 && opt.force_target != plan.target)
-    return invalid_argument("paged_decode: force_target " + std::to_string(opt.force_target) +
-                            " differs from the plan's target " + std::to_string(plan.target) +
-                            " (plan with the same PlanOptions::force_target)");
   if (p.num_seqs == 0) return Status::Ok();  // nothing to compute or write
   const auto fn = find_instance(detail::kDecodeInstances, p.dtype, p.head_dim);
   if (fn == nullptr)
@@ -145,25 +145,17 @@ Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspa
   MUH_TRY(detail::check_decode_pointers(p));
   MUH_TRY(detail::check_workspace(plan, workspace, workspace_bytes));
 
-  // ---- The device ----------------------------------------------------------------------------
-  int count = 0, device = 0, major = 0, minor = 0, smem_optin = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();
-    return {StatusCode::no_device, "paged_decode: no CUDA device"};
-  }
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("paged_decode: device query: ") + cudaGetErrorString(e)};
-  const int cc = major * 10 + minor;
+  // ---- The device, from its cached profile --------------------------------------------------
+  HardwareCapability hw;
+  MUH_TRY(device_profile(-1, &hw));
+  const int cc = hw.compute_capability;
   if (plan.target > cc)
     return unsupported("paged_decode: the plan's target " + std::to_string(plan.target) +
                        " is newer than the device (sm_" + std::to_string(cc) + ")");
   const int smem = decode_smem_bytes(plan.policy, p.dtype, p.head_dim);
-  if (smem > smem_optin)
+  if (smem > hw.smem_limit())
     return unsupported("paged_decode: the policy needs " + std::to_string(smem) + " B of shared memory; the device grants " +
-                       std::to_string(smem_optin) + " B");
+                       std::to_string(hw.smem_limit()) + " B");
   if (opt.debug_checks) MUH_TRY(detail::check_device_tables(p, opt.stream));
 
   return fn(detail::make_decode_args(p, plan, workspace), p.layout, plan.target, cc, opt.stream);

@@ -3,9 +3,12 @@
 // every failure is reported on a machine without a GPU.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "muh/attention.hpp"
+#include "muh/params.hpp"
+#include "muh/plan.hpp"
 #include "muh/status.hpp"
 
 namespace muh::detail {
@@ -18,5 +21,12 @@ Status check_decode_shape(const DecodeParams& p);
 // q, k_cache, v_cache, out, block_table, seq_lens non-null; tensors 16-byte aligned, lse /
 // block_table / seq_lens 4-byte aligned. (The workspace is checked against the plan.)
 Status check_decode_pointers(const DecodeParams& p);
+
+// plan_decode() and paged_decode() after their check_decode_shape(), for a caller that ran it
+// (the C ABI, so that a call checks its shape once, before any CUDA call).
+Status plan_decode_unchecked(const DecodeParams& p, const HardwareCapability& hw, const PlanOptions& opt,
+                             DecodePlan* plan);
+Status paged_decode_unchecked(const DecodeParams& p, const DecodePlan& plan, void* workspace,
+                              std::size_t workspace_bytes, const RunOptions& opt);
 
 }  // namespace muh::detail

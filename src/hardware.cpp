@@ -2,7 +2,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "muh/hardware.hpp"
@@ -52,6 +54,33 @@ DeviceQuery query_current_device(int ordinal) {
   hw.compute_capability = attr(cudaDevAttrComputeCapabilityMajor) * 10 + attr(cudaDevAttrComputeCapabilityMinor);
   r.hw = with_arch_flags(hw);
   return r;
+}
+
+Status device_profile(int ordinal, HardwareCapability* hw) {
+  if (hw == nullptr) return invalid_argument("device_profile: hw must not be null");
+  if (ordinal < 0 && cudaGetDevice(&ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return query_current_device(-1).status;  // says why there is no device
+  }
+  static std::mutex mu;
+  static std::array<HardwareCapability, 64> cache;
+  static std::array<bool, 64> have{};
+  if (ordinal < static_cast<int>(cache.size())) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (have[ordinal]) {
+      *hw = cache[ordinal];
+      return Status::Ok();
+    }
+  }
+  const DeviceQuery q = query_current_device(ordinal);
+  if (!q.status.ok()) return q.status;
+  if (ordinal < static_cast<int>(cache.size())) {
+    std::lock_guard<std::mutex> lock(mu);
+    cache[ordinal] = q.hw;
+    have[ordinal] = true;
+  }
+  *hw = q.hw;
+  return Status::Ok();
 }
 
 }  // namespace muh

@@ -25,12 +25,9 @@
 
 #include "decode_check.hpp"
 #include "pointer_checks.hpp"
-#include "muh/attention.hpp"
-#include "muh/build_config.hpp"
-#include "muh/dispatch.hpp"
 #include "muh/plan.hpp"
+#include "muh/select.hpp"
 #include "muh/shapes.hpp"
-#include "muh/tuning/selectors.hpp"
 
 namespace muh {
 namespace detail {
@@ -171,9 +168,15 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 }  // namespace
 
 Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const PlanOptions& opt, DecodePlan* plan) {
+  if (plan == nullptr) return invalid_argument("plan_decode: plan must not be null");
+  MUH_TRY(detail::check_decode_shape(p));
+  return detail::plan_decode_unchecked(p, hw, opt, plan);
+}
+
+Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapability& hw, const PlanOptions& opt,
+                                     DecodePlan* plan) {
   const std::string w = "plan_decode: ";
   if (plan == nullptr) return invalid_argument(w + "plan must not be null");
-  MUH_TRY(detail::check_decode_shape(p));
   if (opt.force_target < -1)
     return invalid_argument(w + "force_target must be -1 (auto), 0 (portable) or a compute capability");
   if (opt.force_splits < 0) return invalid_argument(w + "force_splits must be >= 0 (0: the plan chooses)");
@@ -182,40 +185,15 @@ Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const Pl
   if (hw.sm_count < 1 || hw.memory_bandwidth_gbps < 1)
     return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs or no bandwidth");
 
-  // ---- Target and policy -------------------------------------------------------------------
-  int target = -1;
-  const bool forced = opt.force_target >= 0;
-  if (forced) {
-    target = opt.force_target;
-    if (!is_compiled_target(target))
-      return {StatusCode::not_compiled,
-              w + "target " + std::to_string(target) + " is not compiled into this build (compiled: " +
-                  detail::describe_targets(compiled_targets::values, compiled_targets::size) +
-                  "); rebuild with MUH_TARGETS including it"};
-    if (hw.is_own_arch() ? target != 0 : target > hw.compute_capability)
-      return unsupported(w + "target " + std::to_string(target) + " cannot run on '" + hw.name + "' (" +
-                         (hw.is_own_arch() ? std::string("own arch: portable only")
-                                           : "sm_" + std::to_string(hw.compute_capability)) + ")");
-  } else {
-    target = hw.is_own_arch() ? 0 : best_compiled_target(hw.compute_capability);
-    if (target < 0) target = 0;  // only the portable agent is compiled for this device
-  }
-  DecodePolicy pol = decode_policy(target, p.dtype, p.head_dim);
-  if (decode_smem_bytes(pol, p.dtype, p.head_dim) > hw.smem_limit()) {
-    // A device with less shared memory than its arch's row assumes runs the portable row, as
-    // select_attention_config() does; a forced target must fit as it is.
-    if (forced || decode_smem_bytes(decode_policy(0, p.dtype, p.head_dim), p.dtype, p.head_dim) > hw.smem_limit())
-      return unsupported(w + "the decode policy of target " + std::to_string(target) + " needs " +
-                         std::to_string(decode_smem_bytes(pol, p.dtype, p.head_dim)) +
-                         " B of shared memory per block; '" + hw.name + "' grants " +
-                         std::to_string(hw.smem_limit()) + " B");
-    target = 0;
-    pol = decode_policy(0, p.dtype, p.head_dim);
-  }
+  // ---- Target and policy: the one selection (select.hpp) -------------------------------------
+  const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
+  MUH_TRY(selection_status(sel, w, hw));
+  const DecodePolicy& pol = sel.policy;
 
   DecodePlan r;
-  r.target = target;
+  r.target = sel.target;
   r.policy = pol;
+  r.selection = sel;
   r.dtype = p.dtype;
   r.num_seqs = p.num_seqs;
   r.num_q_heads = p.num_q_heads;

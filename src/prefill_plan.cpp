@@ -25,8 +25,9 @@
 #include "muh/prefill_plan.hpp"
 
 #include <algorithm>
+#include <string>
 
-#include "muh/attention.hpp"
+#include "prefill_check.hpp"
 
 namespace muh {
 namespace {
@@ -89,6 +90,46 @@ PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& pol
   s.ws_lse_offset = rows * p.head_dim;
   s.workspace_bytes = (s.ws_lse_offset + rows) * sizeof(float);
   return s;
+}
+
+Status plan_prefill(const PrefillParams& p, const HardwareCapability& hw, const PrefillPlanOptions& opt,
+                    PrefillPlan* plan) {
+  if (plan == nullptr) return invalid_argument("plan_prefill: plan must not be null");
+  MUH_TRY(detail::check_prefill_shape(p, "plan_prefill: "));
+  return detail::plan_prefill_unchecked(p, hw, opt, plan);
+}
+
+Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapability& hw,
+                                      const PrefillPlanOptions& opt, PrefillPlan* plan) {
+  const std::string w = "plan_prefill: ";
+  if (plan == nullptr) return invalid_argument(w + "plan must not be null");
+  if (opt.force_target < -1)
+    return invalid_argument(w + "force_target must be -1 (auto), 0 (portable) or a compute capability");
+  if (opt.tail_chunk < -1) return invalid_argument(w + "tail_chunk must be -1 (auto), 0 (off) or a key-tile count");
+  if (hw.sm_count < 1) return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs");
+
+  const PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
+  MUH_TRY(selection_status(sel, w, hw));
+  PrefillPlan r;
+  r.target = sel.target;
+  r.policy = sel.policy;
+  r.selection = sel;
+  r.device_cc = hw.compute_capability;
+  r.sm_count = hw.sm_count;
+  r.split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
+  r.workspace_bytes = r.split.workspace_bytes;
+  r.dtype = p.dtype;
+  r.batch = p.batch;
+  r.total_q = p.total_q;
+  r.total_k = p.total_k;
+  r.max_seqlen_q = p.max_seqlen_q;
+  r.max_seqlen_k = p.max_seqlen_k;
+  r.num_q_heads = p.num_q_heads;
+  r.num_kv_heads = p.num_kv_heads;
+  r.head_dim = p.head_dim;
+  r.causal = p.causal;
+  *plan = r;
+  return Status::Ok();
 }
 
 }  // namespace muh

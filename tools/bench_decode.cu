@@ -47,6 +47,7 @@
 #include "muh/build_config.hpp"
 #include "muh/kernels/decode_instance.cuh"
 #include "muh/kernels/decode_launch.cuh"
+#include "muh/launch_args.cuh"
 #include "muh/tuning/tuning_sm90.hpp"
 
 namespace muh::cli {

@@ -40,33 +40,23 @@ namespace {
 
 using namespace prefill_bench;
 
-// tail_chunk: RunOptions::prefill_tail_chunk (-1: the plan's choice). *split_bytes, when given,
-// gets the workspace the call used (0: every tile whole).
+// tail_chunk: PrefillPlanOptions::tail_chunk (-1: the plan's choice). *split_bytes, when given,
+// gets the workspace the call used (0: every tile whole). The row is named by the plan's policy.
 Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters,
                  int tail_chunk = -1, std::size_t* split_bytes = nullptr) {
-  PrefillParams p = buf.params(hd, heads, seq, causal);
-  RunOptions opt;
-  opt.force_target = target;
-  opt.prefill_tail_chunk = tail_chunk;
-  std::size_t ws_bytes = 0;
-  Status s = prefill_workspace_size(p, opt, &ws_bytes);
-  if (!s.ok()) throw std::runtime_error("prefill_workspace_size: " + s.message());
-  bench::DeviceMemory ws(std::max<std::size_t>(ws_bytes, 16));
-  if (ws_bytes > 0) {
-    p.workspace = ws.p;
-    p.workspace_bytes = ws_bytes;
-  }
-  if (split_bytes) *split_bytes = ws_bytes;
-  const Status run = prefill(p, opt);  // surfaces a bad status before timing
+  const PrefillParams p = buf.params(hd, heads, seq, causal);
+  HardwareCapability hw;
+  Status s = device_profile(-1, &hw);
+  PrefillPlan plan;
+  if (s.ok()) s = plan_prefill(p, hw, PrefillPlanOptions{target, tail_chunk}, &plan);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  bench::DeviceMemory ws(std::max<std::size_t>(plan.workspace_bytes, 16));
+  if (split_bytes) *split_bytes = plan.workspace_bytes;
+  const Status run = prefill(p, plan, ws.p, plan.workspace_bytes);  // surfaces a bad status before timing
   if (!run.ok()) throw std::runtime_error("prefill: " + run.message());
-  const double ms = median_ms([&] { (void)prefill(p, opt); }, iters);
-  int dev = 0, major = 0, minor = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  const int t = target >= 0 ? target : std::max(0, best_compiled_target(major * 10 + minor));
-  std::string policy = policy_name(prefill_policy(t, DType::bf16, hd));
-  if (ws_bytes > 0) policy += " +tail";
+  const double ms = median_ms([&] { (void)prefill(p, plan, ws.p, plan.workspace_bytes); }, iters);
+  std::string policy = policy_name(plan.policy);
+  if (plan.workspace_bytes > 0) policy += " +tail";
   Row r{kind, policy, hd, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;
   return r;

@@ -15,6 +15,7 @@
 #include "muh/attention.hpp"
 #include "muh/instances.hpp"
 #include "muh/kernels/prefill_launch.cuh"
+#include "muh/launch_args.cuh"
 
 namespace muh::cli::prefill_bench {
 
@@ -91,7 +92,7 @@ struct Candidate {
 template <class G, int D>
 Row time_candidate(Buffers& buf, int heads, int seq, bool causal, int iters) {
   PrefillParams p = buf.params(D, heads, seq, causal);
-  const kernels::PrefillArgs a = kernels::make_prefill_args(p);
+  const kernels::PrefillArgs a = detail::make_prefill_args(p);
   Status s = kernels::launch_prefill<G, DType::bf16, D>(a, nullptr);
   if (!s.ok()) throw std::runtime_error("sweep: " + s.message());
   const double ms = median_ms([&] { (void)kernels::launch_prefill<G, DType::bf16, D>(a, nullptr); }, iters);

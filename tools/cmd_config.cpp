@@ -1,6 +1,7 @@
 // cmd_config.cpp — `muh config`: the kernel configuration select_attention_config() gives for a
 // model on a hardware profile, as a table (like the seed's __main__), as JSON (--json), and with
-// the rule behind every field (--explain).
+// the rule behind every field (--explain). Which rows run, and why, comes from the one selection
+// (select.hpp) through the config's traces; this file only words them.
 //
 // With no arguments it prints the embedded default, the seed's case: the Qwen3.6-class model
 // (head_dim 256, 4 KV heads, 100 000 tokens) in bf16 and fp16 on the BI-V100 profile under the
@@ -208,33 +209,8 @@ Request resolve(const Options& o) {
 
 // ---- Which compiled instantiation runs a config -------------------------------------------------
 
-
-std::string target_name(int t) { return t == 0 ? "portable (0)" : "sm_" + std::to_string(t); }
-
 std::string compiled_target_list() {
   return detail::describe_targets(compiled_targets::values, compiled_targets::size);
-}
-
-// Calls f(PrefillSelector<T, D>{}, DecodeSelector<T, D>{}) for the runtime (dtype, head_dim).
-template <DType T, class F>
-void with_head_dim(int hd, F&& f) {
-  switch (hd) {
-    case 64: f(PrefillSelector<T, 64>{}, DecodeSelector<T, 64>{}); break;
-    case 96: f(PrefillSelector<T, 96>{}, DecodeSelector<T, 96>{}); break;
-    case 128: f(PrefillSelector<T, 128>{}, DecodeSelector<T, 128>{}); break;
-    case 256: f(PrefillSelector<T, 256>{}, DecodeSelector<T, 256>{}); break;
-    default: break;  // check_config_inputs() rejected it
-  }
-}
-static_assert(kSupportedHeadDims.size() == 4, "with_head_dim() lists every supported head dim");
-
-template <class F>
-void with_selectors(DType t, int hd, F&& f) {
-  switch (t) {
-    case DType::fp16: with_head_dim<DType::fp16>(hd, f); break;
-    case DType::bf16: with_head_dim<DType::bf16>(hd, f); break;
-    case DType::fp32: with_head_dim<DType::fp32>(hd, f); break;
-  }
 }
 
 struct Instantiation {
@@ -244,29 +220,21 @@ struct Instantiation {
   std::vector<int> sharing;  // compiled targets whose policy collapses onto inst_target
 };
 
-template <class Selector>
-Instantiation find_instantiation(const char* family, Selector sel, const Request& r,
-                                 const typename Selector::policy_type& chosen) {
+// The instantiation that runs the selection's row: dispatch collapses the row's target onto the
+// lowest compiled target with the same policy (dispatch.hpp), as the launchers do.
+template <class Selector, class Sel>
+Instantiation find_instantiation(const char* family, Selector sel, const Sel& chosen) {
   Instantiation in;
   in.family = family;
   const std::string key = std::string(dtype_name(Selector::dtype)) + ", " + std::to_string(Selector::head_dim);
   in.file = std::string("instances/") + family + "_" + std::string(dtype_name(Selector::dtype)) + "_hd" +
             std::to_string(Selector::head_dim) + ".cu";
-  const int want = target_for(r.hw);
-  // The dispatch target: the profile's own; for the present device, the best compiled one.
-  in.run_target = is_compiled_target(want) ? want
-                  : r.hw_is_device      ? (best_compiled_target(r.hw.compute_capability) >= 0
-                                               ? best_compiled_target(r.hw.compute_capability)
-                                               : 0)
-                                        : -1;
+  in.run_target = chosen.target;
   if (in.run_target < 0) {
-    in.reason = "target " + target_name(want) + " not compiled in this build (compiled: " + compiled_target_list() +
-                "; rebuild with MUH_TARGETS including " + std::to_string(want) + ")";
+    in.reason = describe(chosen);
     return in;
   }
   in.inst_target = instantiation_target(sel, in.run_target);
-  // A device with less shared memory than its row assumes runs the portable row (config.hpp).
-  if (!(sel(in.inst_target) == chosen) && is_compiled_target(0) && sel(0) == chosen) in.inst_target = 0;
   for (std::size_t i = 0; i < compiled_targets::size; ++i) {
     const int t = compiled_targets::values[i];
     if (instantiation_target(sel, t) == in.inst_target) in.sharing.push_back(t);
@@ -282,17 +250,6 @@ Instantiation find_instantiation(const char* family, Selector sel, const Request
 }
 
 // ---- Rules: why each field has its value ---------------------------------------------------------
-
-const char* table_file(int target, DType t, bool prefill) {
-  if (target >= 90) return t == DType::fp32 ? "tuning_sm90.hpp → tuning_portable.hpp (fp32 runs the portable agent)" : "tuning/tuning_sm90.hpp";
-  if (target >= 80) return t == DType::fp32 ? "tuning_sm80.hpp → tuning_portable.hpp (fp32 runs the portable agent)" : "tuning/tuning_sm80.hpp";
-  if (target >= 75) {
-    if (!prefill) return "tuning/tuning_sm75.hpp → tuning_portable.hpp (decode runs the portable agent on sm_75)";
-    return t == DType::fp16 ? "tuning/tuning_sm75.hpp"
-                            : "tuning/tuning_sm75.hpp → tuning_portable.hpp (no bf16/fp32 tensor-core mma on sm_75)";
-  }
-  return "tuning/tuning_portable.hpp";
-}
 
 // The portable agent's footprint with its formula, (block_m + 2·block_n)·head_dim·elem (the seed
 // rule's trace); other agents' footprints are prefill_smem_bytes() itself (tuning/policy.hpp
@@ -319,122 +276,130 @@ struct Rules {
   void add(const std::string& field, std::vector<std::string> lines) { fields.emplace_back(field, std::move(lines)); }
 };
 
+// The rows' lines: the selection's trace (select.hpp: the rule that fired), the row and its
+// evidence, and for the portable agent the seed's tile rule re-traced step by step.
+std::vector<std::string> prefill_row_lines(const Request& r, DType t, const PrefillSelection& sel) {
+  const int hd = r.head_dim;
+  const int cap48 = tuning::portable::kSmemCap;
+  const PrefillPolicy& p0 = sel.policy;
+  std::vector<std::string> l{describe(sel)};
+  if (!sel.ok()) return l;
+  l.push_back("prefill_policy(" + std::to_string(sel.target) + ", " + std::string(dtype_name(t)) + ", " +
+              std::to_string(hd) + ") (tuning/selectors.hpp): \"" + p0.evidence + "\"");
+  if (p0.agent != Agent::portable) {
+    l.push_back("footprint " + prefill_footprint(p0, t, hd) + " ≤ the row's cap " + std::to_string(p0.smem_cap_bytes) +
+                " B and the profile's " + std::to_string(r.hw.smem_limit()) + " B");
+    return l;
+  }
+  PrefillPolicy p = p0;
+  p.block_m = p.block_n = 64;
+  while (true) {
+    const bool fits = prefill_smem_bytes(p, t, hd) <= cap48;
+    const bool last = fits || p.block_n <= 16;
+    l.push_back("block_n " + std::to_string(p.block_n) + ": Q+K+V tiles " + prefill_footprint(p, t, hd) +
+                (fits ? " ≤ " : " > ") + std::to_string(cap48) + " B" +
+                (last ? " → " + std::to_string(p.block_m) + "×" + std::to_string(p.block_n) : " → halve"));
+    if (last) break;
+    p.block_n /= 2;
+    p.block_m = p.block_n;
+  }
+  l.push_back("block_m = block_n (seed: square tiles simplify the causal mask)");
+  const int sb = seed_block(t, hd, cap48);
+  if (t == DType::fp32)
+    l.push_back("fp32 rule: the real footprint is fitted once, nothing halved afterwards (the seed counted the "
+                "4-byte element twice and would give " + std::to_string(sb) + "×" + std::to_string(sb) + ")");
+  else
+    l.push_back("the seed's rule (K+V only: block_n·head_dim·elem·2 ≤ 48 KB) gives the same " + std::to_string(sb) +
+                "×" + std::to_string(sb));
+  return l;
+}
+
+std::vector<std::string> decode_row_lines(const Request& r, DType t, const DecodeSelection& sel) {
+  std::vector<std::string> l{describe(sel)};
+  if (!sel.ok()) return l;
+  const DecodePolicy& d = sel.policy;
+  l.push_back("decode_policy(" + std::to_string(sel.target) + ", " + std::string(dtype_name(t)) + ", " +
+              std::to_string(r.head_dim) + ") (tuning/selectors.hpp): \"" + d.evidence + "\"");
+  l.push_back(std::to_string(d.tile_tokens) + " tokens, " + std::to_string(d.num_warps) +
+              " warps: footprint decode_smem_bytes() = " + std::to_string(decode_smem_bytes(d, t, r.head_dim)) +
+              " B (tuning/policy.hpp) within the cap " + std::to_string(d.smem_cap_bytes) + " B at " +
+              std::to_string(d.ctas_per_sm) + " CTA" + (d.ctas_per_sm > 1 ? "s" : "") + "/SM");
+  return l;
+}
+
+// The V1/V2 threshold: the numbers heuristics.hpp computed (AttentionConfig::threshold).
+std::vector<std::string> threshold_lines(const Request& r, const AttentionConfig& c) {
+  const ThresholdTrace& x = c.threshold;
+  std::vector<std::string> l;
+  const int never = r.max_seq_len + 1;
+  switch (x.rule) {
+    case ThresholdRule::no_native_v2:
+      l.push_back("seed rule: the backends have no native V2 → V1 forced, threshold = max_seq_len + 1 = " +
+                  std::to_string(never));
+      break;
+    case ThresholdRule::no_native_v1:
+      l.push_back("the backends have no native V1 → always V2: threshold = 0");
+      break;
+    case ThresholdRule::kv_heads_fill:
+    case ThresholdRule::above_max_seq_len:
+    case ThresholdRule::formula: {
+      std::ostringstream s;
+      s << "hardware rule (heuristics.hpp): slots = sm_count·ctas_per_sm = " << r.hw.sm_count << "·"
+        << c.decode.ctas_per_sm << " = " << x.slots;
+      l.push_back(s.str());
+      if (x.rule == ThresholdRule::kv_heads_fill) {
+        l.push_back("kv_heads " + std::to_string(r.kv_heads) +
+                    " ≥ slots: V1 alone fills every slot, splitting never pays → threshold = max_seq_len + 1 = " +
+                    std::to_string(never));
+        break;
+      }
+      std::ostringstream f;
+      f << "L* = P + overhead·bw_sm / (B·(1 − kv_heads/slots)) = " << x.partition << " + "
+        << kSplitOverheadSeconds * 1e6 << " µs · " << std::setprecision(4) << x.bw_sm / 1e9 << " GB/s / ("
+        << x.bytes_per_token << " B · (1 − " << r.kv_heads << "/" << x.slots << ")) = " << std::fixed
+        << std::setprecision(1) << x.l_star << "  (B: K+V bytes per token; bw_sm = bandwidth / sm_count)";
+      l.push_back(f.str());
+      const long long th = static_cast<long long>(x.l_star) + 1;
+      if (x.rule == ThresholdRule::above_max_seq_len)
+        l.push_back("floor(L*) + 1 = " + std::to_string(th) + " > max_seq_len " + std::to_string(r.max_seq_len) +
+                    " → threshold = max_seq_len + 1 = " + std::to_string(never) + " (V2 never pays here)");
+      else
+        l.push_back("threshold = floor(L*) + 1 = " + std::to_string(th) + ": V2 (split-KV) for seq_len ≥ " +
+                    std::to_string(th) + ", V1 below");
+      break;
+    }
+  }
+  l.push_back("v1_v2_threshold() = " + std::to_string(c.v1_v2_threshold));
+  return l;
+}
+
 Rules explain_config(const Request& r, DType t, const AttentionConfig& c, const Instantiation& ip,
                      const Instantiation& id) {
   Rules rules;
-  const int hd = r.head_dim;
-  const int target = c.target_arch;
-  const int cap48 = tuning::portable::kSmemCap;
-  rules.add("target", {target_name(target) + ": target_for(hw) = compute capability " +
+  rules.add("target", {target_name(c.target_arch) + ": the highest compiled target the profile runs (compute capability " +
                            std::to_string(r.hw.compute_capability) +
-                           (r.hw.is_own_arch() ? " (own arch → the portable class)" : "") +
-                           "; tables fall back sm90 → sm80 → sm75 → portable (tuning/selectors.hpp)"});
-
-  // prefill.block: the row, and for the portable agent the seed rule re-traced step by step.
-  const PrefillPolicy prow = prefill_policy(target, t, hd);
-  {
-    std::vector<std::string> l;
-    l.push_back(std::string("table ") + table_file(target, t, true) + ": \"" + prow.evidence + "\"");
-    if (prow.agent == Agent::portable) {
-      PrefillPolicy p = prow;
-      p.block_m = p.block_n = 64;
-      while (true) {
-        const bool fits = prefill_smem_bytes(p, t, hd) <= cap48;
-        const bool last = fits || p.block_n <= 16;
-        l.push_back("block_n " + std::to_string(p.block_n) + ": Q+K+V tiles " + prefill_footprint(p, t, hd) +
-                    (fits ? " ≤ " : " > ") + std::to_string(cap48) + " B" +
-                    (last ? " → " + std::to_string(p.block_m) + "×" + std::to_string(p.block_n) : " → halve"));
-        if (last) break;
-        p.block_n /= 2;
-        p.block_m = p.block_n;
-      }
-      l.push_back("block_m = block_n (seed: square tiles simplify the causal mask)");
-      const int sb = seed_block(t, hd, cap48);
-      if (t == DType::fp32)
-        l.push_back("fp32 rule: the real footprint is fitted once, nothing halved afterwards (the seed counted the "
-                    "4-byte element twice and would give " + std::to_string(sb) + "×" + std::to_string(sb) + ")");
-      else
-        l.push_back("the seed's rule (K+V only: block_n·head_dim·elem·2 ≤ 48 KB) gives the same " +
-                    std::to_string(sb) + "×" + std::to_string(sb));
-    } else {
-      l.push_back("footprint " + prefill_footprint(prow, t, hd) + " ≤ the row's cap " +
-                  std::to_string(prow.smem_cap_bytes) + " B");
-    }
-    if (!(c.prefill.agent == prow.agent))
-      l.push_back(r.hw.async_copy ? "the row needs more than this device's " + std::to_string(r.hw.smem_limit()) +
-                                        " B of shared memory per block → the portable row (config.hpp)"
-                                  : std::string("the row's agent needs cp.async, which this profile lacks → the portable row (config.hpp)"));
-    rules.add("prefill.block", l);
-    rules.add("prefill.num_warps",
-              {std::to_string(c.prefill.num_warps) + " from the row" +
-               (c.prefill.agent == Agent::portable ? std::string(" (seed: 4 warps; 8 warps for 32 rows is wasteful)")
-                                                   : std::string())});
-  }
+                           (r.hw.is_own_arch() ? ", own arch → the portable class" : "") + "; compiled: " +
+                           compiled_target_list() + "); each family's row walks down from it (select.hpp)"});
+  rules.add("prefill.row", prefill_row_lines(r, t, c.prefill_selection));
+  rules.add("prefill.num_warps",
+            {std::to_string(c.prefill.num_warps) + " from the row" +
+             (c.prefill.agent == Agent::portable ? std::string(" (seed: 4 warps; 8 warps for 32 rows is wasteful)")
+                                                 : std::string())});
   rules.add("prefill.num_stages",
-            {!r.hw.async_copy ? "1: " + std::string(r.hw.name) + " has no async copy, nothing to pipeline (seed rule, config.hpp)"
+            {!r.hw.async_copy ? std::to_string(c.prefill.num_stages) + ": " + std::string(r.hw.name) +
+                                    " has no async copy, nothing to pipeline (seed rule: the rows that run there have 1)"
                               : std::to_string(c.prefill.num_stages) + ": the row's pipeline depth (the hardware has cp.async" +
                                     (r.hw.tma ? ", TMA" : "") + ")"});
-
-  // Decode.
-  const DecodePolicy drow = decode_policy(target, t, hd);
-  rules.add("decode.tile",
-            {std::string("table ") + table_file(target, t, false) + ": \"" + drow.evidence + "\"",
-             std::to_string(c.decode.tile_tokens) + " tokens, " + std::to_string(c.decode.num_warps) +
-                 " warps: footprint decode_smem_bytes() = " + std::to_string(decode_smem_bytes(c.decode, t, hd)) +
-                 " B (tuning/policy.hpp) within the cap " + std::to_string(drow.smem_cap_bytes) + " B at " +
-                 std::to_string(c.decode.ctas_per_sm) + " CTA" + (c.decode.ctas_per_sm > 1 ? "s" : "") + "/SM"});
+  rules.add("decode.row", decode_row_lines(r, t, c.decode_selection));
   rules.add("decode.num_stages",
-            {!r.hw.async_copy ? "1: no async copy (seed rule, config.hpp)"
+            {!r.hw.async_copy ? std::to_string(c.decode.num_stages) + ": no async copy (seed rule)"
                               : std::to_string(c.decode.num_stages) + ": the row's pipeline depth (" +
                                     (c.decode.tma ? "TMA boxes, where the call allows; else cp.async" : "cp.async") + ")"});
   rules.add("decode.partition_size",
             {std::to_string(c.decode.partition_size) +
              (c.decode.partition_size == 512 ? ": the seed's partition_size = 512"
                                              : ": the row's (V2 partitions are multiples of it; the seed's was 512)")});
-
-  // V1/V2 threshold, with the numbers of heuristics.hpp's formula.
-  {
-    std::vector<std::string> l;
-    const Backends b = r.backends;
-    const int never = r.max_seq_len + 1;
-    if (!b.native_v2) {
-      l.push_back("seed rule: the backends have no native V2 → V1 forced, threshold = max_seq_len + 1 = " +
-                  std::to_string(never));
-    } else if (!b.native_v1) {
-      l.push_back("the backends have no native V1 → always V2: threshold = 0");
-    } else {
-      const double slots = double(r.hw.sm_count) * c.decode.ctas_per_sm;
-      std::ostringstream s;
-      s << "hardware rule (heuristics.hpp): slots = sm_count·ctas_per_sm = " << r.hw.sm_count << "·"
-        << c.decode.ctas_per_sm << " = " << slots;
-      l.push_back(s.str());
-      if (r.kv_heads >= slots) {
-        l.push_back("kv_heads " + std::to_string(r.kv_heads) +
-                    " ≥ slots: V1 alone fills every slot, splitting never pays → threshold = max_seq_len + 1 = " +
-                    std::to_string(never));
-      } else {
-        const double bpt = 2.0 * hd * dtype_size(t);
-        const double bw_sm = r.hw.memory_bandwidth_gbps * 1e9 / r.hw.sm_count;
-        const double l_star =
-            c.decode.partition_size + kSplitOverheadSeconds * bw_sm / (bpt * (1.0 - r.kv_heads / slots));
-        std::ostringstream f;
-        f << "L* = P + overhead·bw_sm / (B·(1 − kv_heads/slots)) = " << c.decode.partition_size << " + "
-          << kSplitOverheadSeconds * 1e6 << " µs · " << std::setprecision(4) << bw_sm / 1e9 << " GB/s / ("
-          << bpt << " B · (1 − " << r.kv_heads << "/" << slots << ")) = " << std::fixed << std::setprecision(1)
-          << l_star << "  (B: K+V bytes per token; bw_sm = bandwidth / sm_count)";
-        l.push_back(f.str());
-        const long long th = (long long)l_star + 1;
-        if (th > r.max_seq_len)
-          l.push_back("floor(L*) + 1 = " + std::to_string(th) + " > max_seq_len " + std::to_string(r.max_seq_len) +
-                      " → threshold = max_seq_len + 1 = " + std::to_string(never) + " (V2 never pays here)");
-        else
-          l.push_back("threshold = floor(L*) + 1 = " + std::to_string(th) + ": V2 (split-KV) for seq_len ≥ " +
-                      std::to_string(th) + ", V1 below");
-      }
-    }
-    l.push_back("v1_v2_threshold() = " + std::to_string(c.v1_v2_threshold));
-    rules.add("v1_v2_threshold", l);
-  }
+  rules.add("v1_v2_threshold", threshold_lines(r, c));
   rules.add("backends", {"use_native_v1 " + std::string(c.use_native_v1 ? "true" : "false") + ", use_native_v2 " +
                              (c.use_native_v2 ? "true" : "false") + ", use_native_prefill " +
                              (c.use_native_prefill ? "true" : "false") + ": " + r.backends_source});
@@ -447,7 +412,7 @@ Rules explain_config(const Request& r, DType t, const AttentionConfig& c, const 
     } else {
       std::string share;
       for (int s : in->sharing) share += (share.empty() ? "" : ", ") + target_name(s);
-      l.push_back(in->getter + " in " + in->file + " (dispatch target " + target_name(in->run_target) +
+      l.push_back(in->getter + " in " + in->file + " (row of " + target_name(in->run_target) +
                   "; compiled targets sharing this instantiation: " + share + ")");
       if (!in->compiled) l.push_back(in->reason);
     }
@@ -519,6 +484,8 @@ void print_table(const Request& r, const std::vector<Row>& rows) {
     o << "\n";
   };
   line("dispatch target", [](const Row& x) { return target_name(x.cfg.target_arch); });
+  line("prefill row", [](const Row& x) { return target_name(x.cfg.prefill_target()); });
+  line("decode row", [](const Row& x) { return target_name(x.cfg.decode_target()); });
   line("prefill agent", [](const Row& x) { return std::string(agent_name(x.cfg.prefill.agent)); });
   line("prefill block", [](const Row& x) {
     return std::to_string(x.cfg.prefill.block_m) + "×" + std::to_string(x.cfg.prefill.block_n) + " (BLOCK_M×BLOCK_N)";
@@ -639,6 +606,10 @@ void print_json(const Request& r, const std::vector<Row>& rows, const std::vecto
     const Row& x = rows[i];
     json c = {{"dtype", dtype_name(x.dtype)},
               {"target_arch", x.cfg.target_arch},
+              {"prefill_target", x.cfg.prefill_target()},
+              {"decode_target", x.cfg.decode_target()},
+              {"prefill_rule", describe(x.cfg.prefill_selection)},
+              {"decode_rule", describe(x.cfg.decode_selection)},
               {"prefill", policy_json(x.cfg.prefill, x.dtype, r.head_dim)},
               {"decode", policy_json(x.cfg.decode, x.dtype, r.head_dim)},
               {"v1_v2_threshold", x.cfg.v1_v2_threshold},
@@ -670,8 +641,8 @@ void run(const Options& o) {
   for (DType t : r.dtypes) {
     Row x{t, select_attention_config(r.hw, t, r.head_dim, r.max_seq_len, r.kv_heads, r.backends), {}, {}};
     with_selectors(t, r.head_dim, [&](auto ps, auto ds) {
-      x.prefill_inst = find_instantiation("prefill", ps, r, x.cfg.prefill);
-      x.decode_inst = find_instantiation("decode", ds, r, x.cfg.decode);
+      x.prefill_inst = find_instantiation("prefill", ps, x.cfg.prefill_selection);
+      x.decode_inst = find_instantiation("decode", ds, x.cfg.decode_selection);
     });
     rows.push_back(x);
     if (o.explain) rules.push_back(explain_config(r, t, x.cfg, x.prefill_inst, x.decode_inst));

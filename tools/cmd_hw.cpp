@@ -11,6 +11,7 @@
 #include "hw_format.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/select.hpp"
 #include "muh/hardware.hpp"
 
 namespace muh::cli {
@@ -68,7 +69,7 @@ void run(const HwOptions& opt) {
     j["build"] = {{"targets", std::vector<int>(compiled_targets::values, compiled_targets::values + compiled_targets::size)},
                   {"cuda_architectures", MUH_CUDA_ARCHITECTURES_STRING},
                   {"version", MUH_VERSION_STRING}};
-    if (q.status.ok()) j["build"]["best_compiled_target"] = best_compiled_target(q.hw.compute_capability);
+    if (q.status.ok()) j["build"]["start_target"] = start_target(q.hw);
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -83,10 +84,8 @@ void run(const HwOptions& opt) {
     o << "present device (--hw current):\n";
     std::vector<std::vector<std::string>> cur{rows[0], row(q.hw)};
     print_rows(o, cur);
-    const int best = best_compiled_target(q.hw.compute_capability);
-    o << "  bandwidth = 2 × memory clock × bus width; runs dispatch target "
-      << (best >= 0 ? "sm_" + std::to_string(best) : std::string("portable (no compiled NVIDIA target ≤ its arch)"))
-      << "\n";
+    o << "  bandwidth = 2 × memory clock × bus width; its rows are chosen from dispatch target "
+      << target_name(start_target(q.hw)) << " down (select.hpp; `muh config --hw current --explain`)\n";
   } else {
     o << "present device: none (" << q.status.message() << ")\n";
   }

@@ -1,5 +1,5 @@
 // verify_decode.cpp — the decode part of `muh verify`: every compiled decode policy the present
-// device can run, forced, over the shapes of tools/decode_case.hpp (the very check of
+// device can run, forced, over the shapes of check/decode_case.hpp (the very check of
 // tests/gpu/test_decode.cu), against the CPU reference. One row per (target, dtype, head_dim),
 // each covering both KV layouts and every shape family.
 #include <cuda_runtime_api.h>

@@ -9,30 +9,36 @@
 #include "muh/hardware.hpp"
 #include "muh/heuristics.hpp"
 #include "muh/shapes.hpp"
+#include "muh/select.hpp"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh {
 
 struct AttentionConfig {
-  int target_arch = kOwnArch;  // dispatch target the policies were read for (0 = portable class)
+  int target_arch = kOwnArch;  // where the selection started: the profile's dispatch target (0 = portable class)
   PrefillPolicy prefill;       // seed: triton_block_m/_n, triton_num_warps, triton_num_stages
   DecodePolicy decode;         // seed: partition_size = decode.partition_size
   int v1_v2_threshold = 8192;  // V2 when seq_len >= threshold
   bool use_native_v1 = true;
   bool use_native_v2 = false;
   bool use_native_prefill = true;  // seed: use_triton_prefill
+  // How the rows were chosen (select.hpp) and the threshold computed (heuristics.hpp): the
+  // rows' targets are prefill_selection.target / decode_selection.target, and `muh config
+  // --explain` prints these traces.
+  PrefillSelection prefill_selection;
+  DecodeSelection decode_selection;
+  ThresholdTrace threshold;
+
+  constexpr int prefill_target() const { return prefill_selection.target; }
+  constexpr int decode_target() const { return decode_selection.target; }
 
   friend constexpr bool operator==(const AttentionConfig& a, const AttentionConfig& b) {
     return a.target_arch == b.target_arch && a.prefill == b.prefill && a.decode == b.decode &&
            a.v1_v2_threshold == b.v1_v2_threshold && a.use_native_v1 == b.use_native_v1 &&
-           a.use_native_v2 == b.use_native_v2 && a.use_native_prefill == b.use_native_prefill;
+           a.use_native_v2 == b.use_native_v2 && a.use_native_prefill == b.use_native_prefill &&
+           a.prefill_target() == b.prefill_target() && a.decode_target() == b.decode_target();
   }
 };
-
-// The dispatch target a profile runs: its compute capability, or the portable class for an own
-// arch. A profile whose shared memory cannot hold the table row falls back to the portable row
-// (fits 48 KB) — select_attention_config() does that, target_for() only names the arch.
-constexpr int target_for(const HardwareCapability& hw) { return hw.compute_capability; }
 
 // Empty when the inputs are valid, else one line that says what is wrong.
 constexpr std::string_view check_config_inputs(const HardwareCapability& hw, int head_dim,
@@ -48,31 +54,22 @@ constexpr std::string_view check_config_inputs(const HardwareCapability& hw, int
   return {};
 }
 
-// Precondition: check_config_inputs(...) is empty.
+// The rows come from choose_prefill() / choose_decode() (select.hpp) — the same calls the plans
+// make, so `muh config` shows the rows the kernels run. Without async copy there is nothing to
+// pipeline: the rows the walk can take there (portable, sm75) have one stage, the seed's rule.
+// Precondition: check_config_inputs(...) is empty (then both selections have a row: the portable
+// rows fit the 48 KB every valid profile has).
 constexpr AttentionConfig select_attention_config(const HardwareCapability& hw, DType dtype,
                                                   int head_dim, int max_seq_len, int num_kv_heads,
                                                   Backends backends = kMuhBackends) {
   AttentionConfig c;
-  c.target_arch = target_for(hw);
-  c.prefill = prefill_policy(c.target_arch, dtype, head_dim);
-  c.decode = decode_policy(c.target_arch, dtype, head_dim);
-  // A queried device with less shared memory than its arch's row assumes: portable rows.
-  if (prefill_smem_bytes(c.prefill, dtype, head_dim) > hw.smem_limit())
-    c.prefill = tuning::portable::prefill(dtype, head_dim);
-  if (decode_smem_bytes(c.decode, dtype, head_dim) > hw.smem_limit())
-    c.decode = tuning::portable::decode(dtype, head_dim);
-  // Without async copy there is nothing to pipeline: one stage (the seed's rule). The cp.async
-  // agents (sm80, sm90) cannot run single-stage (validate() rejects it, and no such
-  // instantiation exists), so a profile without async copy takes the portable rows instead.
-  if (!hw.async_copy) {
-    if (c.prefill.agent == Agent::sm80 || c.prefill.agent == Agent::sm90)
-      c.prefill = tuning::portable::prefill(dtype, head_dim);
-    if (c.decode.agent == Agent::sm80 || c.decode.agent == Agent::sm90)
-      c.decode = tuning::portable::decode(dtype, head_dim);
-    c.prefill.num_stages = c.decode.num_stages = 1;
-  }
-  c.v1_v2_threshold =
-      v1_v2_threshold(hw, c.decode, dtype, head_dim, num_kv_heads, max_seq_len, backends);
+  c.prefill_selection = choose_prefill(hw, dtype, head_dim);
+  c.decode_selection = choose_decode(hw, dtype, head_dim);
+  c.target_arch = c.prefill_selection.start;
+  c.prefill = c.prefill_selection.policy;
+  c.decode = c.decode_selection.policy;
+  c.threshold = v1_v2_threshold_trace(hw, c.decode, dtype, head_dim, num_kv_heads, max_seq_len, backends);
+  c.v1_v2_threshold = c.threshold.value;
   c.use_native_v1 = backends.native_v1;
   c.use_native_v2 = backends.native_v2;
   c.use_native_prefill = backends.native_prefill;

@@ -130,16 +130,4 @@ constexpr bool is_compiled_target(int target) {
   return false;
 }
 
-// The compiled target that runs on a device of compute capability `device_cc`: the highest
-// compiled NVIDIA target <= device_cc, or -1 when none is (then only the portable target 0,
-// which every build compiles, could run — callers say so).
-constexpr int best_compiled_target(int device_cc) {
-  int best = -1;
-  for (std::size_t i = 0; i < compiled_targets::size; ++i) {
-    const int t = compiled_targets::values[i];
-    if (t != 0 && t <= device_cc && t > best) best = t;
-  }
-  return best;
-}
-
 }  // namespace muh

@@ -86,4 +86,10 @@ struct DeviceQuery {
 };
 DeviceQuery query_current_device(int ordinal = -1);
 
+// The profile of device `ordinal` (-1: the current device, cudaGetDevice), read with
+// query_current_device() once per device and cached for the process (thread-safe). The one place
+// the entry points, the C ABI and the torch ops get the present device from: a run does a
+// cudaGetDevice and a cache lookup, never an attribute query (cudaGetDeviceProperties costs ~1 ms).
+Status device_profile(int ordinal, HardwareCapability* hw);
+
 }  // namespace muh

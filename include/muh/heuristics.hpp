@@ -39,19 +39,59 @@ inline constexpr double kSplitOverheadSeconds = 4e-6;
 // L* > max_seq_len (short contexts) V2 is never used: both give max_seq_len + 1.
 // Examples with P = 512 and 2 CTAs/SM (threshold = floor(L*) + 1; tests/cpu/test_heuristics.cpp):
 // H200 bf16 hd256 kv4 → L* 656.2, threshold 657; BI-V100 → 764; A100 → 588.
-constexpr int v1_v2_threshold(const HardwareCapability& hw, const DecodePolicy& p, DType t,
-                              int head_dim, int num_kv_heads, int max_seq_len, Backends b) {
+// The threshold with the numbers it came from, so that `muh config --explain` prints what was
+// computed (not a second copy of the formula).
+enum class ThresholdRule : unsigned char {
+  no_native_v2,      // the backends have no native V2: V1 forced (the seed's case)
+  no_native_v1,      // no native V1: always V2 (threshold 0)
+  kv_heads_fill,     // kv_heads >= slots: V1 alone fills every slot
+  above_max_seq_len, // floor(L*) + 1 > max_seq_len: V2 never pays for these lengths
+  formula,           // floor(L*) + 1
+};
+
+struct ThresholdTrace {
+  int value = 0;                 // V2 when seq_len >= value
+  ThresholdRule rule = ThresholdRule::formula;
+  double slots = 0;              // sm_count · ctas_per_sm
+  double bytes_per_token = 0;    // B: K + V bytes of one token of one KV head
+  double bw_sm = 0;              // bandwidth / sm_count, bytes/s
+  double l_star = 0;             // the break-even length L*
+  int partition = 0;             // P: the policy's partition_size
+};
+
+constexpr ThresholdTrace v1_v2_threshold_trace(const HardwareCapability& hw, const DecodePolicy& p, DType t,
+                                               int head_dim, int num_kv_heads, int max_seq_len, Backends b) {
+  ThresholdTrace r;
   const int never = max_seq_len + 1;
-  if (!b.native_v2) return never;
-  if (!b.native_v1) return 0;
-  const double slots = double(hw.sm_count) * p.ctas_per_sm;
-  if (num_kv_heads >= slots) return never;
-  const double bytes_per_token = 2.0 * head_dim * dtype_size(t);
-  const double bw_sm = hw.memory_bandwidth_gbps * 1e9 / hw.sm_count;
-  const double l_star = p.partition_size + kSplitOverheadSeconds * bw_sm /
-                                               (bytes_per_token * (1.0 - num_kv_heads / slots));
-  const long long threshold = static_cast<long long>(l_star) + 1;
-  return threshold > max_seq_len ? never : static_cast<int>(threshold);
+  r.partition = p.partition_size;
+  r.slots = double(hw.sm_count) * p.ctas_per_sm;
+  if (!b.native_v2) {
+    r.value = never;
+    r.rule = ThresholdRule::no_native_v2;
+    return r;
+  }
+  if (!b.native_v1) {
+    r.value = 0;
+    r.rule = ThresholdRule::no_native_v1;
+    return r;
+  }
+  if (num_kv_heads >= r.slots) {
+    r.value = never;
+    r.rule = ThresholdRule::kv_heads_fill;
+    return r;
+  }
+  r.bytes_per_token = 2.0 * head_dim * dtype_size(t);
+  r.bw_sm = hw.memory_bandwidth_gbps * 1e9 / hw.sm_count;
+  r.l_star = p.partition_size + kSplitOverheadSeconds * r.bw_sm / (r.bytes_per_token * (1.0 - num_kv_heads / r.slots));
+  const long long threshold = static_cast<long long>(r.l_star) + 1;
+  r.rule = threshold > max_seq_len ? ThresholdRule::above_max_seq_len : ThresholdRule::formula;
+  r.value = threshold > max_seq_len ? never : static_cast<int>(threshold);
+  return r;
+}
+
+constexpr int v1_v2_threshold(const HardwareCapability& hw, const DecodePolicy& p, DType t, int head_dim,
+                              int num_kv_heads, int max_seq_len, Backends b) {
+  return v1_v2_threshold_trace(hw, p, t, head_dim, num_kv_heads, max_seq_len, b).value;
 }
 
 }  // namespace muh

@@ -6,15 +6,17 @@
 
 #include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
+#include "muh/params.hpp"
+#include "muh/select.hpp"
 #include "muh/status.hpp"
 #include "muh/tuning/policy.hpp"
 
 namespace muh {
 
-struct DecodeParams;
-
 struct PlanOptions {
-  int force_target = -1;      // as RunOptions::force_target; must match the run's
+  // -1: the selection walks the compiled targets (select.hpp); 0 (portable), 75, 80, ...: that
+  // target's row exactly (tests, emulation of another profile). A policy only changes speed.
+  int force_target = -1;
   int force_splits = 0;       // > 0: exactly this many partitions per sequence (tests, tuning),
                               // capped at ceil(max_seq_len / 16)
   bool cuda_graph = false;    // fixed for graph capture: see DecodePlan::cuda_graph
@@ -26,6 +28,7 @@ struct PlanOptions {
 struct DecodePlan {
   int target = -1;             // dispatch target the kernels run (-1: no plan)
   DecodePolicy policy;         // its decode policy
+  DecodeSelection selection;   // how target and policy were chosen (describe() words it)
   bool use_v2 = false;
   int num_splits = 1;          // partitions per sequence (1 for V1)
   int partition_tokens = 0;    // tokens per partition (a multiple of 16); max_seq_len for V1

@@ -1,10 +1,11 @@
-// prefill_plan.hpp — the tail split of a prefill launch: host-only and GPU-free, so it is tested
-// on the CPU (tests/cpu/test_prefill_plan.cpp) and computed the same way by prefill() and
-// prefill_workspace_size().
+// prefill_plan.hpp — the prefill plan: which dispatch target and policy run (select.hpp), the
+// tail split of the launch, and the workspace it needs. Host-only and GPU-free, so it is tested
+// on the CPU (tests/cpu/test_prefill_plan.cpp), mirroring plan_decode() (FlashInfer's plan/run
+// split): plan_prefill() once per shape, prefill(params, plan, workspace) per call.
 //
-// Why: every q tile of a non-causal batch of equal lengths costs the same, so the CTAs of a
-// launch finish in lock-step rounds of `slots` (resident CTAs) and the last, partly filled round
-// costs a whole round. Measured on the H200 (bench/results/prefill-h200-2026-11-30-waves.md):
+// The tail split exists because every q tile of a non-causal batch of equal lengths costs the
+// same, so the CTAs of a launch finish in lock-step rounds of `slots` (resident CTAs) and the
+// last, partly filled round costs a whole round. Measured on the H200 (bench/results/prefill-h200-2026-11-30-waves.md):
 // muh's TFLOP/s follows tiles ÷ slots ÷ ceil(tiles ÷ slots) within 1 % — hd256 308 / 317 / 329 at
 // 15.03 / 15.52 / 16.00 rounds — which left the 4k cells (15.5 rounds) at parity with
 // FlashAttention-2. The split runs the last tiles (tiles mod slots of them) by key range instead,
@@ -15,14 +16,15 @@
 
 #include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
+#include "muh/params.hpp"
+#include "muh/select.hpp"
+#include "muh/status.hpp"
 #include "muh/tuning/policy.hpp"
 
 namespace muh {
 
-struct PrefillParams;
-
-// RunOptions::prefill_tail_chunk values besides a forced chunk (> 0).
-inline constexpr int kPrefillTailAuto = -1;  // the plan decides (needs a workspace)
+// PrefillPlanOptions::tail_chunk values besides a forced chunk (> 0).
+inline constexpr int kPrefillTailAuto = -1;  // the plan decides (then prefill() needs the workspace it sizes)
 inline constexpr int kPrefillTailOff = 0;    // never split
 
 struct PrefillSplit {
@@ -59,5 +61,44 @@ bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy);
 // (clamped to [1, key_tiles]; the tail is then tiles mod slots, or the last round when that is 0).
 PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& policy, const HardwareCapability& hw,
                                 int tail_chunk);
+
+struct PrefillPlanOptions {
+  // -1: the selection walks the compiled targets (select.hpp); 0 (portable), 75, 80, ...: that
+  // target's row exactly (tests, emulation of another profile). A policy only changes speed.
+  int force_target = -1;
+  // The tail split: kPrefillTailAuto (the cost model decides), kPrefillTailOff (every q tile
+  // whole, no workspace), or > 0: this many key tiles per tail CTA where the agent and the shape
+  // allow a split (tests, tuning).
+  int tail_chunk = kPrefillTailAuto;
+};
+
+// What plan_prefill() decided. It depends only on host-known values — the shape (sizes, heads,
+// dtype, causal), never the pointers or the device-side cu_seqlens — so one plan serves every
+// call of that shape.
+struct PrefillPlan {
+  int target = -1;             // dispatch target the kernels run (-1: no plan)
+  PrefillPolicy policy;        // its prefill policy
+  PrefillSelection selection;  // how target and policy were chosen (describe() words it)
+  int device_cc = 0;           // the profile's compute capability (0: own arch)
+  int sm_count = 0;            // the profile's SMs: the split's slots are counted on them
+  PrefillSplit split;
+  std::size_t workspace_bytes = 0;  // = split.workspace_bytes: prefill() needs this much scratch
+  // The shape the plan was made for; prefill() takes the plan only for exactly this shape.
+  DType dtype = DType::bf16;
+  int batch = 0;
+  int total_q = 0;
+  int total_k = 0;
+  int max_seqlen_q = 0;
+  int max_seqlen_k = 0;
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  bool causal = false;
+};
+
+// Chooses the plan for `p` (its sizes and flags; pointers do not matter) on `hw` (the present
+// device's profile, device_profile(), or a preset for tests). Every shape error is reported here.
+Status plan_prefill(const PrefillParams& p, const HardwareCapability& hw, const PrefillPlanOptions& opt,
+                    PrefillPlan* plan);
 
 }  // namespace muh

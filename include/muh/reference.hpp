@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "muh/dtype.hpp"
-#include "muh/kernels/paged_kv.hpp"
+#include "muh/paged_kv.hpp"
 
 namespace muh::ref {
 

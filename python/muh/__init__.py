@@ -93,6 +93,8 @@ class AttentionConfig:
     use_triton_prefill: bool = _CFG["use_triton_prefill"]
     # muh's own
     target_arch: int = _CFG["target_arch"]
+    prefill_target: int = _CFG["prefill_target"]  # the rows' dispatch targets (muh/select.hpp)
+    decode_target: int = _CFG["decode_target"]
     prefill_agent: str = _CFG["prefill_agent"]
     decode_agent: str = _CFG["decode_agent"]
     decode_num_warps: int = _CFG["decode_num_warps"]

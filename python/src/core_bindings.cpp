@@ -123,6 +123,8 @@ py::dict config_to_dict(const AttentionConfig& c) {
   d["use_native_v2"] = c.use_native_v2;
   d["use_triton_prefill"] = c.use_native_prefill;
   d["target_arch"] = c.target_arch;
+  d["prefill_target"] = c.prefill_target();
+  d["decode_target"] = c.decode_target();
   d["prefill_agent"] = std::string(agent_name(c.prefill.agent));
   d["decode_agent"] = std::string(agent_name(c.decode.agent));
   d["decode_num_warps"] = c.decode.num_warps;

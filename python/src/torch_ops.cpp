@@ -21,12 +21,10 @@
 #include <cstdio>
 #include <type_traits>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 
 #include "muh/attention.hpp"
 #include "muh/plan.hpp"
@@ -146,16 +144,12 @@ struct Args {
   }
 };
 
-// ---- The device's profile, read once per device (cudaGetDeviceProperties costs ~1 ms) ----------
-const HardwareCapability& device_profile(int index, const char* op) {
-  static std::mutex mu;
-  static std::unordered_map<int, HardwareCapability> cache;  // node-based: references stay valid
-  std::lock_guard<std::mutex> lock(mu);
-  const auto it = cache.find(index);
-  if (it != cache.end()) return it->second;
-  const DeviceQuery q = query_current_device(index);
-  if (!q.status.ok()) throw_status(q.status, op);
-  return cache.emplace(index, q.hw).first->second;
+// ---- The device's profile: muh's own cache (hardware.hpp, device_profile(): read once per device)
+HardwareCapability device_profile_of(int index, const char* op) {
+  HardwareCapability hw;
+  const Status s = device_profile(index, &hw);
+  if (!s.ok()) throw_status(s, op);
+  return hw;
 }
 
 RunOptions run_options(const at::Tensor& on) {
@@ -175,7 +169,7 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
                 const at::Tensor* workspace_hint) {
   po.cuda_graph = po.cuda_graph || capturing();
   DecodePlan plan;
-  Status s = plan_decode(p, device_profile(query.get_device(), op), po, &plan);
+  Status s = plan_decode(p, device_profile_of(query.get_device(), op), po, &plan);
   if (!s.ok()) throw_status(s, op);
   void* ws = nullptr;
   std::size_t ws_bytes = 0;
@@ -398,19 +392,15 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   p.softmax_scale = scale;
   p.causal = causal;
   const c10::cuda::CUDAGuard guard(q.device());
-  const RunOptions opt = run_options(q);
-  // The tail split's scratch (muh/prefill_plan.hpp) from torch's caching allocator: no
-  // cudaMalloc per call, and freed back to the pool on return (stream-ordered).
-  std::size_t ws_bytes = 0;
-  const Status sized = prefill_workspace_size(p, opt, &ws_bytes);
-  if (!sized.ok()) throw_status(sized, a.op);
+  // The plan on the device's cached profile, and the tail split's scratch (muh/prefill_plan.hpp)
+  // from torch's caching allocator: no cudaMalloc per call, and freed back to the pool on return
+  // (stream-ordered).
+  PrefillPlan plan;
+  Status s = plan_prefill(p, device_profile_of(q.get_device(), a.op), PrefillPlanOptions{}, &plan);
+  if (!s.ok()) throw_status(s, a.op);
   at::Tensor ws;
-  if (ws_bytes > 0) {
-    ws = at::empty({static_cast<int64_t>(ws_bytes)}, q.options().dtype(at::kByte));
-    p.workspace = ws.data_ptr();
-    p.workspace_bytes = ws_bytes;
-  }
-  const Status s = prefill(p, opt);
+  if (plan.workspace_bytes > 0) ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, q.options().dtype(at::kByte));
+  s = prefill(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, run_options(q));
   if (!s.ok()) throw_status(s, a.op);
   return {out, lse};
 }

@@ -128,8 +128,8 @@ const BadCase kBad[] = {
        p.num_seqs = 5;
      },
      StatusCode::invalid_argument, "capacity"},
-    {"force_target_differs", [](auto&, auto&, auto&, auto&, auto& o) { o.force_target = 0; }, StatusCode::invalid_argument, "differs"},
-    {"force_target_negative", [](auto&, auto&, auto&, auto&, auto& o) { o.force_target = -7; }, StatusCode::invalid_argument, "force_target"},
+    {"plan_policy_not_the_targets_row", [](auto&, auto& plan, auto&, auto&, auto&) { plan.policy.num_stages += 1; },
+     StatusCode::invalid_argument, "decode policy"},
 };
 
 void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }

@@ -14,6 +14,7 @@
 
 #include "muh/config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/select.hpp"
 
 namespace muh {
 namespace {
@@ -179,40 +180,37 @@ TEST(DispatchRealTables, FewerInstantiationsThanTargets) {
   EXPECT_LT(distinct_policy_count(DecodeSelector<DType::bf16, 128>{}, AllTargets{}), AllTargets::size);
 }
 
-// ---- best_compiled_target over this build's MUH_TARGETS -------------------------------------------
+// ---- start_target over this build's MUH_TARGETS: where the selection's walk begins -------------
 
-class BestCompiledTarget : public ::testing::TestWithParam<int> {};
-
-TEST_P(BestCompiledTarget, HighestCompiledNvidiaTargetNotAboveTheDevice) {
-  const int cc = GetParam();
-  const int best = best_compiled_target(cc);
-  bool any = false;
-  for (std::size_t i = 0; i < compiled_targets::size; ++i) {
-    const int t = compiled_targets::values[i];
-    if (t == 0) continue;
-    if (t <= cc) {
-      any = true;
-      EXPECT_LE(t, best) << "compiled target " << t << " is <= " << cc << " and higher than the answer";
-    }
-  }
-  if (!any) {
-    EXPECT_EQ(best, -1);
-    return;
-  }
-  EXPECT_LE(best, cc);
-  bool listed = false;
-  for (std::size_t i = 0; i < compiled_targets::size; ++i) listed |= compiled_targets::values[i] == best;
-  EXPECT_TRUE(listed) << best;
+HardwareCapability profile_with_cc(int cc) {
+  HardwareCapability hw = presets::h200;
+  hw.compute_capability = cc;
+  return with_arch_flags(hw);
 }
 
-INSTANTIATE_TEST_SUITE_P(DeviceArchs, BestCompiledTarget, ::testing::Values(0, 60, 70, 75, 80, 86, 87, 89, 90, 100, 120),
+class StartTarget : public ::testing::TestWithParam<int> {};
+
+TEST_P(StartTarget, HighestCompiledTargetNotAboveTheDevice) {
+  const int cc = GetParam();
+  const int start = start_target(profile_with_cc(cc));
+  int want = 0;  // portable when no NVIDIA target is <= cc
+  for (std::size_t i = 0; i < compiled_targets::size; ++i) {
+    const int t = compiled_targets::values[i];
+    if (t <= cc && t > want) want = t;
+  }
+  EXPECT_EQ(start, want);
+  EXPECT_TRUE(is_compiled_target(start)) << start;
+}
+
+INSTANTIATE_TEST_SUITE_P(DeviceArchs, StartTarget, ::testing::Values(60, 70, 75, 80, 86, 87, 89, 90, 100, 120),
                          [](const auto& info) { return "cc" + std::to_string(info.param); });
 
-TEST(BestCompiledTarget, EveryBuildCarriesPortableAndItsHighestTargetMapsToItself) {
+TEST(StartTarget, EveryBuildCarriesPortableAndAnOwnArchStartsThere) {
   EXPECT_EQ(compiled_targets::values[0], 0);  // CMake insists on the portable target
   const int top = compiled_targets::values[compiled_targets::size - 1];
-  EXPECT_EQ(best_compiled_target(top), top == 0 ? -1 : top);
-  EXPECT_EQ(best_compiled_target(top + 10), top == 0 ? -1 : top);  // a newer device runs the newest target
+  EXPECT_EQ(start_target(profile_with_cc(top == 0 ? 75 : top)), top == 0 ? 0 : top);
+  EXPECT_EQ(start_target(profile_with_cc(top + 10)), top);  // a newer device starts at the newest target
+  EXPECT_EQ(start_target(presets::bi_v100), 0);
 }
 
 }  // namespace

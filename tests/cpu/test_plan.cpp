@@ -145,7 +145,9 @@ TEST(ForcedSplitsCap, AtMostOnePartitionPer16Tokens) {
 
 TEST(PlanTarget, DeviceTargetIsTheBestCompiledOne) {
   const DecodePlan plan = plan_of(shape(2, 4096), presets::h200);
-  EXPECT_EQ(plan.target, best_compiled_target(90) < 0 ? 0 : best_compiled_target(90));
+  EXPECT_EQ(plan.target, start_target(presets::h200));
+  EXPECT_EQ(plan.selection.target, plan.target);
+  EXPECT_TRUE(plan.policy == plan.selection.policy);
 }
 
 TEST(PlanTarget, OwnArchRunsThePortableAgent) {
@@ -168,11 +170,16 @@ TEST(PlanTarget, Fp32RunsThePortableAgentEverywhere) {
   }
 }
 
+// The walk (select.hpp) passes over every sm80-agent row (sm_90's, sm_89's and sm_86's at 99 KB,
+// sm_80's at 163 KB all need more than 64 KB at hd 256) and takes sm_75's, which is the portable
+// row: target 75, the portable agent.
 TEST(PlanTarget, SmallSharedMemoryFallsBackToPortable) {
   HardwareCapability hw = presets::h200;
   hw.max_shared_memory_per_block_optin = 64 * 1024;  // less than the sm90 hd256 row's 206 KB
   const DecodePlan plan = plan_of(shape(1, 8192, 16, 4, 256), hw);
-  EXPECT_EQ(plan.target, 0);
+  EXPECT_EQ(plan.policy.agent, Agent::portable);
+  EXPECT_TRUE(plan.policy == decode_policy(0, DType::bf16, 256));
+  EXPECT_EQ(plan.target, compiled_target_set().contains(75) ? 75 : 0);
   EXPECT_LE(decode_smem_bytes(plan.policy, DType::bf16, 256), 64 * 1024);
 }
 

@@ -1,6 +1,7 @@
-// test_prefill_bad_input.cpp — prefill() and muh_prefill() refuse bad input with a clear Status
-// before any CUDA call (so these pass on a machine without a GPU: had validation reached the
-// runtime there, the code would be no_device instead), and accept empty work without a launch.
+// test_prefill_bad_input.cpp — plan_prefill(), prefill() and muh_prefill() refuse bad input with a
+// clear Status before any CUDA call (so these pass on a machine without a GPU: had validation
+// reached the runtime there, the code would be no_device instead), and accept empty work without
+// a launch. Plans are made on the h200 preset (a plan is a host value).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,84 +45,126 @@ PrefillParams good() {
   return p;
 }
 
+// What a case may change: the params, the plan options, and the workspace handed to prefill().
+struct Call {
+  PrefillParams p;
+  PrefillPlanOptions o;
+  void* ws = nullptr;
+  std::size_t ws_bytes = 0;
+};
+
 struct BadCase {
   const char* name;
-  void (*mutate)(PrefillParams&, RunOptions&);
+  void (*mutate)(Call&);
   StatusCode code;
   const char* says;  // a piece of the message
 };
 
 const BadCase kBad[] = {
-    {"dtype_out_of_range", [](PrefillParams& p, RunOptions&) { p.dtype = static_cast<DType>(7); }, StatusCode::invalid_argument, "dtype"},
-    {"head_dim_0", [](PrefillParams& p, RunOptions&) { p.head_dim = 0; }, StatusCode::invalid_argument, "head_dim 0"},
-    {"head_dim_7", [](PrefillParams& p, RunOptions&) { p.head_dim = 7; }, StatusCode::invalid_argument, "head_dim 7"},
-    {"head_dim_1024", [](PrefillParams& p, RunOptions&) { p.head_dim = 1024; }, StatusCode::invalid_argument, "not supported"},
-    {"q_heads_not_multiple_of_kv", [](PrefillParams& p, RunOptions&) { p.num_q_heads = 6; p.num_kv_heads = 4; }, StatusCode::invalid_argument, "multiple of num_kv_heads"},
-    {"kv_heads_0", [](PrefillParams& p, RunOptions&) { p.num_kv_heads = 0; }, StatusCode::invalid_argument, ">= 1"},
-    {"q_heads_negative", [](PrefillParams& p, RunOptions&) { p.num_q_heads = -8; }, StatusCode::invalid_argument, ">= 1"},
-    {"batch_negative", [](PrefillParams& p, RunOptions&) { p.batch = -1; }, StatusCode::invalid_argument, ">= 0"},
-    {"total_k_negative", [](PrefillParams& p, RunOptions&) { p.total_k = -3; }, StatusCode::invalid_argument, ">= 0"},
-    {"max_seqlen_above_total", [](PrefillParams& p, RunOptions&) { p.max_seqlen_q = 9; }, StatusCode::invalid_argument, "exceed"},
-    {"max_seqlen_q_zero", [](PrefillParams& p, RunOptions&) { p.max_seqlen_q = 0; }, StatusCode::invalid_argument, "max_seqlen_q is 0"},
-    {"max_seqlen_k_zero", [](PrefillParams& p, RunOptions&) { p.max_seqlen_k = 0; }, StatusCode::invalid_argument, "max_seqlen_k is 0"},
-    {"batch_zero_with_tokens", [](PrefillParams& p, RunOptions&) { p.batch = 0; }, StatusCode::invalid_argument, "batch is 0"},
-    {"null_q", [](PrefillParams& p, RunOptions&) { p.q = nullptr; }, StatusCode::invalid_argument, "null"},
-    {"null_out", [](PrefillParams& p, RunOptions&) { p.out = nullptr; }, StatusCode::invalid_argument, "null"},
-    {"null_k", [](PrefillParams& p, RunOptions&) { p.k = nullptr; }, StatusCode::invalid_argument, "null"},
-    {"null_v", [](PrefillParams& p, RunOptions&) { p.v = nullptr; }, StatusCode::invalid_argument, "null"},
-    {"null_cu_seqlens_q", [](PrefillParams& p, RunOptions&) { p.cu_seqlens_q = nullptr; }, StatusCode::invalid_argument, "null"},
-    {"null_cu_seqlens_k", [](PrefillParams& p, RunOptions&) { p.cu_seqlens_k = nullptr; }, StatusCode::invalid_argument, "null"},
-    {"misaligned_q", [](PrefillParams& p, RunOptions&) { p.q = g_fake + 2; }, StatusCode::invalid_argument, "16-byte aligned"},
-    {"misaligned_v", [](PrefillParams& p, RunOptions&) { p.v = g_fake + 136; }, StatusCode::invalid_argument, "16-byte aligned"},
-    {"misaligned_out", [](PrefillParams& p, RunOptions&) { p.out = g_fake + 200; }, StatusCode::invalid_argument, "16-byte aligned"},
-    {"misaligned_lse", [](PrefillParams& p, RunOptions&) { p.lse = reinterpret_cast<float*>(g_fake + 257); }, StatusCode::invalid_argument, "4-byte aligned"},
-    {"misaligned_cu_seqlens", [](PrefillParams& p, RunOptions&) { p.cu_seqlens_k = reinterpret_cast<const int*>(g_fake + 385); }, StatusCode::invalid_argument, "4-byte aligned"},
-    {"negative_scale", [](PrefillParams& p, RunOptions&) { p.softmax_scale = -1.f; }, StatusCode::invalid_argument, "softmax_scale"},
-    {"nan_scale", [](PrefillParams& p, RunOptions&) { p.softmax_scale = NAN; }, StatusCode::invalid_argument, "softmax_scale"},
-    {"force_target_negative", [](PrefillParams&, RunOptions& o) { o.force_target = -5; }, StatusCode::invalid_argument, "force_target"},
-    {"force_target_not_compiled", [](PrefillParams&, RunOptions& o) { o.force_target = 91; }, StatusCode::not_compiled, "not compiled"},
-    {"workspace_null_with_bytes", [](PrefillParams& p, RunOptions&) { p.workspace_bytes = 4096; }, StatusCode::invalid_argument, "workspace is null"},
-    {"workspace_misaligned", [](PrefillParams& p, RunOptions&) { p.workspace = g_fake + 8; p.workspace_bytes = 64; }, StatusCode::invalid_argument, "workspace must be 16-byte aligned"},
-    {"tail_chunk_negative", [](PrefillParams&, RunOptions& o) { o.prefill_tail_chunk = -2; }, StatusCode::invalid_argument, "prefill_tail_chunk"},
-    {"grid_too_large", [](PrefillParams& p, RunOptions&) { p.total_q = p.max_seqlen_q = 1 << 30; p.num_q_heads = 64; p.num_kv_heads = 8; }, StatusCode::invalid_argument, "2^31"},
+    {"dtype_out_of_range", [](Call& c) { c.p.dtype = static_cast<DType>(7); }, StatusCode::invalid_argument, "dtype"},
+    {"head_dim_0", [](Call& c) { c.p.head_dim = 0; }, StatusCode::invalid_argument, "head_dim 0"},
+    {"head_dim_7", [](Call& c) { c.p.head_dim = 7; }, StatusCode::invalid_argument, "head_dim 7"},
+    {"head_dim_1024", [](Call& c) { c.p.head_dim = 1024; }, StatusCode::invalid_argument, "not supported"},
+    {"q_heads_not_multiple_of_kv", [](Call& c) { c.p.num_q_heads = 6; c.p.num_kv_heads = 4; }, StatusCode::invalid_argument, "multiple of num_kv_heads"},
+    {"kv_heads_0", [](Call& c) { c.p.num_kv_heads = 0; }, StatusCode::invalid_argument, ">= 1"},
+    {"q_heads_negative", [](Call& c) { c.p.num_q_heads = -8; }, StatusCode::invalid_argument, ">= 1"},
+    {"batch_negative", [](Call& c) { c.p.batch = -1; }, StatusCode::invalid_argument, ">= 0"},
+    {"total_k_negative", [](Call& c) { c.p.total_k = -3; }, StatusCode::invalid_argument, ">= 0"},
+    {"max_seqlen_above_total", [](Call& c) { c.p.max_seqlen_q = 9; }, StatusCode::invalid_argument, "exceed"},
+    {"max_seqlen_q_zero", [](Call& c) { c.p.max_seqlen_q = 0; }, StatusCode::invalid_argument, "max_seqlen_q is 0"},
+    {"max_seqlen_k_zero", [](Call& c) { c.p.max_seqlen_k = 0; }, StatusCode::invalid_argument, "max_seqlen_k is 0"},
+    {"batch_zero_with_tokens", [](Call& c) { c.p.batch = 0; }, StatusCode::invalid_argument, "batch is 0"},
+    {"null_q", [](Call& c) { c.p.q = nullptr; }, StatusCode::invalid_argument, "null"},
+    {"null_out", [](Call& c) { c.p.out = nullptr; }, StatusCode::invalid_argument, "null"},
+    {"null_k", [](Call& c) { c.p.k = nullptr; }, StatusCode::invalid_argument, "null"},
+    {"null_v", [](Call& c) { c.p.v = nullptr; }, StatusCode::invalid_argument, "null"},
+    {"null_cu_seqlens_q", [](Call& c) { c.p.cu_seqlens_q = nullptr; }, StatusCode::invalid_argument, "null"},
+    {"null_cu_seqlens_k", [](Call& c) { c.p.cu_seqlens_k = nullptr; }, StatusCode::invalid_argument, "null"},
+    {"misaligned_q", [](Call& c) { c.p.q = g_fake + 2; }, StatusCode::invalid_argument, "16-byte aligned"},
+    {"misaligned_v", [](Call& c) { c.p.v = g_fake + 136; }, StatusCode::invalid_argument, "16-byte aligned"},
+    {"misaligned_out", [](Call& c) { c.p.out = g_fake + 200; }, StatusCode::invalid_argument, "16-byte aligned"},
+    {"misaligned_lse", [](Call& c) { c.p.lse = reinterpret_cast<float*>(g_fake + 257); }, StatusCode::invalid_argument, "4-byte aligned"},
+    {"misaligned_cu_seqlens", [](Call& c) { c.p.cu_seqlens_k = reinterpret_cast<const int*>(g_fake + 385); }, StatusCode::invalid_argument, "4-byte aligned"},
+    {"negative_scale", [](Call& c) { c.p.softmax_scale = -1.f; }, StatusCode::invalid_argument, "softmax_scale"},
+    {"nan_scale", [](Call& c) { c.p.softmax_scale = NAN; }, StatusCode::invalid_argument, "softmax_scale"},
+    {"force_target_negative", [](Call& c) { c.o.force_target = -5; }, StatusCode::invalid_argument, "force_target"},
+    {"force_target_not_compiled", [](Call& c) { c.o.force_target = 91; }, StatusCode::not_compiled, "target 91 is not compiled"},
+    {"workspace_null_with_bytes", [](Call& c) { c.ws_bytes = 4096; }, StatusCode::invalid_argument, "workspace is null"},
+    {"workspace_misaligned", [](Call& c) { c.ws = g_fake + 8; c.ws_bytes = 64; }, StatusCode::invalid_argument, "workspace must be 16-byte aligned"},
+    {"tail_chunk_negative", [](Call& c) { c.o.tail_chunk = -2; }, StatusCode::invalid_argument, "tail_chunk"},
+    {"grid_too_large", [](Call& c) { c.p.total_q = c.p.max_seqlen_q = 1 << 30; c.p.num_q_heads = 64; c.p.num_kv_heads = 8; }, StatusCode::invalid_argument, "2^31"},
 };
 
 class PrefillBadInput : public ::testing::TestWithParam<BadCase> {};
 
+// Planned on the h200 preset, then run: the first of the two that fails says why.
 TEST_P(PrefillBadInput, RefusedBeforeAnyCudaCall) {
-  const BadCase& c = GetParam();
-  PrefillParams p = good();
-  RunOptions o;
-  c.mutate(p, o);
-  const Status s = prefill(p, o);
-  EXPECT_EQ(s.code(), c.code) << s.message();
-  EXPECT_NE(s.message().find(c.says), std::string::npos) << s.message();
+  const BadCase& bc = GetParam();
+  Call c{good()};
+  bc.mutate(c);
+  PrefillPlan plan;
+  Status s = plan_prefill(c.p, presets::h200, c.o, &plan);
+  if (s.ok()) s = prefill(c.p, plan, c.ws, c.ws_bytes);
+  EXPECT_EQ(s.code(), bc.code) << s.message();
+  EXPECT_NE(s.message().find(bc.says), std::string::npos) << s.message();
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << "one line";
 }
 
 INSTANTIATE_TEST_SUITE_P(Prefill, PrefillBadInput, ::testing::ValuesIn(kBad),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// prefill_workspace_size() checks the shape like prefill() (pointers aside), before the device.
-TEST(PrefillWorkspaceSize, ChecksTheShapeFirst) {
-  PrefillParams p = good();
-  p.q = nullptr;  // pointers do not matter to the size
-  std::size_t bytes = 123;
+// The shape errors come from prefill() itself too (it is an entry point: a plan can be reused with
+// a changed params struct), and from the plan before any device is asked for.
+TEST(PrefillBadInput, RunChecksTheShapeAndThePlan) {
+  const PrefillParams g = good();
+  PrefillPlan plan;
+  ASSERT_TRUE(plan_prefill(g, presets::h200, {}, &plan).ok());
+  PrefillParams p = g;
   p.num_q_heads = 6;
   p.num_kv_heads = 4;
-  Status s = prefill_workspace_size(p, {}, &bytes);
+  EXPECT_EQ(prefill(p, plan, nullptr, 0).code(), StatusCode::invalid_argument);
+  p = g;
+  p.total_q = 7;  // another shape than the plan's
+  p.max_seqlen_q = 4;
+  Status s = prefill(p, plan, nullptr, 0);
   EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
-  EXPECT_EQ(bytes, 0u);
-  EXPECT_EQ(prefill_workspace_size(good(), {}, nullptr).code(), StatusCode::invalid_argument);
-  RunOptions o;
-  o.prefill_tail_chunk = -3;
-  EXPECT_EQ(prefill_workspace_size(good(), o, &bytes).code(), StatusCode::invalid_argument);
-  // Empty work needs no workspace, and no device to say so.
-  PrefillParams empty = good();
-  empty.batch = empty.total_q = empty.total_k = empty.max_seqlen_q = empty.max_seqlen_k = 0;
-  bytes = 123;
-  EXPECT_TRUE(prefill_workspace_size(empty, {}, &bytes).ok());
-  EXPECT_EQ(bytes, 0u);
+  EXPECT_NE(s.message().find("re-plan"), std::string::npos) << s.message();
+  s = prefill(g, PrefillPlan{}, nullptr, 0);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_NE(s.message().find("plan is empty"), std::string::npos) << s.message();
+  PrefillPlan forged = plan;
+  forged.policy.block_n *= 2;  // not the target's row
+  s = prefill(g, forged, nullptr, 0);
+  EXPECT_NE(s.message().find("not target"), std::string::npos) << s.message();
+  EXPECT_EQ(plan_prefill(g, presets::h200, {}, nullptr).code(), StatusCode::invalid_argument);
+}
+
+// A plan that splits needs its workspace: none, or too little, is refused before the device.
+TEST(PrefillBadInput, SplitPlanNeedsItsWorkspace) {
+  PrefillParams p = good();
+  p.causal = false;
+  p.batch = 4;
+  p.total_q = p.total_k = 4 * 4096;
+  p.max_seqlen_q = p.max_seqlen_k = 4096;
+  p.num_q_heads = p.num_kv_heads = 32;
+  // A 16-bit instance of this build (the split needs a tensor-core agent); CMake compiles fp16 or
+  // bf16 in every build the CPU tests run in (CI: all three dtypes).
+  p.dtype = DType::fp16;
+  p.head_dim = 128;
+  for (const auto& e : kCompiledInstances)
+    if (e.dtype != DType::fp32) {
+      p.dtype = e.dtype;
+      p.head_dim = e.head_dim;
+      break;
+    }
+  PrefillPlan plan;
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{-1, 2}, &plan).ok());
+  ASSERT_GT(plan.workspace_bytes, 0u);
+  ASSERT_TRUE(is_compiled_instance(p.dtype, p.head_dim)) << "no 16-bit instance in this build";
+  Status s = prefill(p, plan, nullptr, 0);
+  EXPECT_NE(s.message().find("workspace is null"), std::string::npos) << s.message();
+  s = prefill(p, plan, g_fake, 64);
+  EXPECT_NE(s.message().find("workspace too small"), std::string::npos) << s.message();
 }
 
 // Empty work is not an error and launches nothing (so no device is needed).

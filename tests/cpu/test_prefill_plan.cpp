@@ -164,3 +164,45 @@ TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
 
 }  // namespace
 }  // namespace muh
+
+// ---- plan_prefill(): the selection, the split and the workspace as one value ---------------------
+namespace muh {
+namespace {
+
+TEST(PrefillPlanValue, CarriesTheSelectionTheSplitAndTheShape) {
+  const PrefillParams p = shape(4, 4096, 4096, 16, 4, 256);
+  PrefillPlan plan;
+  ASSERT_TRUE(plan_prefill(p, presets::h200, {}, &plan).ok());
+  EXPECT_EQ(plan.target, start_target(presets::h200));
+  EXPECT_TRUE(plan.policy == prefill_policy(plan.target, DType::bf16, 256));
+  EXPECT_EQ(plan.selection.target, plan.target);
+  EXPECT_EQ(plan.sm_count, 132);
+  EXPECT_EQ(plan.device_cc, 90);
+  const PrefillSplit want = plan_prefill_split(p, plan.policy, presets::h200, kPrefillTailAuto);
+  EXPECT_EQ(plan.split.tail_tiles, want.tail_tiles);
+  EXPECT_EQ(plan.split.tail_chunk, want.tail_chunk);
+  EXPECT_EQ(plan.workspace_bytes, want.workspace_bytes);
+  EXPECT_EQ(plan.total_q, p.total_q);
+  EXPECT_EQ(plan.max_seqlen_k, p.max_seqlen_k);
+  EXPECT_EQ(plan.num_kv_heads, 4);
+
+  // Off: the same row, no split, no workspace. Forced portable: no split either (no partial epilogue).
+  PrefillPlan off, portable;
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{-1, kPrefillTailOff}, &off).ok());
+  EXPECT_EQ(off.target, plan.target);
+  EXPECT_FALSE(off.split.split());
+  EXPECT_EQ(off.workspace_bytes, 0u);
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{0, 3}, &portable).ok());
+  EXPECT_EQ(portable.policy.agent, Agent::portable);
+  EXPECT_EQ(portable.workspace_bytes, 0u);
+
+  // The 16-SM partition of the same part: a plan is made for the SMs it is given.
+  HardwareCapability part = presets::h200;
+  part.sm_count = 16;
+  PrefillPlan small;
+  ASSERT_TRUE(plan_prefill(p, part, {}, &small).ok());
+  EXPECT_EQ(small.split.slots, 16);
+}
+
+}  // namespace
+}  // namespace muh

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "../../tools/device_buffer.hpp"
+#include "device_buffer.hpp"
 #include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
 #include "muh/reference.hpp"

@@ -2,7 +2,7 @@
 //
 // One gtest case per (dispatch target, dtype, head_dim, KV layout, shape): targets from
 // MUH_TARGETS, (dtype, head_dim) from MUH_FOR_EACH_INSTANCE, shapes from
-// muh::check::decode_shapes() (tools/decode_case.hpp, shared with `muh verify`, which also states
+// muh::check::decode_shapes() (check/decode_case.hpp, shared with `muh verify`, which also states
 // the tolerance: ≤ 2× a naive implementation at the storage precision, outputs pre-filled with
 // NaN, NaN in the unused slots of every last page). A target newer than the present device is
 // skipped, saying so. Further suites: V2 == V1 for several split counts, seq_len 0, bitwise
@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../../tools/decode_case.hpp"
+#include "decode_case.hpp"
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"

@@ -4,7 +4,7 @@
 // head_dim) from MUH_FOR_EACH_INSTANCE, shapes from muh::check::prefill_cases(); each name ends
 // with the agent the forced policy runs (t75_fp16_…_sm75: the Turing agent). A target newer
 // than the present device is skipped, saying so. What is checked and the tolerance are described
-// in tools/prefill_check.hpp (shared with `muh verify`): error ≤ 2× a naive implementation at the
+// in check/prefill_check.hpp (shared with `muh verify`): error ≤ 2× a naive implementation at the
 // input precision, no NaN/Inf (outputs pre-filled with NaN), lse, bitwise run-to-run equality.
 // The shapes include the tail split forced (prefill_cases()' split_* cases, workspace pre-filled
 // with NaN); at the end, the split at the size it is made for (PrefillSplit).
@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../../tools/prefill_check.hpp"
+#include "prefill_check.hpp"
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
@@ -87,6 +87,7 @@ INSTANTIATE_TEST_SUITE_P(Prefill, PrefillForced, ::testing::ValuesIn(all_params(
 // (1 buffer: the synchronous path a profile without cp.async gets; odd depths; 8 warps with Q in
 // registers; block_n 32), launched directly with a policy of their own, same shapes and checks.
 #include "muh/kernels/prefill_launch.cuh"
+#include "muh/launch_args.cuh"
 
 namespace muh {
 namespace {
@@ -108,7 +109,7 @@ void PrintTo(const RingParam& p, std::ostream* os) { *os << p.name << "_" << che
 
 template <class G, DType T, int D>
 check::PrefillLauncher ring_launcher() {
-  return [](const PrefillParams& p) { return kernels::launch_prefill<G, T, D>(kernels::make_prefill_args(p), nullptr); };
+  return [](const PrefillParams& p) { return kernels::launch_prefill<G, T, D>(detail::make_prefill_args(p), nullptr); };
 }
 
 std::vector<RingParam> ring_params() {
@@ -179,13 +180,18 @@ TEST(PrefillSplit, PlannedSlotsMatchTheRuntimeOccupancy) {
     p.max_seqlen_q = p.max_seqlen_k = 4096;
     p.total_q = p.total_k = 4 * 4096;
     p.num_q_heads = p.num_kv_heads = 4096 / d;
-    PrefillExplain e;
-    const Status s = explain_prefill(p, {}, &e);
+    HardwareCapability hw;
+    ASSERT_TRUE(device_profile(-1, &hw).ok());
+    PrefillPlan plan;
+    Status s = plan_prefill(p, hw, {}, &plan);
     ASSERT_TRUE(s.ok()) << s.message();
-    SCOPED_TRACE(std::string(dtype_name(t)) + " hd" + std::to_string(d) + " target " + std::to_string(e.target));
-    if (e.policy.agent == Agent::portable) continue;  // never split
-    EXPECT_GT(e.device_ctas_per_sm, 0);
-    EXPECT_EQ(e.split.slots, e.sm_count * e.device_ctas_per_sm);
+    SCOPED_TRACE(std::string(dtype_name(t)) + " hd" + std::to_string(d) + " target " + std::to_string(plan.target));
+    if (plan.policy.agent == Agent::portable) continue;  // never split
+    int device_ctas_per_sm = 0;
+    s = prefill_runtime_occupancy(plan, &device_ctas_per_sm);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_GT(device_ctas_per_sm, 0);
+    EXPECT_EQ(plan.split.slots, plan.sm_count * device_ctas_per_sm);
   }
 }
 
@@ -198,6 +204,8 @@ struct Split4kCell {
   testing::DeviceBuffer qkv{3 * n * 2}, cu{(batch + 1) * 4};
   testing::DeviceBuffer ws;
   PrefillParams p;
+  PrefillPlan plan;        // the plan's own split (workspace ws)
+  PrefillPlan whole_plan;  // every tile whole
   std::size_t ws_bytes = 0;
 
   // A function, not the constructor: MUH_CUDA_CHECK asserts (SetUp wraps it in ASSERT_NO_FATAL_FAILURE).
@@ -218,12 +226,14 @@ struct Split4kCell {
     p.max_seqlen_q = p.max_seqlen_k = seq;
     p.num_q_heads = p.num_kv_heads = heads;
     p.head_dim = hd;
-    if (!prefill_workspace_size(p, {}, &ws_bytes).ok()) ws_bytes = 0;
+    HardwareCapability hw;
+    ASSERT_TRUE(device_profile(-1, &hw).ok());
+    ASSERT_TRUE(plan_prefill(p, hw, {}, &plan).ok());
+    ASSERT_TRUE(plan_prefill(p, hw, PrefillPlanOptions{-1, kPrefillTailOff}, &whole_plan).ok());
+    ws_bytes = plan.workspace_bytes;
     if (ws_bytes > 0) {
       ws.alloc(ws_bytes);
       MUH_CUDA_CHECK(cudaMemset(ws.p, 0xFF, ws_bytes));
-      p.workspace = ws.p;
-      p.workspace_bytes = ws_bytes;
     }
   }
 };
@@ -252,14 +262,12 @@ TEST_F(PrefillSplitAt4k, AutoSplitMatchesWholeTiles) {
   PrefillParams p = c.p;
   p.out = out_split.p;
   p.lse = static_cast<float*>(lse_split.p);
-  ASSERT_TRUE(prefill(p).ok());
+  ASSERT_TRUE(prefill(p, c.plan, c.ws.p, c.ws_bytes).ok());
   p.out = out_split2.p;
-  ASSERT_TRUE(prefill(p).ok());
-  p.workspace = nullptr;
-  p.workspace_bytes = 0;
+  ASSERT_TRUE(prefill(p, c.plan, c.ws.p, c.ws_bytes).ok());
   p.out = out_whole.p;
   p.lse = static_cast<float*>(lse_whole.p);
-  ASSERT_TRUE(prefill(p).ok());
+  ASSERT_TRUE(prefill(p, c.whole_plan, nullptr, 0).ok());
   MUH_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<unsigned char> s(n * 2), s2(n * 2), w(n * 2);
   std::vector<float> ls(nl), lw(nl);
@@ -311,7 +319,7 @@ TEST_F(PrefillSplitAt4k, WorkQueuedAfterTheCallSeesEveryRow) {
     p.lse = static_cast<float*>(lse.p);
     RunOptions opt;
     opt.stream = stream;
-    ASSERT_TRUE(prefill(p, opt).ok());
+    ASSERT_TRUE(prefill(p, c.plan, c.ws.p, c.ws_bytes, opt).ok());
     MUH_CUDA_CHECK(cudaMemcpyAsync(out_copy.p, out.p, n * 2, cudaMemcpyDeviceToDevice, stream));
     MUH_CUDA_CHECK(cudaMemcpyAsync(lse_copy.p, lse.p, nl * 4, cudaMemcpyDeviceToDevice, stream));
     MUH_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -5,7 +5,7 @@
 // Shapes (attention.hpp):
 //   q, out      [num_seqs, num_q_heads, head_dim]      lse [num_seqs, num_q_heads] fp32 (optional)
 //   block_table [num_seqs, max_blocks] int32            seq_lens [num_seqs] int32
-//   k/v cache   NHD or vLLM (kernels/paged_kv.hpp)
+//   k/v cache   NHD or vLLM (muh/paged_kv.hpp)
 //   V2 partials part_o [num_seqs, num_splits, num_q_heads, head_dim] fp32 (normalised o),
 //               part_lse [num_seqs, num_splits, num_q_heads] fp32 (natural log)
 //
@@ -23,7 +23,7 @@
 #include "muh/dtype.hpp"
 #include "muh/kernels/numeric.cuh"
 #include "muh/kernels/online_softmax.hpp"
-#include "muh/kernels/paged_kv.hpp"
+#include "muh/paged_kv.hpp"
 #include "muh/tuning/policy.hpp"  // kDecodeRows
 
 namespace muh::kernels::decode {

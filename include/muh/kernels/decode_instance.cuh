@@ -6,9 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "muh/attention.hpp"
 #include "muh/dtype.hpp"
-#include "muh/kernels/paged_kv.hpp"
+#include "muh/paged_kv.hpp"
 #include "muh/status.hpp"
 
 namespace muh::kernels::decode {
@@ -19,10 +18,6 @@ namespace muh::detail {
 
 // Runs the decode policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D) on a
 // device of compute capability `device_cc`; not_compiled when the target is not in this build.
-// The kernel arguments of a validated paged_decode() call (src/decode.cu); also used by the
-// policy sweep of `muh bench decode`, which launches candidate policies on the same arguments.
-kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const DecodePlan& plan, void* workspace);
-
 template <DType T, int D>
 Status decode_instance(const kernels::decode::DecodeArgs& a, KVLayout layout, int target, int device_cc,
                        cudaStream_t stream);

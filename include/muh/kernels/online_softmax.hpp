@@ -11,13 +11,7 @@
 
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define MUH_HOST_DEVICE __host__ __device__
-#define MUH_FORCEINLINE __forceinline__
-#else
-#define MUH_HOST_DEVICE
-#define MUH_FORCEINLINE inline
-#endif
+#include "muh/host_device.hpp"
 
 namespace muh {
 

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <string>
 
-#include "muh/attention.hpp"
 #include "muh/kernels/launch_status.hpp"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_merge.cuh"
@@ -18,28 +17,6 @@
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels {
-
-// Kernel arguments of a (validated) PrefillParams; the grid is sized by launch_prefill().
-inline PrefillArgs make_prefill_args(const PrefillParams& p) {
-  PrefillArgs a;
-  a.q = p.q;
-  a.k = p.k;
-  a.v = p.v;
-  a.out = p.out;
-  a.lse = p.lse;
-  a.cu_seqlens_q = p.cu_seqlens_q;
-  a.cu_seqlens_k = p.cu_seqlens_k;
-  a.batch = p.batch;
-  a.total_q = p.total_q;
-  a.num_q_heads = p.num_q_heads;
-  a.num_kv_heads = p.num_kv_heads;
-  a.group = p.num_q_heads / p.num_kv_heads;
-  a.max_seqlen_q = p.max_seqlen_q;
-  a.scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
-  a.scale_log2 = a.scale * kLog2e;
-  a.causal = p.causal;
-  return a;
-}
 
 // The kernel a policy runs, its block size and its dynamic shared memory (the policy footprint).
 template <class Getter, DType DT, int D>
@@ -63,12 +40,12 @@ struct PrefillKernel {
   static constexpr auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
 };
 
-// Launches one prefill over `a` (validated by src/prefill.cu) on `stream`. The kernel's max
+// Launches one prefill over `a` (validated by src/prefill.cu; muh/launch_args.cuh) on `stream`. The kernel's max
 // dynamic shared memory is set to the policy footprint — the cap the row was validated against
 // bounds it, so an emulated profile (e.g. the portable agent's 48 KB) runs within its own limit.
 // With a tail split (t.tail_tiles > 0, filled from prefill_plan.hpp's plan for this policy) the
 // whole tiles, the tail CTAs and the merge are three launches on the stream; device_cc, the
-// compute capability of the device they run on (prefill() knows it), decides whether the last two
+// compute capability of the device they run on (prefill() reads it from the device's profile), decides whether the last two
 // are launched dependent (sm_90+). Calls without a tail never read it.
 template <class Getter, DType DT, int D>
 Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, int device_cc = 0) {

@@ -1,5 +1,6 @@
-// kernels/paged_kv.hpp — where element (page, slot, kv_head, dim) of K and V lives, for both KV
-// cache layouts. Shared by the CPU reference and the GPU kernels.
+// paged_kv.hpp — where element (page, slot, kv_head, dim) of K and V lives, for both KV
+// cache layouts. Shared by the public API, the CPU reference and the GPU kernels (a shape, not a
+// kernel: kernels/ includes it, it includes nothing of theirs).
 //
 //   NHD:  key and value [num_pages, page_size, num_kv_heads, head_dim]
 //   vLLM: key   [num_blocks, num_kv_heads, head_dim / x, block_size, x]   (x = 16 B / elem size)
@@ -8,7 +9,7 @@
 
 #include <cstdint>
 
-#include "muh/kernels/online_softmax.hpp"  // MUH_HOST_DEVICE
+#include "muh/host_device.hpp"
 
 namespace muh {
 

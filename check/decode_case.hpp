@@ -1,5 +1,6 @@
 // decode_case.hpp — one paged-decode check, shared by tests/gpu/test_decode.cu and `muh verify`
-// (tools/verify_decode.cpp) so that both run exactly the same thing. Host code only (the CUDA
+// (tools/verify_decode.cpp) so that both run exactly the same thing (the muh_check library,
+// check/CMakeLists.txt). Host code only (the CUDA
 // runtime API and muh's public API); no gtest.
 //
 // A DecodeProblem builds random inputs for a DecodeCase, computes the CPU reference (double) and
@@ -169,7 +170,6 @@ class DecodeProblem {
     if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");
     poison(plan.workspace_bytes);
     RunOptions opt;
-    opt.force_target = c_.target;
     opt.stream = stream();
     if (!graph) {
       opt.debug_checks = true;  // seq_lens and used block ids checked on the host as well

@@ -46,7 +46,7 @@ struct PrefillCase {
   int num_q_heads, num_kv_heads;
   bool causal;
   float softmax_scale;  // 0 → 1/sqrt(head_dim); larger values make the softmax sharp
-  // RunOptions::prefill_tail_chunk: -1 runs with the workspace the plan asks for (none for these
+  // PrefillPlanOptions::tail_chunk: -1 runs with the workspace the plan asks for (none for these
   // small shapes), > 0 forces the tail split (prefill_plan.hpp) with that many key tiles per
   // tail CTA — where the agent allows it (tensor-core agents; equal lengths, no causal mask).
   int tail_chunk = -1;
@@ -190,7 +190,7 @@ struct PrefillResult {
 
 
 // Runs `in` with the policy of dispatch target `target` (twice) and compares. `launch`, when
-// given, replaces muh::prefill() (the GPU test uses it to run kernels of policies outside the
+// given, replaces plan_prefill() + muh::prefill() (the GPU test uses it to run kernels of policies outside the
 // tables, e.g. other K/V ring depths).
 using PrefillLauncher = std::function<Status(const PrefillParams&)>;
 inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const PrefillLauncher& launch = {}) {
@@ -240,30 +240,30 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   p.softmax_scale = in.c->softmax_scale;
   p.causal = in.c->causal;
   RunOptions opt;
-  opt.force_target = target;
   opt.debug_checks = true;  // also exercises the cu_seqlens checks
-  opt.prefill_tail_chunk = in.c->tail_chunk;
-  // The workspace the plan asks for, pre-filled with NaN: a merge that read a slot no piece
-  // wrote would show up as non-finite output.
+  // The plan on this device's profile with the target forced, and the workspace it asks for,
+  // pre-filled with NaN: a merge that read a slot no piece wrote would show up as non-finite output.
+  PrefillPlan plan;
   DevBuf dws;
   if (!launch) {
-    Status s = prefill_workspace_size(p, opt, &r.workspace_bytes);
+    HardwareCapability hw;
+    Status s = device_profile(-1, &hw);
+    if (s.ok()) s = plan_prefill(p, hw, PrefillPlanOptions{target, in.c->tail_chunk}, &plan);
     if (!s.ok()) {
       std::swap(r.status, s);
       r.note = r.status.message();
       return r;
     }
+    r.workspace_bytes = plan.workspace_bytes;
     if (r.workspace_bytes > 0) {
       if (!dws.alloc(r.workspace_bytes)) return fail("cudaMalloc (workspace)", cudaErrorMemoryAllocation);
       if ((err = cudaMemset(dws.p, 0xFF, r.workspace_bytes)) != cudaSuccess) return fail("workspace pre-fill", err);
-      p.workspace = dws.p;
-      p.workspace_bytes = r.workspace_bytes;
     }
   }
   for (int run = 0; run < 2; ++run) {
     p.out = run == 0 ? dout.p : dout2.p;
     p.lse = static_cast<float*>(run == 0 ? dlse.p : dlse2.p);
-    Status s = launch ? launch(p) : prefill(p, opt);
+    Status s = launch ? launch(p) : prefill(p, plan, dws.p, r.workspace_bytes, opt);
     std::swap(r.status, s);
     if (!r.status.ok()) {
       r.note = r.status.message();

@@ -1,5 +1,5 @@
 // device_buffer.hpp — a device allocation freed on scope exit, for the checks `muh verify`, the
-// GPU tests and the benchmarks share (tools/decode_case.hpp, tools/prefill_check.hpp,
+// GPU tests and the benchmarks share (check/decode_case.hpp, check/prefill_check.hpp,
 // tests/gpu/gpu_test_util.hpp).
 #pragma once
 

@@ -1,0 +1,40 @@
+// launch_args.cuh — the kernels' arguments of a validated call: the glue between the API layer
+// (params.hpp, plan.hpp) and the kernels (kernels/*_common.cuh), which know nothing of the API.
+// Used by src/prefill.cu and src/decode.cu, and by the benchmarks and GPU tests that launch a
+// candidate policy on the arguments a call would have.
+#pragma once
+
+#include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/numeric.cuh"
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/params.hpp"
+#include "muh/plan.hpp"
+
+namespace muh::detail {
+
+// Prefill's kernel arguments; the grid is sized by launch_prefill() from its policy.
+inline kernels::PrefillArgs make_prefill_args(const PrefillParams& p) {
+  kernels::PrefillArgs a;
+  a.q = p.q;
+  a.k = p.k;
+  a.v = p.v;
+  a.out = p.out;
+  a.lse = p.lse;
+  a.cu_seqlens_q = p.cu_seqlens_q;
+  a.cu_seqlens_k = p.cu_seqlens_k;
+  a.batch = p.batch;
+  a.total_q = p.total_q;
+  a.num_q_heads = p.num_q_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  a.group = p.num_q_heads / p.num_kv_heads;
+  a.max_seqlen_q = p.max_seqlen_q;
+  a.scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
+  a.scale_log2 = a.scale * kernels::kLog2e;
+  a.causal = p.causal;
+  return a;
+}
+
+// Decode's kernel arguments for `plan` (src/decode.cu); `workspace` holds the V2 partials.
+kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const DecodePlan& plan, void* workspace);
+
+}  // namespace muh::detail

@@ -1,0 +1,223 @@
+// select.hpp — the one selection: which dispatch target's row a kernel family runs on a profile.
+//
+// choose_prefill() / choose_decode() walk the compiled dispatch targets (MUH_TARGETS) from the
+// highest the profile may run down to the portable one (0), and take the first whose table row
+// the profile can run: its footprint fits the profile's shared memory and the profile has what
+// its agent uses (cp.async, the tensor cores of the dtype). Everything that asks "which kernel
+// runs" — select_attention_config() (`muh config`), plan_decode(), plan_prefill() (and through
+// them the launchers, the C ABI and the torch ops), `muh config --explain`, `muh verify` and the
+// benchmarks — calls these two functions; none re-derives the walk.
+//
+// Why a walk and not "the profile's row, else portable": a part with less shared memory than its
+// arch's row assumes still has the rows of older targets, which are faster than the portable one.
+// E.g. decode bf16 hd 128 on a cc 9.0 part with 99 KB: sm_90's row needs 108,800 B, sm_89's
+// 73,984 B fits; a consumer Blackwell (cc 12.0, 99 KB) gets sm_89's 64×64 prefill row at hd 256,
+// not sm_90's 209 KB one (which failed at cudaFuncSetAttribute before this walk existed).
+//
+// The result carries its trace (every target passed over and why), so `--explain` prints what was
+// decided rather than a second copy of the rule; describe() (select.cpp) words it.
+#pragma once
+
+#include <string>
+
+#include "muh/dispatch.hpp"
+#include "muh/dtype.hpp"
+#include "muh/hardware.hpp"
+#include "muh/shapes.hpp"
+#include "muh/status.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+
+// A set of dispatch targets, ascending (0 = portable first). Selections walk compiled_target_set()
+// unless a test passes another (e.g. every known target).
+struct TargetSet {
+  int count = 0;
+  int values[16] = {};
+  constexpr bool contains(int t) const {
+    for (int i = 0; i < count; ++i)
+      if (values[i] == t) return true;
+    return false;
+  }
+};
+
+constexpr TargetSet compiled_target_set() {
+  TargetSet s;
+  for (std::size_t i = 0; i < compiled_targets::size && i < 16; ++i) s.values[s.count++] = compiled_targets::values[i];
+  return s;
+}
+
+// Every dispatch target muh has rows for (the default MUH_TARGETS).
+inline constexpr TargetSet kKnownTargets{6, {0, 75, 80, 86, 89, 90}};
+
+// Why a target's row was passed over.
+enum class Pass : unsigned char {
+  smem,             // its footprint exceeds the profile's shared memory per block (need > have)
+  no_async_copy,    // its agent pipelines with cp.async; the profile has none
+  no_tensor_cores,  // its agent multiplies on the dtype's tensor cores; the profile has none
+};
+
+struct Passed {
+  int target = 0;
+  Pass why = Pass::smem;
+  int need_bytes = 0;  // Pass::smem: the row's footprint
+  int have_bytes = 0;  // Pass::smem: the profile's limit
+};
+
+// Why a selection has no row (target < 0).
+enum class NoRow : unsigned char {
+  none,                 // a row was chosen
+  bad_head_dim,         // not one of kSupportedHeadDims
+  forced_not_compiled,  // the forced target is not in the target set
+  forced_too_new,       // the forced target is newer than the profile (or not portable on an own arch)
+  forced_does_not_fit,  // the forced target's row cannot run on the profile (passed[0] says why)
+  nothing_fits,         // not even the portable row fits (passed[] holds every target)
+};
+
+struct SelectOptions {
+  int force_target = -1;  // -1: walk; else exactly this target's row, or no row
+};
+
+template <class Policy>
+struct Selection {
+  Policy policy{};
+  int target = -1;        // the row's dispatch target; -1: no row (`error` says why)
+  int start = -1;         // the highest target the profile may run: where the walk began
+  bool forced = false;
+  int force_target = -1;  // SelectOptions::force_target as asked
+  NoRow error = NoRow::none;
+  int passed_count = 0;   // targets passed over, highest first
+  Passed passed[16] = {};
+  constexpr bool ok() const { return target >= 0; }
+};
+
+using PrefillSelection = Selection<PrefillPolicy>;
+using DecodeSelection = Selection<DecodePolicy>;
+
+// The highest target of `set` a profile may run, where the selection's walk starts: 0 on an own
+// arch, else the highest <= its compute capability (0 when the set has none: portable only).
+constexpr int start_target(const HardwareCapability& hw, const TargetSet& set = compiled_target_set()) {
+  if (hw.is_own_arch()) return 0;
+  int best = 0;
+  for (int i = 0; i < set.count; ++i)
+    if (set.values[i] <= hw.compute_capability && set.values[i] > best) best = set.values[i];
+  return best;
+}
+
+namespace detail {
+
+// Whether the profile can run a row of `agent` for dtype t, ignoring shared memory.
+constexpr bool agent_runs_on(Agent agent, DType t, const HardwareCapability& hw, Pass* why) {
+  if (agent == Agent::portable) return true;
+  if ((agent == Agent::sm80 || agent == Agent::sm90) && !hw.async_copy) {
+    *why = Pass::no_async_copy;
+    return false;
+  }
+  const bool tc = t == DType::bf16 ? hw.bf16_tensor_cores : t == DType::fp16 ? hw.fp16_tensor_cores : false;
+  if (!tc) {
+    *why = Pass::no_tensor_cores;
+    return false;
+  }
+  return true;
+}
+
+template <class Policy, class Row, class Bytes>
+constexpr Selection<Policy> choose(const HardwareCapability& hw, DType t, int head_dim, const SelectOptions& opt,
+                                   const TargetSet& set, Row row, Bytes bytes) {
+  Selection<Policy> s;
+  if (!is_supported_head_dim(head_dim)) {
+    s.error = NoRow::bad_head_dim;
+    return s;
+  }
+  s.start = start_target(hw, set);
+  s.forced = opt.force_target >= 0;
+  s.force_target = opt.force_target;
+  // Candidates, highest first: the forced target alone, or every target of the set <= start.
+  int cand[16] = {};
+  int n = 0;
+  if (s.forced) {
+    if (!set.contains(opt.force_target)) {
+      s.error = NoRow::forced_not_compiled;
+      return s;
+    }
+    if (hw.is_own_arch() ? opt.force_target != 0 : opt.force_target > hw.compute_capability) {
+      s.error = NoRow::forced_too_new;
+      return s;
+    }
+    cand[n++] = opt.force_target;
+  } else {
+    for (int i = set.count - 1; i >= 0; --i)
+      if (set.values[i] <= s.start) cand[n++] = set.values[i];
+  }
+  for (int i = 0; i < n; ++i) {
+    const Policy p = row(cand[i]);
+    Passed why{cand[i], Pass::smem, bytes(p), hw.smem_limit()};
+    if (agent_runs_on(p.agent, t, hw, &why.why) && why.need_bytes <= why.have_bytes) {
+      s.policy = p;
+      s.target = cand[i];
+      return s;
+    }
+    s.passed[s.passed_count++] = why;
+  }
+  s.error = s.forced ? NoRow::forced_does_not_fit : NoRow::nothing_fits;
+  return s;
+}
+
+}  // namespace detail
+
+constexpr PrefillSelection choose_prefill(const HardwareCapability& hw, DType t, int head_dim,
+                                          const SelectOptions& opt = {},
+                                          const TargetSet& set = compiled_target_set()) {
+  return detail::choose<PrefillPolicy>(
+      hw, t, head_dim, opt, set, [t, head_dim](int target) { return prefill_policy(target, t, head_dim); },
+      [t, head_dim](const PrefillPolicy& p) { return prefill_smem_bytes(p, t, head_dim); });
+}
+
+constexpr DecodeSelection choose_decode(const HardwareCapability& hw, DType t, int head_dim,
+                                        const SelectOptions& opt = {},
+                                        const TargetSet& set = compiled_target_set()) {
+  return detail::choose<DecodePolicy>(
+      hw, t, head_dim, opt, set, [t, head_dim](int target) { return decode_policy(target, t, head_dim); },
+      [t, head_dim](const DecodePolicy& p) { return decode_smem_bytes(p, t, head_dim); });
+}
+
+// Calls f(PrefillSelector<T, D>{}, DecodeSelector<T, D>{}) for a runtime (dtype, head_dim): the
+// compile-time selectors the instance files dispatch with (dispatch.hpp), for code that asks which
+// instantiation serves a selection (`muh config --explain`, the tests). Nothing for an
+// unsupported head dim.
+template <DType T, class F>
+void with_selectors_of(int head_dim, F&& f) {
+  static_assert(kSupportedHeadDims.size() == 4, "with_selectors_of() lists every supported head dim");
+  switch (head_dim) {
+    case 64: f(PrefillSelector<T, 64>{}, DecodeSelector<T, 64>{}); break;
+    case 96: f(PrefillSelector<T, 96>{}, DecodeSelector<T, 96>{}); break;
+    case 128: f(PrefillSelector<T, 128>{}, DecodeSelector<T, 128>{}); break;
+    case 256: f(PrefillSelector<T, 256>{}, DecodeSelector<T, 256>{}); break;
+    default: break;
+  }
+}
+
+template <class F>
+void with_selectors(DType t, int head_dim, F&& f) {
+  switch (t) {
+    case DType::fp16: with_selectors_of<DType::fp16>(head_dim, f); break;
+    case DType::bf16: with_selectors_of<DType::bf16>(head_dim, f); break;
+    case DType::fp32: with_selectors_of<DType::fp32>(head_dim, f); break;
+  }
+}
+
+// "sm_90", "portable (0)".
+std::string target_name(int target);
+
+// The rule that fired, in one line: e.g. "sm_89 row: sm_90's 108,800 B > 101,376 B" or
+// "sm_90 row: the profile's own target". For a selection without a row, why there is none.
+std::string describe(const PrefillSelection& s);
+std::string describe(const DecodeSelection& s);
+
+// ok for a selection with a row; otherwise the Status an entry point returns (`where` starts the
+// message, e.g. "prefill: "): not_compiled for a forced target outside the build, unsupported for
+// one the profile cannot run, invalid_argument for an unsupported head dim.
+Status selection_status(const PrefillSelection& s, const std::string& where, const HardwareCapability& hw);
+Status selection_status(const DecodeSelection& s, const std::string& where, const HardwareCapability& hw);
+
+}  // namespace muh

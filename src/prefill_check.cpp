@@ -1,0 +1,70 @@
+// prefill_check.cpp — the host-side input checks of prefill (prefill_check.hpp).
+#include "prefill_check.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "pointer_checks.hpp"
+#include "muh/instances.hpp"
+#include "muh/shapes.hpp"
+
+namespace muh::detail {
+
+Status check_prefill_shape(const PrefillParams& p, const char* where_) {
+  const std::string where = where_;
+  auto num = [](long long v) { return std::to_string(v); };
+  if (p.dtype != DType::fp16 && p.dtype != DType::bf16 && p.dtype != DType::fp32)
+    return invalid_argument(where + "dtype " + num(static_cast<int>(p.dtype)) + " is not one of fp16, bf16, fp32");
+  if (!is_supported_head_dim(p.head_dim))
+    return invalid_argument(where + "head_dim " + num(p.head_dim) + " is not supported (supported: 64, 96, 128, 256)");
+  if (p.num_q_heads < 1 || p.num_kv_heads < 1)
+    return invalid_argument(where + "num_q_heads (" + num(p.num_q_heads) + ") and num_kv_heads (" +
+                            num(p.num_kv_heads) + ") must be >= 1");
+  if (p.num_q_heads % p.num_kv_heads != 0)
+    return invalid_argument(where + "num_q_heads (" + num(p.num_q_heads) + ") must be a multiple of num_kv_heads (" +
+                            num(p.num_kv_heads) + ")");
+  if (p.batch < 0 || p.total_q < 0 || p.total_k < 0 || p.max_seqlen_q < 0 || p.max_seqlen_k < 0)
+    return invalid_argument(where + "batch, total_q, total_k, max_seqlen_q and max_seqlen_k must be >= 0");
+  if (p.max_seqlen_q > p.total_q || p.max_seqlen_k > p.total_k)
+    return invalid_argument(where + "max_seqlen_q (" + num(p.max_seqlen_q) + ") / max_seqlen_k (" +
+                            num(p.max_seqlen_k) + ") exceed total_q (" + num(p.total_q) + ") / total_k (" +
+                            num(p.total_k) + ")");
+  if (p.batch > 0 && p.total_q > 0 && p.max_seqlen_q == 0)
+    return invalid_argument(where + "max_seqlen_q is 0 but total_q is " + num(p.total_q));
+  if (p.batch > 0 && p.total_k > 0 && p.max_seqlen_k == 0)
+    return invalid_argument(where + "max_seqlen_k is 0 but total_k is " + num(p.total_k));
+  if (p.batch == 0 && (p.total_q > 0 || p.total_k > 0))
+    return invalid_argument(where + "batch is 0 but total_q / total_k are not");
+  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
+    return invalid_argument(where + "softmax_scale must be finite and > 0 (0 selects 1/sqrt(head_dim))");
+  // Indices inside the kernels are 64-bit; the grid is one dimension of at most 2^31 − 1 CTAs.
+  if (static_cast<long long>(p.max_seqlen_q) * p.batch * p.num_q_heads > 0x7fffffffLL)
+    return invalid_argument(where + "max_seqlen_q × batch × num_q_heads exceeds 2^31 − 1");
+  return Status::Ok();
+}
+
+Status check_prefill_compiled(const PrefillParams& p) {
+  if (is_compiled_instance(p.dtype, p.head_dim)) return Status::Ok();
+  return {StatusCode::not_compiled, "prefill: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
+                                        std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
+                                        describe_compiled_instances() +
+                                        "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
+}
+
+Status check_prefill_pointers(const PrefillParams& p) {
+  const std::string where = "prefill: ";
+  if (p.q == nullptr || p.out == nullptr) return invalid_argument(where + "q and out must not be null");
+  if (p.total_k > 0 && (p.k == nullptr || p.v == nullptr))
+    return invalid_argument(where + "k and v must not be null when total_k > 0");
+  if (p.cu_seqlens_q == nullptr || p.cu_seqlens_k == nullptr)
+    return invalid_argument(where + "cu_seqlens_q and cu_seqlens_k must not be null");
+  // 16-byte vector loads and stores of rows; head_dim·elem is a multiple of 16 for every supported
+  // head dim, so aligned bases give aligned rows.
+  if (!is_aligned(p.q, 16) || !is_aligned(p.out, 16) || (p.k && !is_aligned(p.k, 16)) || (p.v && !is_aligned(p.v, 16)))
+    return invalid_argument(where + "q, k, v and out must be 16-byte aligned");
+  if (!is_aligned(p.cu_seqlens_q, 4) || !is_aligned(p.cu_seqlens_k, 4) || (p.lse && !is_aligned(p.lse, 4)))
+    return invalid_argument(where + "cu_seqlens_q, cu_seqlens_k and lse must be 4-byte aligned");
+  return Status::Ok();
+}
+
+}  // namespace muh::detail

@@ -1,0 +1,35 @@
+// prefill_check.hpp — input checks shared by plan_prefill() (prefill_plan.cpp) and prefill()
+// (prefill.cu). Internal, not installed. Nothing here looks at device memory or calls CUDA, so
+// every failure is reported on a machine without a GPU.
+#pragma once
+
+#include <cstddef>
+
+#include "muh/attention.hpp"
+#include "muh/params.hpp"
+#include "muh/prefill_plan.hpp"
+#include "muh/status.hpp"
+
+namespace muh::detail {
+
+// dtype, head_dim (supported), heads (>= 1, q a multiple of kv), sizes (>= 0, max lengths
+// consistent with the totals), softmax_scale (finite, >= 0), the grid bound. Whether the
+// (dtype, head_dim) instance is compiled, and the pointers, are prefill()'s business (a plan is a
+// host value, made for any supported shape).
+Status check_prefill_shape(const PrefillParams& p, const char* where);
+
+// The (dtype, head_dim) instance is compiled into this build (MUH_DTYPES × MUH_HEAD_DIMS).
+Status check_prefill_compiled(const PrefillParams& p);
+
+// Non-null where something is read or written, 16-byte aligned tensors, 4-byte aligned lse and
+// cu_seqlens. Only for a call with work (batch > 0 and total_q > 0).
+Status check_prefill_pointers(const PrefillParams& p);
+
+// plan_prefill() and prefill() after their check_prefill_shape(), for a caller that ran it (the
+// C ABI, so that a call checks its shape once, before any CUDA call).
+Status plan_prefill_unchecked(const PrefillParams& p, const HardwareCapability& hw, const PrefillPlanOptions& opt,
+                              PrefillPlan* plan);
+Status prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan, void* workspace, std::size_t workspace_bytes,
+                         const RunOptions& opt);
+
+}  // namespace muh::detail
