@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ab_outputs.py — are two builds of libmuh.so (base and new) bitwise the same on every forced policy?
 
-usage: python3 bench/ab_outputs.py --base BASE/libmuh.so --new NEW/libmuh.so --out DIR [--quick]
-       python3 bench/ab_outputs.py --list [--quick]      (prints the cases; needs neither a GPU nor torch)
+usage: python3 bench/ab_outputs.py --base BASE/libmuh.so --new NEW/libmuh.so --out DIR [--quick] [--only TEXT...]
+       python3 bench/ab_outputs.py --list [--quick] [--only TEXT...]   (the cases; needs neither a GPU nor torch)
 
 Issue 16's proof that a refactor changes no result. Both libraries are loaded into one process
 (ab_common.load_lib: RTLD_LOCAL, each binds to itself) and run every case on the same inputs
@@ -360,7 +360,10 @@ def summarize(records, skipped_targets, cc):
 
 def run_all(args, cases):
     global torch, TORCH_DTYPES
-    import torch as _torch
+    try:
+        import torch as _torch
+    except ImportError as e:
+        sys.exit(f"ab_outputs: cannot import torch ({e}); run it with a Python that has torch with CUDA")
     torch = _torch
     TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
     if not torch.cuda.is_available():
@@ -425,8 +428,14 @@ def main():
     ap.add_argument("--out", help="directory for ab-outputs.json")
     ap.add_argument("--quick", action="store_true", help="a smaller set of cases")
     ap.add_argument("--list", action="store_true", help="print the cases and exit (no GPU, no torch)")
+    ap.add_argument("--only", nargs="+", metavar="TEXT",
+                    help="only the cases whose key contains one of these (e.g. prefill/t90/ /hd256/tail)")
     args = ap.parse_args()
     cases = build_cases(args.quick)
+    if args.only:
+        cases = [c for c in cases if any(t in c["key"] for t in args.only)]
+        if not cases:
+            ap.error(f"--only {' '.join(args.only)}: no case matches")
     if args.list:
         for c in cases:
             print(c["key"])

@@ -245,7 +245,10 @@ def main():
             ap.error(f"--{name} {getattr(args, name)}: no such file")
     if os.path.samefile(args.base, args.new):
         ap.error("--base and --new are the same file (one library loaded twice is one handle)")
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        sys.exit(f"ab_speed: cannot import torch ({e}); run it with a Python that has torch with CUDA")
     if not torch.cuda.is_available():
         sys.exit("ab_speed: no CUDA device visible to torch")
     import compare_torch as ct

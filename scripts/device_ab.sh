@@ -18,7 +18,7 @@
 # 1 otherwise, 2 on bad arguments. Speed is not judged here: the summary gives the ratios and the
 # base-vs-base noise beside them.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+root=$(cd "$(dirname "$0")/.." && pwd) || exit 2
 usage() { echo "usage: scripts/device_ab.sh BASE_SRC_DIR [--quick] [--steps build,outputs,speed,bench]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 base_src=$1
@@ -40,7 +40,8 @@ if [ ! -f "$base_src/CMakeLists.txt" ] || [ ! -f "$base_src/include/muh/muh.h" ]
   echo "device_ab: '$base_src' is not a muh source tree (no CMakeLists.txt or include/muh/muh.h)"
   exit 2
 fi
-base_src=$(cd "$base_src" && pwd)
+base_src=$(cd "$base_src" && pwd)  # relative to where the script was started
+cd "$root" || exit 2
 new_src=$PWD
 [ "$base_src" != "$new_src" ] || { echo "device_ab: BASE_SRC_DIR is this tree itself"; exit 2; }
 OUT=${OUT:-$PWD/device-out}
@@ -103,7 +104,9 @@ if has build; then
       exit 1
     fi
   done
-  summary+=("build: base and new built in $(( $(date +%s) - t0 )) s (sm_$cc, every target, dtype and head dim)")
+  how="built in $(( $(date +%s) - t0 )) s"
+  grep -q "reused$" "$OUT/build-base.log" && grep -q "reused$" "$OUT/build-new.log" && how="reused (same sources)"
+  summary+=("build: base and new $how (sm_$cc, every target, dtype and head dim${MUH_AB_CMAKE_ARGS:+; plus $MUH_AB_CMAKE_ARGS})")
   note "built"
 fi
 for d in "$BB" "$NB"; do
@@ -121,7 +124,7 @@ if has outputs; then
     >"$OUT/ab-outputs.log" 2>&1
   r=$?
   if [ $r -eq 0 ]; then verdict=PASS; else verdict=FAIL; status=1; fi
-  summary+=("outputs, bitwise [$verdict, $(( $(date +%s) - ts )) s; ab-outputs.json has every case]:")
+  summary+=("outputs, bitwise [$verdict, $(( $(date +%s) - ts )) s; ab-outputs.log, ab-outputs.json: every case]:")
   # ab_outputs.py's summary block: from its "N cases, ..." (or CRASHED) line to "wrote ...".
   block=$(awk '/^(CRASHED|[0-9]+ cases)/ { f = 1 } f && !/^wrote / { print }' "$OUT/ab-outputs.log" | head -n 24)
   [ -n "$block" ] || block=$(tail -n 3 "$OUT/ab-outputs.log")
