@@ -13,7 +13,9 @@
 # then one summary block. Logs and results go to $OUT (default ./device-out). --quick: the smaller
 # case set of ab_outputs.py, ab_speed.py --quick, and `muh bench decode --no-split-sweep
 # --no-layouts`. MUH_AB_BENCH_ARGS adds arguments to `muh bench decode`, MUH_AB_CMAKE_ARGS to both
-# configure steps (after the script's own: e.g. a leaner build to try the script); PYTHON picks
+# configure steps (after the script's own: e.g. a leaner build to try the script);
+# MUH_AB_NEW_TESTS=1 builds the new tree with its tests and Python package too, so that a next call
+# can run `ctest --test-dir /tmp/muh-ab-new -L gpu` on the same build; PYTHON picks
 # the Python with torch (default python3). Exit 0 when every step ran and every output was bitwise the same,
 # 1 otherwise, 2 on bad arguments. Speed is not judged here: the summary gives the ratios and the
 # base-vs-base noise beside them.
@@ -61,14 +63,19 @@ declare -a summary=()
 # What a build is made from: the sources it compiles (tests and Python are off) and the configure
 # arguments. A build dir whose stamp matches is reused as it is — the tree is copied anew for
 # every device call, and fresh file times alone would make ninja rebuild everything.
-tree_stamp() {  # tree_stamp SRC
-  (cd "$1" && find CMakeLists.txt cmake include src tools -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum |
-    sha256sum | cut -d' ' -f1)
-  echo "sm_$cc ${MUH_AB_CMAKE_ARGS:-}"
+tree_stamp() {  # tree_stamp SRC EXTRA_ARGS...
+  local src=$1
+  shift
+  (cd "$src" && find CMakeLists.txt cmake include src tools check tests python -type f -print0 2>/dev/null |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  echo "sm_$cc ${MUH_AB_CMAKE_ARGS:-} $*"
 }
-build_one() {  # build_one NAME SRC DIR JOBS
+build_one() {  # build_one NAME SRC DIR JOBS [EXTRA_CMAKE_ARGS...]
   local name=$1 src=$2 dir=$3 jobs=$4 gen=() stamp
-  stamp=$(tree_stamp "$src")
+  shift 4
+  local extra=("$@")
+  [ ${#extra[@]} -gt 0 ] || extra=(-DMUH_BUILD_TESTS=OFF -DMUH_BUILD_PYTHON=OFF)
+  stamp=$(tree_stamp "$src" "${extra[@]}")
   if [ -f "$dir/libmuh.so" ] && [ -x "$dir/muh" ] && [ "$(cat "$dir/.device_ab_stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "device_ab: $dir holds a build of these sources; reused" >"$OUT/build-$name.log"
     return 0
@@ -80,7 +87,7 @@ build_one() {  # build_one NAME SRC DIR JOBS
   [ ! -f "$dir/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
   rm -f "$dir/.device_ab_stamp"
   # shellcheck disable=SC2086  # MUH_AB_CMAKE_ARGS is split into arguments on purpose
-  { cmake -S "$src" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DMUH_BUILD_TESTS=OFF -DMUH_BUILD_PYTHON=OFF \
+  { cmake -S "$src" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" \
       -DMUH_CUDA_ARCHITECTURES="$cc" -DCMAKE_CUDA_ARCHITECTURES="$cc" -DMUH_TARGETS="0;75;80;86;89;90" \
       -DMUH_HEAD_DIMS="64;96;128;256" -DMUH_DTYPES="fp16;bf16;fp32" ${MUH_AB_CMAKE_ARGS:-} &&
     cmake --build "$dir" -j "$jobs"; } >"$OUT/build-$name.log" 2>&1 || return 1
@@ -92,7 +99,9 @@ if has build; then
   note "building base ($base_src -> $BB) and new ($new_src -> $NB) for sm_$cc, -j$jobs each"
   build_one base "$base_src" "$BB" "$jobs" &
   pb=$!
-  build_one new "$new_src" "$NB" "$jobs" &
+  new_extra=()
+  [ "${MUH_AB_NEW_TESTS:-0}" = 1 ] && new_extra=(-DMUH_BUILD_TESTS=ON -DMUH_BUILD_PYTHON=ON)
+  build_one new "$new_src" "$NB" "$jobs" "${new_extra[@]}" &
   pn=$!
   wait $pb; rb=$?
   wait $pn; rn=$?

@@ -33,9 +33,11 @@ Status make_params(int dtype, int layout, int num_seqs, int num_q_heads, int num
 }
 
 // The plan paged_decode runs on the current device (called once every input is checked).
-Status current_plan(const DecodeParams& p, int force_target, int force_splits, int cuda_graph, DecodePlan* plan) {
+// The plan on the profile of `stream` (its green context's SMs, if any; stream_profile()).
+Status current_plan(const DecodeParams& p, int force_target, int force_splits, int cuda_graph, cudaStream_t stream,
+                    DecodePlan* plan) {
   HardwareCapability hw;
-  MUH_TRY(device_profile(-1, &hw));
+  MUH_TRY(stream_profile(stream, &hw));
   return detail::plan_decode_unchecked(p, hw, PlanOptions{force_target, force_splits, cuda_graph != 0}, plan);
 }
 
@@ -45,6 +47,15 @@ Status current_plan(const DecodeParams& p, int force_target, int force_splits, i
 extern "C" int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads, int num_kv_heads,
                                          int head_dim, int page_size, int max_seq_len, int force_target,
                                          int force_splits, int cuda_graph, size_t* workspace_bytes) {
+  return muh_decode_workspace_size_on_stream(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
+                                             max_seq_len, force_target, force_splits, cuda_graph, nullptr,
+                                             workspace_bytes);
+}
+
+extern "C" int muh_decode_workspace_size_on_stream(int dtype, int layout, int num_seqs, int num_q_heads,
+                                                   int num_kv_heads, int head_dim, int page_size, int max_seq_len,
+                                                   int force_target, int force_splits, int cuda_graph, void* stream,
+                                                   size_t* workspace_bytes) {
   using namespace muh;
   if (workspace_bytes == nullptr)
     return capi::report(invalid_argument("muh_decode_workspace_size: workspace_bytes must not be null"));
@@ -58,7 +69,7 @@ extern "C" int muh_decode_workspace_size(int dtype, int layout, int num_seqs, in
   s = detail::check_decode_shape(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
   DecodePlan plan;
-  s = capi::current_plan(p, force_target, force_splits, cuda_graph, &plan);
+  s = capi::current_plan(p, force_target, force_splits, cuda_graph, static_cast<cudaStream_t>(stream), &plan);
   if (s.ok()) *workspace_bytes = plan.workspace_bytes;
   return capi::report(s);
 }
@@ -88,7 +99,7 @@ extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void
   if (s.ok() && num_seqs > 0) s = detail::check_decode_pointers(p);
   if (!s.ok()) return capi::report(s);
   DecodePlan plan;
-  s = capi::current_plan(p, force_target, force_splits, cuda_graph, &plan);
+  s = capi::current_plan(p, force_target, force_splits, cuda_graph, static_cast<cudaStream_t>(stream), &plan);
   if (!s.ok()) return capi::report(s);
   RunOptions opt;
   opt.stream = static_cast<cudaStream_t>(stream);

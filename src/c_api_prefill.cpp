@@ -29,12 +29,14 @@ muh::PrefillParams shape(int dtype, int batch, int total_q, int total_k, int max
   return p;
 }
 
-// The plan muh_prefill() runs: the current device's profile, the forced target, and the tail
+// The plan muh_prefill() runs: the profile of the stream (its green context's SMs, if any), the
+// forced target, and the tail
 // split only when the caller gives a workspace (without one every q tile runs whole). The C ABI
 // checks the shape once, first (check_prefill_shape), and then plans and runs unchecked.
-muh::Status current_plan(const muh::PrefillParams& p, int force_target, bool with_workspace, muh::PrefillPlan* plan) {
+muh::Status current_plan(const muh::PrefillParams& p, int force_target, bool with_workspace, cudaStream_t stream,
+                         muh::PrefillPlan* plan) {
   muh::HardwareCapability hw;
-  MUH_TRY(muh::device_profile(-1, &hw));
+  MUH_TRY(muh::stream_profile(stream, &hw));
   return muh::detail::plan_prefill_unchecked(p, hw, muh::PrefillPlanOptions{force_target, with_workspace ? muh::kPrefillTailAuto : muh::kPrefillTailOff},
                            plan);
 }
@@ -62,7 +64,8 @@ extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* 
   if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
   if (muh::Status s = muh::detail::check_prefill_pointers(p); !s.ok()) return muh::capi::report(s);
   muh::PrefillPlan plan;
-  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, &plan); !s.ok()) return muh::capi::report(s);
+  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, static_cast<cudaStream_t>(stream), &plan); !s.ok())
+    return muh::capi::report(s);
   muh::RunOptions opt;
   opt.stream = static_cast<cudaStream_t>(stream);
   return muh::capi::report(muh::detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt));
@@ -71,6 +74,14 @@ extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* 
 extern "C" int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
                                           int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
                                           int causal, int force_target, size_t* workspace_bytes) {
+  return muh_prefill_workspace_size_on_stream(dtype, batch, total_q, total_k, max_seqlen_q, max_seqlen_k, num_q_heads,
+                                              num_kv_heads, head_dim, causal, force_target, nullptr, workspace_bytes);
+}
+
+extern "C" int muh_prefill_workspace_size_on_stream(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
+                                                    int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                                                    int causal, int force_target, void* stream,
+                                                    size_t* workspace_bytes) {
   if (muh::Status s = check_dtype(dtype, "muh_prefill_workspace_size"); !s.ok()) return muh::capi::report(s);
   if (workspace_bytes == nullptr)
     return muh::capi::report(muh::invalid_argument("muh_prefill_workspace_size: workspace_bytes must not be null"));
@@ -81,7 +92,7 @@ extern "C" int muh_prefill_workspace_size(int dtype, int batch, int total_q, int
   if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
   if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
   muh::PrefillPlan plan;
-  const muh::Status s = current_plan(p, force_target, true, &plan);
+  const muh::Status s = current_plan(p, force_target, true, static_cast<cudaStream_t>(stream), &plan);
   if (s.ok()) *workspace_bytes = plan.workspace_bytes;
   return muh::capi::report(s);
 }

@@ -12,6 +12,8 @@
 
 #include "muh/status.hpp"
 
+struct CUstream_st;  // cudaStream_t is CUstream_st* (cuda_runtime_api.h); this header needs no CUDA header
+
 namespace muh {
 
 // Compute capability as major*10+minor (75, 80, 86, 89, 90). 0 stands for an "own" architecture:
@@ -91,5 +93,12 @@ DeviceQuery query_current_device(int ordinal = -1);
 // the entry points, the C ABI and the torch ops get the present device from: a run does a
 // cudaGetDevice and a cache lookup, never an attribute query (cudaGetDeviceProperties costs ~1 ms).
 Status device_profile(int ordinal, HardwareCapability* hw);
+
+// The profile a launch on `stream` sees (src/green_context.cpp): device_profile() of the current
+// device, with sm_count the SMs of the stream's green context when it has one (cached per green
+// context). The C ABI and the torch ops plan with it, so a plan fits the SMs its kernels get.
+// A green context destroyed and another created with the same handle would read the first one's
+// count; contexts are long-lived in the engines that make them.
+Status stream_profile(CUstream_st* stream, HardwareCapability* hw);
 
 }  // namespace muh

@@ -34,7 +34,9 @@ const char* muh_version(void);
 
 /* Prefill; see muh::PrefillParams. workspace (device, 16-byte aligned) may be null: then every
  * q tile runs whole; with one of muh_prefill_workspace_size() bytes the plan may split the
- * tail (muh/prefill_plan.hpp). force_target: -1 = auto, 0 = portable, 75/80/... */
+ * tail (muh/prefill_plan.hpp). force_target: -1 = auto, 0 = portable, 75/80/...
+ * Every call plans for the SMs `stream` runs on: those of its green context, if it has one
+ * (muh::stream_profile); size the workspace for the same stream (the *_on_stream functions). */
 int muh_prefill(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
                 const int* cu_seqlens_q, const int* cu_seqlens_k, int batch, int total_q,
                 int total_k, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
@@ -46,11 +48,25 @@ int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, i
                                int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
                                int causal, int force_target, size_t* workspace_bytes);
 
+/* The same for the SMs of `stream` (its green context's, if any): what muh_prefill() on that
+ * stream needs. muh_prefill_workspace_size() is this with the default stream. */
+int muh_prefill_workspace_size_on_stream(int dtype, int batch, int total_q, int total_k,
+                                         int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                         int num_kv_heads, int head_dim, int causal,
+                                         int force_target, void* stream, size_t* workspace_bytes);
+
 /* Decode workspace size for a plan of this shape (V2 partials); 0 for V1. */
 int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads,
                               int num_kv_heads, int head_dim, int page_size, int max_seq_len,
                               int force_target, int force_splits, int cuda_graph,
                               size_t* workspace_bytes);
+
+/* The same for the SMs of `stream` (its green context's, if any): what muh_paged_decode() on that
+ * stream needs. */
+int muh_decode_workspace_size_on_stream(int dtype, int layout, int num_seqs, int num_q_heads,
+                                        int num_kv_heads, int head_dim, int page_size,
+                                        int max_seq_len, int force_target, int force_splits,
+                                        int cuda_graph, void* stream, size_t* workspace_bytes);
 
 /* Plans and runs one paged decode; workspace may be null when its size is 0. */
 int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,

@@ -144,10 +144,12 @@ struct Args {
   }
 };
 
-// ---- The device's profile: muh's own cache (hardware.hpp, device_profile(): read once per device)
-HardwareCapability device_profile_of(int index, const char* op) {
+// ---- The profile a launch on torch's current stream sees: muh's own cache (hardware.hpp,
+// stream_profile(): the device read once, the SMs of the stream's green context if it has one).
+// The callers hold a CUDAGuard for the tensor's device, so the current device is its device.
+HardwareCapability stream_profile_of(const at::Tensor& on, const char* op) {
   HardwareCapability hw;
-  const Status s = device_profile(index, &hw);
+  const Status s = stream_profile(at::cuda::getCurrentCUDAStream(on.get_device()).stream(), &hw);
   if (!s.ok()) throw_status(s, op);
   return hw;
 }
@@ -169,7 +171,7 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
                 const at::Tensor* workspace_hint) {
   po.cuda_graph = po.cuda_graph || capturing();
   DecodePlan plan;
-  Status s = plan_decode(p, device_profile_of(query.get_device(), op), po, &plan);
+  Status s = plan_decode(p, stream_profile_of(query, op), po, &plan);
   if (!s.ok()) throw_status(s, op);
   void* ws = nullptr;
   std::size_t ws_bytes = 0;
@@ -396,7 +398,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   // from torch's caching allocator: no cudaMalloc per call, and freed back to the pool on return
   // (stream-ordered).
   PrefillPlan plan;
-  Status s = plan_prefill(p, device_profile_of(q.get_device(), a.op), PrefillPlanOptions{}, &plan);
+  Status s = plan_prefill(p, stream_profile_of(q, a.op), PrefillPlanOptions{}, &plan);
   if (!s.ok()) throw_status(s, a.op);
   at::Tensor ws;
   if (plan.workspace_bytes > 0) ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, q.options().dtype(at::kByte));

@@ -183,6 +183,24 @@ TEST(PlanTarget, SmallSharedMemoryFallsBackToPortable) {
   EXPECT_LE(decode_smem_bytes(plan.policy, DType::bf16, 256), 64 * 1024);
 }
 
+// A plan is made for the SMs it is given — stream_profile() gives it a green context's (issue
+// 18): the seed's cells (fp16, hd 256, 4 q / 1 kv head, one sequence) split for 16 SMs differently
+// than for the H200's 132, into at least one CTA per SM of the partition, and never the 132-SM
+// count. The memory bandwidth of the partition is left at the device's: the model's per-SM cap
+// (1.5× a fair share) is what limits 16 SMs.
+TEST(PlanSms, APartitionChangesTheSplit) {
+  for (int len : {32768, 100000, 262144}) {
+    SCOPED_TRACE("seq " + std::to_string(len));
+    const DecodeParams p = shape(1, len, 4, 1, 256, DType::fp16);
+    const DecodePlan whole = plan_of(p, gpu(132));
+    const DecodePlan part = plan_of(p, gpu(16));
+    EXPECT_NE(whole.num_splits, part.num_splits);
+    EXPECT_GE(part.num_splits, 16);
+    EXPECT_LT(part.num_splits, whole.num_splits);
+    EXPECT_EQ(part.target, whole.target) << "the SM count changes the split, not the row";
+  }
+}
+
 // ---- Head chunks, graphs ---------------------------------------------------------------------------
 
 TEST(PlanShape, GroupsAbove16TakeSeveralChunks) {
