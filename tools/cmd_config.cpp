@@ -185,9 +185,9 @@ Request resolve(const Options& o) {
                      std::to_string(r.num_q_heads) + " query heads of " + r.model);
 
   // Backends.
-  const bool seed_hw = !r.hw_is_device && std::string_view(r.hw.name) == presets::bi_v100.name;
+  const bool seed_hw = default_backends(r.hw) == kSeedBackends;  // the one rule (heuristics.hpp)
   if (o.backends == "auto") {
-    r.backends = seed_hw ? kSeedBackends : kMuhBackends;
+    r.backends = default_backends(r.hw);
     r.backends_name = seed_hw ? "seed" : "muh";
     r.backends_source = seed_hw ? "--backends auto: on the bi-v100 profile, the seed's deployment (native V1 and "
                                   "prefill, no usable native V2)"
