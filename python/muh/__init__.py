@@ -25,7 +25,7 @@ __all__ = [
     "BI_V100", "T4", "A100", "L40S", "H100", "H200", "PRESETS",
     "SEED_BACKENDS", "MUH_BACKENDS", "SUPPORTED_HEAD_DIMS", "COMPILED_TARGETS", "COMPILED_INSTANCES",
     "select_attention_config", "default_backends", "check_config_inputs", "current_device_capability",
-    "QWEN36_BF16", "QWEN36_FP16", "asdict", "replace",
+    "QWEN36_BF16", "QWEN36_FP16", "asdict", "replace", "build_info",
 ]
 
 _BI = _core.preset("bi-v100")       # the seed's HardwareCapability() defaults, from C++
@@ -148,6 +148,22 @@ SUPPORTED_HEAD_DIMS = tuple(_core.supported_head_dims())
 # What this build compiled: dispatch targets (0 = portable) and (dtype, head_dim) kernel instances.
 COMPILED_TARGETS = tuple(_core.compiled_targets())
 COMPILED_INSTANCES = tuple((t, d) for t, d in _core.compiled_instances())
+
+
+def build_info() -> str:
+    """What this build holds, in one line: `pip install ./python` builds for the present GPU, or
+    a lean set without one (python/CMakeLists.txt); `python -m muh` prints this."""
+    import glob
+    import os
+    dtypes = sorted({t for t, _ in COMPILED_INSTANCES})
+    dims = sorted({d for _, d in COMPILED_INSTANCES})
+    here = os.path.dirname(os.path.abspath(__file__))
+    ops = "built" if glob.glob(os.path.join(here, "_muh_torch_ops*.so")) else \
+        "not built (torch was not importable when muh was built)"
+    targets = ", ".join("portable" if t == 0 else f"sm_{t}" for t in COMPILED_TARGETS)
+    return (f"muh {__version__}: SASS sm_{_core.cuda_architectures.replace(',', ', sm_')}; "
+            f"dispatch targets {targets}; dtypes {', '.join(dtypes)} × head dims "
+            f"{', '.join(map(str, dims))}; muh.ops {ops}")
 
 
 # Python ints beyond what C++ holds are out of every supported range anyway; clamp them so the C++

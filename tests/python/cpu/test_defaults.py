@@ -100,3 +100,10 @@ def test_unknown_preset_name_is_value_error():
 def test_version():
     assert muh.__version__ == muh._core.__version__ and muh.__version__.count(".") == 2
 
+
+def test_build_info_says_what_was_built():
+    info = muh.build_info()
+    assert info.startswith(f"muh {muh.__version__}: SASS sm_")
+    for _, d in muh.COMPILED_INSTANCES:
+        assert str(d) in info
+    assert "muh.ops " in info
