@@ -64,7 +64,7 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     if attention_mask is not None and attention_mask.dim() != 2:
         raise NotImplementedError(f"muh attention: a {attention_mask.dim()}-D attention mask (a custom mask) "
                                   "is not supported; muh takes the 2-D padding mask")
-    if attention_mask is None or bool(attention_mask.all()):
+    if attention_mask is None:  # FlashAttention's mask function gives None when nothing is padded
         dev = query.device
         cu_q = torch.arange(0, (b + 1) * lq, lq, dtype=torch.int32, device=dev)
         cu_k = torch.arange(0, (b + 1) * lk, lk, dtype=torch.int32, device=dev)
