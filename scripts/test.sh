@@ -16,18 +16,41 @@ muh_configure
 muh_build
 muh_log "built in $(( $(date +%s) - start )) s"
 
-# CPU-side tests in parallel, then the GPU tests one at a time (they share one device).
+# run_suite NAME CTEST_ARGS...: runs ctest into a log and prints, instead of a line per test
+# (~1600 of them, most GPU tests skipping without a GPU), the output of any test that failed and
+# one summary line that counts what ran, failed and was skipped. The log keeps everything.
+run_suite() {
+  local name=$1 log="$MUH_BUILD_DIR/$1-tests.log" rc=0
+  shift
+  ctest --test-dir "$MUH_BUILD_DIR" --output-on-failure "$@" >"$log" 2>&1 || rc=1
+  local result='^ *[0-9]+/[0-9]+ Test +#[0-9]+: '
+  local passed failed skipped
+  passed=$(grep -cE "$result.* Passed" "$log" || true)
+  skipped=$(grep -cE "$result.*\*\*\*Skipped" "$log" || true)
+  failed=$(grep -cE "$result.*(\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run)" "$log" || true)
+  if [ "$rc" -ne 0 ]; then
+    # The failures' own output (--output-on-failure), without the passing and skipped lines.
+    grep -vE "^ *(Start +[0-9]+:|[0-9]+/[0-9]+ Test +#[0-9]+: .*(Passed|\*\*\*Skipped))" "$log" || true
+    [ "$failed" -gt 0 ] || failed="?"  # ctest failed without a test failing (e.g. no tests found)
+  fi
+  echo "$name: $passed passed, $failed failed, $skipped skipped"
+  total_passed=$((total_passed + passed))
+  total_skipped=$((total_skipped + skipped))
+  [ "$failed" = "?" ] || total_failed=$((total_failed + failed))
+  return $rc
+}
+total_passed=0 total_failed=0 total_skipped=0
+
+# CPU-side tests in parallel, then the GPU tests (one at a time with a GPU: they share it).
 status=0
-ctest --test-dir "$MUH_BUILD_DIR" --output-on-failure -j "$MUH_JOBS" -LE gpu || status=1
+run_suite cpu -j "$MUH_JOBS" -LE gpu || status=1
 if [ -n "$MUH_GPU_CC" ]; then
-  ctest --test-dir "$MUH_BUILD_DIR" --output-on-failure -L gpu || status=1
+  run_suite gpu -L gpu || status=1
 else
-  # Without a GPU every GPU test skips, saying so; show the summary, not a line per skip.
-  gpu_log="$MUH_BUILD_DIR/gpu-tests.log"
-  ctest --test-dir "$MUH_BUILD_DIR" --output-on-failure -j "$MUH_JOBS" -L gpu >"$gpu_log" 2>&1 || status=1
-  grep -v -E 'Skipped|^ *(Start|Test) +#' "$gpu_log" || true
-  muh_log "GPU tests: $(grep -c '\*\*\*Skipped' "$gpu_log" || true) skipped (no GPU); full log: $gpu_log"
+  run_suite gpu -j "$MUH_JOBS" -L gpu || status=1
+  muh_log "no GPU: every GPU test skipped, saying so (the gpu log has their messages)"
 fi
+muh_log "test logs: $MUH_BUILD_DIR/cpu-tests.log, $MUH_BUILD_DIR/gpu-tests.log"
 
 # ---- Python tests (pytest) -------------------------------------------------------------------
 # They run inside the ctest calls above: python_core_pytest (label cpu, tests/python/cpu) and,
@@ -35,5 +58,7 @@ fi
 # python/CMakeLists.txt. Their tools are installed before muh_configure (see there).
 # ---------------------------------------------------------------------------------------------
 
+# The closing count of the whole suite (CI reads the last "N passed, N failed" line).
+echo "total: $total_passed passed, $total_failed failed, $total_skipped skipped"
 muh_log "test suite finished in $(( $(date +%s) - start )) s: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
 exit $status

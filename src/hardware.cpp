@@ -11,14 +11,31 @@
 
 namespace muh {
 
+namespace {
+// Why cudaGetDeviceCount found nothing, in words. With no driver at all the runtime answers
+// cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"),
+// which reads like an old driver; cudaDriverGetVersion tells the two apart (0: none installed).
+std::string no_device_message(cudaError_t e) {
+  if (e == cudaSuccess || e == cudaErrorNoDevice) return "no CUDA device found";
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  if (e == cudaErrorInsufficientDriver)
+    return driver == 0 ? "no CUDA device found (no driver)"
+                       : "no CUDA device usable: the driver supports CUDA " + version(driver) +
+                             ", older than this build's runtime (CUDA " + version(runtime) + ")";
+  return std::string("no CUDA device found (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+}
+}  // namespace
+
 DeviceQuery query_current_device(int ordinal) {
   DeviceQuery r;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky "no device" error
-    r.status = {StatusCode::no_device,
-                std::string("no CUDA device") + (e != cudaSuccess ? std::string(" (") + cudaGetErrorString(e) + ")" : "")};
+    r.status = {StatusCode::no_device, no_device_message(e)};
     return r;
   }
   if (ordinal < 0 && cudaGetDevice(&ordinal) != cudaSuccess) ordinal = 0;

@@ -37,6 +37,7 @@ using nlohmann::json;
 
 struct Request {
   std::string model, model_source;
+  std::string served_layers;  // hybrid models (hf_config.hpp): which layers muh serves
   HardwareCapability hw;
   std::string hw_source;
   bool hw_is_device = false;  // --hw current
@@ -117,6 +118,7 @@ Request resolve(const Options& o) {
     const HfModelShape m = read_hf_config(o.model_config);
     r.model = m.name;
     r.model_source = "--model-config " + o.model_config + (m.nested ? " (text_config)" : "");
+    r.served_layers = m.served_layers;
     from = o.model_config + (m.nested ? " text_config" : "");
     head_dim = m.head_dim.value_or(0);
     r.head_dim_source = from + ": " + m.head_dim_rule;
@@ -186,9 +188,9 @@ Request resolve(const Options& o) {
                      std::to_string(r.num_q_heads) + " query heads of " + r.model);
 
   // Backends.
-  const bool seed_hw = !r.hw_is_device && std::string_view(r.hw.name) == presets::bi_v100.name;
+  const bool seed_hw = default_backends(r.hw) == kSeedBackends;  // the one rule (heuristics.hpp)
   if (o.backends == "auto") {
-    r.backends = seed_hw ? kSeedBackends : kMuhBackends;
+    r.backends = default_backends(r.hw);
     r.backends_name = seed_hw ? "seed" : "muh";
     r.backends_source = seed_hw ? "--backends auto: on the bi-v100 profile, the seed's deployment (native V1 and "
                                   "prefill, no usable native V2)"
@@ -472,6 +474,7 @@ void print_table(const Request& r, const std::vector<Row>& rows) {
   o << "  model     " << r.model << ": head_dim " << r.head_dim;
   if (r.num_q_heads) o << ", " << r.num_q_heads << " query heads";
   o << ", " << r.kv_heads << " KV heads, max_seq_len " << r.max_seq_len << "\n";
+  if (!r.served_layers.empty()) o << "  layers    " << r.served_layers << "\n";
   o << "  backends  " << r.backends_name << " (" << backends_text(r.backends) << ")\n\n";
 
   const std::size_t w0 = 20, w = 33;
@@ -596,6 +599,7 @@ void print_json(const Request& r, const std::vector<Row>& rows, const std::vecto
                 {"num_attention_heads", r.num_q_heads ? json(r.num_q_heads) : json(nullptr)},
                 {"num_kv_heads", r.kv_heads},
                 {"max_seq_len", r.max_seq_len}};
+  if (!r.served_layers.empty()) j["model"]["served_layers"] = r.served_layers;
   j["hardware"] = hw_to_json(r.hw);
   j["backends"] = {{"name", r.backends_name},
                    {"native_v1", r.backends.native_v1},

@@ -22,11 +22,14 @@ struct HfModelShape {
   std::optional<DType> dtype;                        // torch_dtype (or "dtype", transformers >= 4.56)
   std::string dtype_key;                             // the key it came from
   bool nested = false;                               // read from "text_config" (multimodal configs)
+  std::string served_layers;  // hybrid models: which layers muh serves (empty: every layer is attention)
 };
 
 // Parses `path`. Throws UsageError with one line naming the file and the problem when the file
 // cannot be read, is not JSON, or lacks num_attention_heads or both head_dim and hidden_size, or
-// holds a value of the wrong type or an unknown dtype.
+// holds a value of the wrong type or an unknown dtype — or when the model's attention is one muh's
+// kernels cannot compute (MLA: kv_lora_rank; a sliding window: sliding_window; soft-capping:
+// attn_logit_softcapping; sinks: gpt-oss; ALiBi: BLOOM, MPT's attn_config.alibi), naming the field.
 HfModelShape read_hf_config(const std::string& path);
 
 }  // namespace muh::cli

@@ -1,8 +1,10 @@
 // main.cpp — the `muh` program: `muh config`, `muh hw`, `muh verify`, `muh bench`.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.hpp"
+#include "muh/build_config.hpp"
 
 namespace muh::cli {
 int& exit_code() {
@@ -14,6 +16,7 @@ int& exit_code() {
 int main(int argc, char** argv) {
   CLI::App app{"muh: attention kernels for LLM inference, with hardware-aware policy dispatch"};
   app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("muh ") + MUH_VERSION_STRING);
   muh::cli::add_config_command(app);
   muh::cli::add_hw_command(app);
   muh::cli::add_verify_command(app);
@@ -29,6 +32,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "muh: error: %s\n", e.what());

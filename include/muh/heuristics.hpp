@@ -2,6 +2,8 @@
 // (the V1/V2 threshold here; the per-batch split count lives in plan.hpp and uses these).
 #pragma once
 
+#include <string_view>
+
 #include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
 #include "muh/tuning/policy.hpp"
@@ -21,6 +23,18 @@ struct Backends {
 };
 inline constexpr Backends kSeedBackends{true, false, true};
 inline constexpr Backends kMuhBackends{true, true, true};
+
+// `auto`, the one default of the CLI (--backends auto), Python (backends=None) and the C++ API:
+// the seed's backends on the bi-v100 profile (its deployment had no usable native V2, so its
+// table — V1 forced, threshold max_seq_len + 1 — is what that profile must reproduce), muh's
+// everywhere else. The profile is recognised by its name, the preset's key: a device read from
+// the runtime carries the driver's name ("NVIDIA H200"), never "bi-v100".
+constexpr Backends default_backends(const HardwareCapability& hw) {
+  return std::string_view(hw.name) == std::string_view(presets::bi_v100.name) ? kSeedBackends
+                                                                              : kMuhBackends;
+}
+static_assert(default_backends(presets::bi_v100) == kSeedBackends);
+static_assert(default_backends(presets::h200) == kMuhBackends);
 
 // Cost of going split-KV: the merge kernel's launch plus writing and re-reading the (o, lse)
 // partials. ~4 µs is one short kernel launch plus a few µs of partial traffic on a busy GPU.

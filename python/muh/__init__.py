@@ -24,8 +24,8 @@ __all__ = [
     "HardwareCapability", "AttentionConfig", "Backends",
     "BI_V100", "T4", "A100", "L40S", "H100", "H200", "PRESETS",
     "SEED_BACKENDS", "MUH_BACKENDS", "SUPPORTED_HEAD_DIMS", "COMPILED_TARGETS", "COMPILED_INSTANCES",
-    "select_attention_config", "check_config_inputs", "current_device_capability",
-    "QWEN36_BF16", "QWEN36_FP16", "asdict", "replace",
+    "select_attention_config", "default_backends", "check_config_inputs", "current_device_capability",
+    "QWEN36_BF16", "QWEN36_FP16", "asdict", "replace", "build_info",
 ]
 
 _BI = _core.preset("bi-v100")       # the seed's HardwareCapability() defaults, from C++
@@ -113,7 +113,9 @@ class AttentionConfig:
 @dataclass(frozen=True)
 class Backends:
     """Which native backends exist. The seed had no usable native V2 (SEED_BACKENDS), so its
-    threshold was max_seq_len + 1; muh ships V1, V2 and prefill (MUH_BACKENDS, the default)."""
+    threshold was max_seq_len + 1; muh ships V1, V2 and prefill (MUH_BACKENDS). The default,
+    ``auto`` (``default_backends(hw)``), is SEED_BACKENDS on the bi-v100 profile and MUH_BACKENDS
+    elsewhere — the rule of ``muh config --backends auto``."""
     native_v1: bool = True
     native_v2: bool = True
     native_prefill: bool = True
@@ -149,6 +151,23 @@ SUPPORTED_HEAD_DIMS = tuple(_core.supported_head_dims())
 COMPILED_TARGETS = tuple(_core.compiled_targets())
 COMPILED_INSTANCES = tuple((t, d) for t, d in _core.compiled_instances())
 
+
+def build_info() -> str:
+    """What this build holds, in one line: `pip install ./python` builds for the present GPU, or
+    a lean set without one (python/CMakeLists.txt); `python -m muh` prints this."""
+    import glob
+    import os
+    dtypes = sorted({t for t, _ in COMPILED_INSTANCES})
+    dims = sorted({d for _, d in COMPILED_INSTANCES})
+    here = os.path.dirname(os.path.abspath(__file__))
+    ops = "built" if glob.glob(os.path.join(here, "_muh_torch_ops*.so")) else \
+        "not built (torch was not importable when muh was built)"
+    targets = ", ".join("portable" if t == 0 else f"sm_{t}" for t in COMPILED_TARGETS)
+    return (f"muh {__version__}: SASS sm_{_core.cuda_architectures.replace(',', ', sm_')}; "
+            f"dispatch targets {targets}; dtypes {', '.join(dtypes)} × head dims "
+            f"{', '.join(map(str, dims))}; muh.ops {ops}")
+
+
 # Python ints beyond what C++ holds are out of every supported range anyway; clamp them so the C++
 # check answers with its own message instead of an overflow.
 _I64 = 1 << 62
@@ -171,6 +190,8 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _profile(hw: Union[HardwareCapability, str, Any]) -> Any:
+    # A preset name, or a profile object: _core checks that the object has the seed's six fields
+    # (TypeError naming hw otherwise), so None, 42 or a dict never become the BI-V100.
     if isinstance(hw, str):
         try:
             return PRESETS[hw]
@@ -179,26 +200,34 @@ def _profile(hw: Union[HardwareCapability, str, Any]) -> Any:
     return hw
 
 
+def default_backends(hw: Union[HardwareCapability, str]) -> Backends:
+    """``auto``: SEED_BACKENDS on the bi-v100 profile (the seed's deployment, no usable native
+    V2), MUH_BACKENDS on every other profile — C++ ``muh::default_backends``, the rule
+    ``muh config --backends auto`` uses."""
+    return Backends(**_core.default_backends(_profile(hw)))
+
+
 def select_attention_config(
     hw: Union[HardwareCapability, str],
     dtype: Any,
     head_dim: int,
     max_seq_len: int,
     num_kv_heads: int,
-    backends: Optional[Backends] = None,
+    backends: Union[Backends, str, None] = None,
 ) -> AttentionConfig:
     """The seed's selector, answered by C++ ``muh::select_attention_config``.
 
-    hw: a HardwareCapability (or any object with the seed's field names), or a preset name.
+    hw: a HardwareCapability (or any object with the seed's six field names), or a preset name;
+    anything else (None, 42, a dict) raises TypeError.
     dtype: torch.bfloat16 / torch.float16 / torch.float32, or "bf16" / "fp16" / "fp32".
-    backends: MUH_BACKENDS (default: native V2 exists, threshold from the hardware) or
-    SEED_BACKENDS (the seed's situation: V1 forced, threshold = max_seq_len + 1).
+    backends: None or "auto" (default: ``default_backends(hw)`` — the seed's on the bi-v100
+    profile, so the seed's own call returns the seed's table), "seed" / SEED_BACKENDS (V1
+    forced, threshold = max_seq_len + 1), "muh" / MUH_BACKENDS (threshold from the hardware).
     Raises ValueError with the message of C++ check_config_inputs() on bad input.
     """
     d = _core.select_attention_config(
         _profile(hw), _dtype_name(dtype), _clamp(head_dim, "head_dim"),
-        _clamp(max_seq_len, "max_seq_len"), _clamp(num_kv_heads, "num_kv_heads"),
-        MUH_BACKENDS if backends is None else backends)
+        _clamp(max_seq_len, "max_seq_len"), _clamp(num_kv_heads, "num_kv_heads"), backends)
     return AttentionConfig(**d)
 
 

@@ -2,13 +2,18 @@
 ``torch.compile(fullgraph=True)`` and inside captured CUDA graphs.
 
 * ``paged_attention_v1`` / ``paged_attention_v2``: vLLM's ``torch.ops._C`` ops, argument for
-  argument, on vLLM's cache layout — ``torch.ops.muh`` can stand in for ``torch.ops._C``.
+  argument, on vLLM's cache layout — ``torch.ops.muh`` can stand in for ``torch.ops._C``: the
+  default overloads take vLLM 0.6.3's float ``k_scale`` / ``v_scale``, the ``.tensor_scales``
+  overloads later vLLM's 0-dim tensors (a call picks the one its arguments match).
   ALiBi, an fp8 KV cache and block-sparse attention raise NotImplementedError.
-* ``flash_attn_varlen_func``: FlashAttention's varlen call for the arguments muh supports.
+* ``flash_attn_varlen_func``: FlashAttention's ``flash_attn_varlen_func``, its positional order,
+  defaults and return convention; what muh cannot honour raises NotImplementedError naming it.
 * ``paged_decode``: one query token per sequence over an NHD cache
   ``[num_pages, page_size, num_kv_heads, head_dim]``, split as muh's decode plan decides.
 
 Bad arguments raise ValueError naming the argument (NotImplementedError for what muh does not do).
+muh has no backward: with grad mode on, an input that requires grad raises NotImplementedError
+(the ops' Autograd kernel, python/src/torch_ops.cpp), for torch.ops.muh.* as for these wrappers.
 The C++ side lives in python/src/torch_ops.cpp; the fake implementations here give torch.compile
 the output shapes (and the same argument errors at trace time) without running a kernel.
 """
@@ -83,6 +88,7 @@ def _check_vllm(op: str, out, query, key_cache, value_cache, num_kv_heads, block
            f"num_kv_heads ({num_kv_heads}) must divide query's num_heads ({query.shape[1]})")
 
 
+@torch.library.register_fake("muh::paged_attention_v1.tensor_scales")
 @torch.library.register_fake("muh::paged_attention_v1")
 def _paged_attention_v1_fake(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
                              seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
@@ -92,6 +98,7 @@ def _paged_attention_v1_fake(out, query, key_cache, value_cache, num_kv_heads, s
                 seq_lens, block_size, alibi_slopes, kv_cache_dtype, blocksparse_vert_stride)
 
 
+@torch.library.register_fake("muh::paged_attention_v2.tensor_scales")
 @torch.library.register_fake("muh::paged_attention_v2")
 def _paged_attention_v2_fake(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache,
                              num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
@@ -136,28 +143,20 @@ def _paged_decode_fake(q, k_cache, v_cache, block_table, seq_lens, max_seq_len=-
 
 # ---- Python entry points -------------------------------------------------------------------------
 
-_unit_scales = {}
-
-
-def _unit_scale(device: torch.device) -> torch.Tensor:
-    # vLLM passes k_scale / v_scale tensors; with kv_cache_dtype='auto' they are unused.
-    t = _unit_scales.get(device)
-    if t is None:
-        t = _unit_scales[device] = torch.ones((), dtype=torch.float32, device=device)
-    return t
+# vLLM 0.6.3's vllm/_custom_ops.py signatures, name for name and default for default (the seed's
+# deployment); k_scale / v_scale are floats there and 0-dim tensors from vLLM 0.7 on: both are
+# taken (torch.ops.muh picks the overload that matches) and, with kv_cache_dtype 'auto', unused.
+Scale = Union[float, torch.Tensor]
 
 
 def paged_attention_v1(out: torch.Tensor, query: torch.Tensor, key_cache: torch.Tensor,
                        value_cache: torch.Tensor, num_kv_heads: int, scale: float,
                        block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int,
-                       max_seq_len: int, alibi_slopes: Optional[torch.Tensor] = None,
-                       kv_cache_dtype: str = "auto", k_scale: Optional[torch.Tensor] = None,
-                       v_scale: Optional[torch.Tensor] = None, tp_rank: int = 0,
+                       max_seq_len: int, alibi_slopes: Optional[torch.Tensor], kv_cache_dtype: str,
+                       k_scale: Scale, v_scale: Scale, tp_rank: int = 0,
                        blocksparse_local_blocks: int = 0, blocksparse_vert_stride: int = 0,
                        blocksparse_block_size: int = 64, blocksparse_head_sliding_step: int = 0) -> None:
     """vLLM's ``_custom_ops.paged_attention_v1``: writes ``out`` [num_seqs, num_heads, head_size]."""
-    k_scale = _unit_scale(query.device) if k_scale is None else k_scale
-    v_scale = _unit_scale(query.device) if v_scale is None else v_scale
     torch.ops.muh.paged_attention_v1(
         out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
         max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank,
@@ -165,61 +164,62 @@ def paged_attention_v1(out: torch.Tensor, query: torch.Tensor, key_cache: torch.
         blocksparse_head_sliding_step)
 
 
-def paged_attention_v2(out: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,
+def paged_attention_v2(out: torch.Tensor, exp_sum: torch.Tensor, max_logits: torch.Tensor,
                        tmp_out: torch.Tensor, query: torch.Tensor, key_cache: torch.Tensor,
                        value_cache: torch.Tensor, num_kv_heads: int, scale: float,
                        block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int,
-                       max_seq_len: int, alibi_slopes: Optional[torch.Tensor] = None,
-                       kv_cache_dtype: str = "auto", k_scale: Optional[torch.Tensor] = None,
-                       v_scale: Optional[torch.Tensor] = None, tp_rank: int = 0,
+                       max_seq_len: int, alibi_slopes: Optional[torch.Tensor], kv_cache_dtype: str,
+                       k_scale: Scale, v_scale: Scale, tp_rank: int = 0,
                        blocksparse_local_blocks: int = 0, blocksparse_vert_stride: int = 0,
                        blocksparse_block_size: int = 64, blocksparse_head_sliding_step: int = 0) -> None:
     """vLLM's ``_custom_ops.paged_attention_v2``. muh's plan picks the split count; ``tmp_out``
-    serves as its workspace when large enough (exp_sums / max_logits are left untouched)."""
-    k_scale = _unit_scale(query.device) if k_scale is None else k_scale
-    v_scale = _unit_scale(query.device) if v_scale is None else v_scale
+    serves as its workspace when large enough (exp_sum / max_logits are left untouched)."""
     torch.ops.muh.paged_attention_v2(
-        out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
+        out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
         block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
         v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
         blocksparse_head_sliding_step)
 
 
+def _refuse(op: str, cond: bool, what: str) -> None:
+    if cond:
+        raise NotImplementedError(f"{op}: {what}")
+
+
 def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                            cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
-                           max_seqlen_q: int, max_seqlen_k: int,
+                           max_seqlen_q: int, max_seqlen_k: int, dropout_p: float = 0.0,
                            softmax_scale: Optional[float] = None, causal: bool = False,
-                           return_lse: bool = False, *, dropout_p: float = 0.0,
                            window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
                            alibi_slopes: Optional[torch.Tensor] = None, deterministic: bool = False,
-                           return_attn_probs: bool = False,
-                           block_table: Optional[torch.Tensor] = None
-                           ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-    """FlashAttention's varlen attention. q [total_q, num_heads, head_dim], k/v [total_k,
-    num_kv_heads, head_dim] (GQA when num_kv_heads divides num_heads), cu_seqlens int32
-    [batch + 1]. Causal masks are bottom-right aligned, as FlashAttention's. Returns out, or
-    (out, lse) with lse [num_heads, total_q] fp32 when return_lse. The keyword-only arguments are
-    FlashAttention's; muh supports only their defaults (deterministic is always true: muh's
-    kernels are run-to-run bitwise reproducible)."""
+                           return_attn_probs: bool = False, block_table: Optional[torch.Tensor] = None
+                           ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """FlashAttention's ``flash_attn_varlen_func``: its positional order, defaults and return
+    convention. q [total_q, num_heads, head_dim], k/v [total_k, num_kv_heads, head_dim] (GQA when
+    num_kv_heads divides num_heads), cu_seqlens int32 [batch + 1]. Causal masks are bottom-right
+    aligned, as FlashAttention's. Returns out; with return_attn_probs, (out, softmax_lse, S_dmask)
+    as FlashAttention does at dropout_p 0: softmax_lse [num_heads, total_q] fp32 and S_dmask an
+    empty tensor (FlashAttention fills it only under dropout).
+
+    muh computes the inference forward only: dropout_p != 0, a window_size other than (-1, -1)
+    (or (-1, 0) with causal, the same mask), softcap != 0, alibi_slopes and block_table raise
+    NotImplementedError naming the argument; deterministic is accepted (it concerns
+    FlashAttention's backward; muh's forward is run-to-run bitwise reproducible)."""
     op = "muh.flash_attn_varlen_func"
-    if not isinstance(causal, bool):
-        raise TypeError(f"{op}: causal must be a bool, got {type(causal).__name__} (dropout_p is "
-                        "keyword-only here: muh has no dropout)")
-    if dropout_p != 0.0:
-        raise NotImplementedError(f"{op}: dropout_p={dropout_p} is not supported (inference only)")
-    if tuple(window_size) != (-1, -1):
-        raise NotImplementedError(f"{op}: window_size={tuple(window_size)} (local attention) is not supported")
-    if softcap != 0.0:
-        raise NotImplementedError(f"{op}: softcap={softcap} is not supported")
-    if alibi_slopes is not None:
-        raise NotImplementedError(f"{op}: alibi_slopes is not supported (muh has no ALiBi)")
-    if return_attn_probs:
-        raise NotImplementedError(f"{op}: return_attn_probs is not supported; use return_lse=True")
-    if block_table is not None:
-        raise NotImplementedError(f"{op}: block_table (paged KV prefill) is not supported")
+    _refuse(op, dropout_p != 0.0, f"dropout_p={dropout_p} is not supported (inference only: pass 0.0)")
+    window = tuple(window_size)
+    _refuse(op, window != (-1, -1) and not (causal and window == (-1, 0)),
+            f"window_size={window} (sliding-window local attention) is not supported; pass (-1, -1)")
+    _refuse(op, softcap != 0.0, f"softcap={softcap} (logit soft-capping) is not supported; pass 0.0")
+    _refuse(op, alibi_slopes is not None, "alibi_slopes is not supported (muh has no ALiBi); pass None")
+    _refuse(op, block_table is not None,
+            "block_table (a paged KV cache for prefill) is not supported yet; pass None")
     out, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                               max_seqlen_k, softmax_scale, causal, return_lse)
-    return (out, lse) if return_lse else out
+                                               max_seqlen_k, softmax_scale, bool(causal),
+                                               bool(return_attn_probs))
+    if not return_attn_probs:
+        return out
+    return out, lse, q.new_empty((0,))
 
 
 def paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,

@@ -16,6 +16,7 @@
 #include "muh/build_config.hpp"
 #include "muh/config.hpp"
 #include "muh/hardware.hpp"
+#include "muh/heuristics.hpp"
 #include "muh/instances.hpp"
 #include "muh/models.hpp"
 #include "muh/shapes.hpp"
@@ -45,24 +46,43 @@ py::dict hw_to_dict(const HardwareCapability& hw) {
 }
 
 // Reads a hardware profile from any object with the seed's attribute names (muh's dataclass, or
-// the seed's own HardwareCapability, which has only the first six). An attribute that is absent
-// keeps the BI-V100 value, as the seed's defaults do; max_shared_memory_per_block_optin defaults
-// to, and is never below, max_shared_memory_per_block (opt-in only raises the limit).
+// the seed's own HardwareCapability, which has only the first six: require_profile() insists on
+// those). One of muh's own fields that is absent keeps the BI-V100 value, as the seed's defaults
+// do; max_shared_memory_per_block_optin defaults to, and is never below,
+// max_shared_memory_per_block (opt-in only raises the limit).
 template <class T>
-void read_attr(py::handle obj, const char* name, T* field) {
+void read_attr(py::handle obj, const char* name, T* field, const char* owner = "hw") {
   if (!py::hasattr(obj, name)) return;
   py::object v = obj.attr(name);
   if (v.is_none()) return;
   try {
     *field = v.cast<T>();
   } catch (const py::cast_error&) {
-    throw py::type_error(std::string("hw.") + name + " must be " +
+    throw py::type_error(std::string(owner) + "." + name + " must be " +
                          (std::is_same_v<T, bool> ? "a bool" : "an int") + ", got " +
                          std::string(py::str(py::type::of(v).attr("__name__"))));
   }
 }
 
+// The seed's HardwareCapability fields: every profile object must have them. Without this
+// check None, 42 or a dict became the BI-V100 (every attribute "absent", so every default kept),
+// and a misspelt attribute (sm_cout) silently kept the BI-V100's value.
+constexpr const char* kSeedHwFields[] = {"warp_size", "max_threads_per_block", "max_shared_memory_per_block",
+                                         "sm_count", "memory_bandwidth_gbps", "l2_cache_size_bytes"};
+
+std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
+void require_profile(py::handle obj) {
+  std::string missing;
+  for (const char* f : kSeedHwFields)
+    if (!py::hasattr(obj, f) || obj.attr(f).is_none()) missing += (missing.empty() ? "" : ", ") + std::string(f);
+  if (missing.empty()) return;
+  throw py::type_error("hw must be a muh.HardwareCapability (or an object with the seed's fields) or a "
+                       "preset name, got " + type_name(obj) + " (no " + missing + ")");
+}
+
 HardwareCapability hw_from_obj(py::handle obj) {
+  require_profile(obj);
   HardwareCapability hw = presets::bi_v100;
   if (py::hasattr(obj, "name")) {
     py::object n = obj.attr("name");
@@ -100,12 +120,25 @@ py::dict backends_to_dict(const Backends& b) {
   return d;
 }
 
-Backends backends_from_obj(py::handle obj) {
-  if (obj.is_none()) return kMuhBackends;
+// None or "auto": default_backends(hw), the rule the CLI's --backends auto uses; "seed", "muh";
+// or an object with the three flags (muh.Backends).
+Backends backends_from_obj(py::handle obj, const HardwareCapability& hw) {
+  if (obj.is_none()) return default_backends(hw);
+  if (py::isinstance<py::str>(obj)) {
+    const std::string s = py::str(obj);
+    if (s == "auto") return default_backends(hw);
+    if (s == "seed") return kSeedBackends;
+    if (s == "muh") return kMuhBackends;
+    throw py::value_error("unknown backends '" + s + "' (expected 'auto', 'seed', 'muh' or a muh.Backends)");
+  }
+  for (const char* f : {"native_v1", "native_v2", "native_prefill"})
+    if (!py::hasattr(obj, f))
+      throw py::type_error("backends must be None, 'auto', 'seed', 'muh' or a muh.Backends, got " +
+                           type_name(obj) + " (no " + f + ")");
   Backends b;
-  read_attr(obj, "native_v1", &b.native_v1);
-  read_attr(obj, "native_v2", &b.native_v2);
-  read_attr(obj, "native_prefill", &b.native_prefill);
+  read_attr(obj, "native_v1", &b.native_v1, "backends");
+  read_attr(obj, "native_v2", &b.native_v2, "backends");
+  read_attr(obj, "native_prefill", &b.native_prefill, "backends");
   return b;
 }
 
@@ -154,7 +187,7 @@ py::dict select_config(py::handle hw_obj, const std::string& dtype, long long he
   // check_config_inputs bounds max_seq_len to 2^30 − 1; num_kv_heads only from below.
   if (num_kv_heads > INT_MAX) throw py::value_error("num_kv_heads too large");
   return config_to_dict(select_attention_config(hw, t, int(head_dim), int(max_seq_len),
-                                                int(num_kv_heads), backends_from_obj(backends)));
+                                                int(num_kv_heads), backends_from_obj(backends, hw)));
 }
 
 py::dict query_device(int ordinal) {
@@ -196,6 +229,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("default_config", [] { return config_to_dict(AttentionConfig{}); });
   m.def("seed_backends", [] { return backends_to_dict(kSeedBackends); });
   m.def("muh_backends", [] { return backends_to_dict(kMuhBackends); });
+  m.def("default_backends", [](py::handle hw) { return backends_to_dict(default_backends(hw_from_obj(hw))); },
+        py::arg("hw"), "`auto`: the seed's backends on the bi-v100 profile, muh's elsewhere (heuristics.hpp).");
   m.def("supported_head_dims", [] {
     return std::vector<int>(kSupportedHeadDims.begin(), kSupportedHeadDims.end());
   });

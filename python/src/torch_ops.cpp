@@ -15,6 +15,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/core/GradMode.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -284,12 +287,15 @@ DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query
   return p;
 }
 
+// ScaleArg: double (vLLM 0.6.3's float k_scale / v_scale, the default overloads) or const
+// at::Tensor& (vLLM 0.7+'s 0-dim tensors, the .tensor_scales overloads).
+template <class ScaleArg>
 void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache,
                         const at::Tensor& value_cache, int64_t num_kv_heads, double scale,
                         const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
                         int64_t max_seq_len, const std::optional<at::Tensor>& alibi_slopes,
-                        c10::string_view kv_cache_dtype, const at::Tensor& /*k_scale*/,
-                        const at::Tensor& /*v_scale*/, int64_t /*tp_rank*/,
+                        c10::string_view kv_cache_dtype, ScaleArg /*k_scale*/,
+                        ScaleArg /*v_scale*/, int64_t /*tp_rank*/,
                         int64_t /*blocksparse_local_blocks*/, int64_t blocksparse_vert_stride,
                         int64_t /*blocksparse_block_size*/, int64_t /*blocksparse_head_sliding_step*/) {
   // k_scale / v_scale only scale an fp8 cache, and tp_rank only places block-sparse heads:
@@ -309,13 +315,14 @@ void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tens
   run_decode(op, p, po, q, nullptr);
 }
 
+template <class ScaleArg>
 void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_logits,
                         at::Tensor& tmp_out, const at::Tensor& query, const at::Tensor& key_cache,
                         const at::Tensor& value_cache, int64_t num_kv_heads, double scale,
                         const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
                         int64_t max_seq_len, const std::optional<at::Tensor>& alibi_slopes,
-                        c10::string_view kv_cache_dtype, const at::Tensor& /*k_scale*/,
-                        const at::Tensor& /*v_scale*/, int64_t /*tp_rank*/,
+                        c10::string_view kv_cache_dtype, ScaleArg /*k_scale*/,
+                        ScaleArg /*v_scale*/, int64_t /*tp_rank*/,
                         int64_t /*blocksparse_local_blocks*/, int64_t blocksparse_vert_stride,
                         int64_t /*blocksparse_block_size*/, int64_t /*blocksparse_head_sliding_step*/) {
   constexpr const char* op = "paged_attention_v2";
@@ -471,24 +478,63 @@ std::tuple<at::Tensor, at::Tensor> paged_decode_nhd(
   return {out, lse};
 }
 
+// ---- No backward: the ops' Autograd kernel --------------------------------------------------------
+// Without one, torch ran the forward and backward() returned without a gradient for q, k, v.
+// With grad mode on, an input that requires grad raises, naming it; otherwise (no_grad,
+// inference_mode, inputs without grad) the call goes on to the kernels below autograd.
+void inference_only(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  if (c10::GradMode::is_enabled()) {
+    const auto& args = op.schema().arguments();
+    const auto values = torch::jit::last(*stack, args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const c10::IValue& v = values[i];
+      if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().requires_grad()) continue;
+      std::string name = op.schema().name();
+      name = name.substr(name.find("::") + 2);  // "muh::flash_attn_varlen" → "flash_attn_varlen"
+      TORCH_CHECK_NOT_IMPLEMENTED(false, cat("muh.", name, ": ", args[i].name(),
+                                             " requires grad, but muh's kernels have no backward "
+                                             "(inference only): call under torch.no_grad() or "
+                                             "torch.inference_mode(), or pass ", args[i].name(),
+                                             ".detach()"));
+    }
+  }
+  op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+}
+
 }  // namespace
 }  // namespace muh::torch_ops
 
 // Schemas: paged_attention_v1/v2 are vLLM's (csrc/torch_bindings.cpp), argument for argument, so a
-// caller of torch.ops._C.paged_attention_v1(...) can call torch.ops.muh.paged_attention_v1(...).
+// caller of torch.ops._C.paged_attention_v1(...) can call torch.ops.muh.paged_attention_v1(...):
+// the default overloads are vLLM 0.6.3's (float k_scale, v_scale: the seed's deployment), the
+// .tensor_scales overloads vLLM 0.7+'s (0-dim tensors).
 TORCH_LIBRARY(muh, m) {
   m.set_python_module("muh.ops");  // fake implementations live there
+  // The .tensor_scales overloads first: a call tries the overloads in this order, and a 0-dim
+  // tensor would also convert to a float (through a device sync, which a CUDA graph capture refuses).
+  m.def(
+      "paged_attention_v1.tensor_scales(Tensor! out, Tensor query, Tensor key_cache, Tensor value_cache, "
+      "int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, "
+      "int max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, Tensor k_scale, Tensor v_scale, "
+      "int tp_rank, int blocksparse_local_blocks, int blocksparse_vert_stride, "
+      "int blocksparse_block_size, int blocksparse_head_sliding_step) -> ()");
+  m.def(
+      "paged_attention_v2.tensor_scales(Tensor! out, Tensor! exp_sums, Tensor! max_logits, Tensor! tmp_out, "
+      "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, "
+      "Tensor block_tables, Tensor seq_lens, int block_size, int max_seq_len, Tensor? alibi_slopes, "
+      "str kv_cache_dtype, Tensor k_scale, Tensor v_scale, int tp_rank, int blocksparse_local_blocks, "
+      "int blocksparse_vert_stride, int blocksparse_block_size, int blocksparse_head_sliding_step) -> ()");
   m.def(
       "paged_attention_v1(Tensor! out, Tensor query, Tensor key_cache, Tensor value_cache, "
       "int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, "
-      "int max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, Tensor k_scale, Tensor v_scale, "
+      "int max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, "
       "int tp_rank, int blocksparse_local_blocks, int blocksparse_vert_stride, "
       "int blocksparse_block_size, int blocksparse_head_sliding_step) -> ()");
   m.def(
       "paged_attention_v2(Tensor! out, Tensor! exp_sums, Tensor! max_logits, Tensor! tmp_out, "
       "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, "
       "Tensor block_tables, Tensor seq_lens, int block_size, int max_seq_len, Tensor? alibi_slopes, "
-      "str kv_cache_dtype, Tensor k_scale, Tensor v_scale, int tp_rank, int blocksparse_local_blocks, "
+      "str kv_cache_dtype, float k_scale, float v_scale, int tp_rank, int blocksparse_local_blocks, "
       "int blocksparse_vert_stride, int blocksparse_block_size, int blocksparse_head_sliding_step) -> ()");
   m.def(
       "flash_attn_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
@@ -503,14 +549,23 @@ TORCH_LIBRARY(muh, m) {
 // The same kernels serve CPU inputs only to say what is wrong ("query must be a CUDA tensor")
 // instead of the dispatcher's "could not run ... with arguments from the CPU backend".
 TORCH_LIBRARY_IMPL(muh, CUDA, m) {
-  m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1);
-  m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2);
+  m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1<double>);
+  m.impl("paged_attention_v1.tensor_scales", &muh::torch_ops::paged_attention_v1<const at::Tensor&>);
+  m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2<double>);
+  m.impl("paged_attention_v2.tensor_scales", &muh::torch_ops::paged_attention_v2<const at::Tensor&>);
   m.impl("flash_attn_varlen", &muh::torch_ops::flash_attn_varlen);
   m.impl("paged_decode", &muh::torch_ops::paged_decode_nhd);
 }
 TORCH_LIBRARY_IMPL(muh, CPU, m) {
-  m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1);
-  m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2);
+  m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1<double>);
+  m.impl("paged_attention_v1.tensor_scales", &muh::torch_ops::paged_attention_v1<const at::Tensor&>);
+  m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2<double>);
+  m.impl("paged_attention_v2.tensor_scales", &muh::torch_ops::paged_attention_v2<const at::Tensor&>);
   m.impl("flash_attn_varlen", &muh::torch_ops::flash_attn_varlen);
   m.impl("paged_decode", &muh::torch_ops::paged_decode_nhd);
+}
+TORCH_LIBRARY_IMPL(muh, Autograd, m) {
+  for (const char* op : {"paged_attention_v1", "paged_attention_v1.tensor_scales", "paged_attention_v2",
+                         "paged_attention_v2.tensor_scales", "flash_attn_varlen", "paged_decode"})
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&muh::torch_ops::inference_only>());
 }

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "decode_case.hpp"
@@ -93,7 +92,19 @@ INSTANTIATE_TEST_SUITE_P(Sweep, DecodeForced, ::testing::ValuesIn(check::decode_
 
 // ---- V2 == V1 for several split counts --------------------------------------------------------
 
-using SplitParam = std::tuple<int /*target*/, int /*head_dim*/, KVLayout, int /*splits*/>;
+// The suites' parameters are small structs with a name() (structured bindings read them as they
+// read tuples): the test name and gtest's "GetParam() = ..." both print the case, e.g.
+// t90_hd128_nhd_x5, where a tuple printed as (90, 128, nhd, 5).
+struct SplitParam {
+  int target, head_dim;
+  KVLayout layout;
+  int splits;
+  std::string name() const {
+    return "t" + std::to_string(target) + "_hd" + std::to_string(head_dim) + "_" + layout_name(layout) + "_x" +
+           std::to_string(splits);
+  }
+};
+void PrintTo(const SplitParam& p, std::ostream* os) { *os << p.name(); }
 
 class DecodeSplits : public ::testing::TestWithParam<SplitParam> {};
 
@@ -129,24 +140,23 @@ std::vector<SplitParam> split_params() {
   for (int target : all_targets())
     for (int hd : {128, 256})
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
-        for (int s : {2, 3, 5, 8, 13}) v.emplace_back(target, hd, l, s);
+        for (int s : {2, 3, 5, 8, 13}) v.push_back({target, hd, l, s});
   return v;
 }
 
-std::string split_name(const ::testing::TestParamInfo<SplitParam>& info) {
-  return "t" + std::to_string(std::get<0>(info.param)) + "_hd" + std::to_string(std::get<1>(info.param)) + "_" +
-         layout_name(std::get<2>(info.param)) + "_x" + std::to_string(std::get<3>(info.param));
-}
+std::string split_name(const ::testing::TestParamInfo<SplitParam>& info) { return info.param.name(); }
 
 INSTANTIATE_TEST_SUITE_P(Splits, DecodeSplits, ::testing::ValuesIn(split_params()), split_name);
 
 // ---- seq_len 0: out = 0, lse = −inf, for V1 and V2 -------------------------------------------
 
-using TargetSplits = std::tuple<int /*target*/, int /*splits*/>;
+struct TargetSplits {
+  int target, splits;
+  std::string name() const { return "t" + std::to_string(target) + "_x" + std::to_string(splits); }
+};
+void PrintTo(const TargetSplits& p, std::ostream* os) { *os << p.name(); }
 
-std::string target_split_name(const ::testing::TestParamInfo<TargetSplits>& info) {
-  return "t" + std::to_string(std::get<0>(info.param)) + "_x" + std::to_string(std::get<1>(info.param));
-}
+std::string target_split_name(const ::testing::TestParamInfo<TargetSplits>& info) { return info.param.name(); }
 
 class DecodeZeroLength : public ::testing::TestWithParam<TargetSplits> {};
 
@@ -166,7 +176,7 @@ TEST_P(DecodeZeroLength, ZerosAndMinusInf) {
 std::vector<TargetSplits> target_split_params() {
   std::vector<TargetSplits> v;
   for (int target : all_targets())
-    for (int s : {1, 3}) v.emplace_back(target, s);
+    for (int s : {1, 3}) v.push_back({target, s});
   return v;
 }
 
@@ -197,7 +207,15 @@ INSTANTIATE_TEST_SUITE_P(Repeat, DecodeDeterminism, ::testing::ValuesIn(target_s
 
 // ---- The L2 cache policy of the K/V copies changes speed, never bits -------------------------
 
-using L2Param = std::tuple<int /*target*/, KVLayout, int /*splits*/>;
+struct L2Param {
+  int target;
+  KVLayout layout;
+  int splits;
+  std::string name() const {
+    return "t" + std::to_string(target) + "_" + layout_name(layout) + "_x" + std::to_string(splits);
+  }
+};
+void PrintTo(const L2Param& p, std::ostream* os) { *os << p.name(); }
 
 class DecodeL2Policy : public ::testing::TestWithParam<L2Param> {};
 
@@ -225,14 +243,11 @@ std::vector<L2Param> l2_params() {
   std::vector<L2Param> v;
   for (int target : all_targets())
     for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
-      for (int s : {1, 3}) v.emplace_back(target, l, s);
+      for (int s : {1, 3}) v.push_back({target, l, s});
   return v;
 }
 
-std::string l2_name(const ::testing::TestParamInfo<L2Param>& info) {
-  return "t" + std::to_string(std::get<0>(info.param)) + "_" + layout_name(std::get<1>(info.param)) + "_x" +
-         std::to_string(std::get<2>(info.param));
-}
+std::string l2_name(const ::testing::TestParamInfo<L2Param>& info) { return info.param.name(); }
 
 INSTANTIATE_TEST_SUITE_P(L2, DecodeL2Policy, ::testing::ValuesIn(l2_params()), l2_name);
 
@@ -265,7 +280,16 @@ INSTANTIATE_TEST_SUITE_P(Graph, DecodeGraph, ::testing::ValuesIn(target_split_pa
 
 // ---- debug_checks: device-side tables checked on the host, nothing launched on failure ---------
 
-class DecodeDebugChecks : public ::testing::TestWithParam<int> {};
+// What the test corrupts (an unscoped enum: the test reads it as the int it was).
+enum BadTable { block_id_past_num_pages = 0, negative_block_id = 1, seq_len_past_max = 2 };
+const char* bad_table_name(BadTable b) {
+  return b == block_id_past_num_pages ? "block_id_past_num_pages"
+         : b == negative_block_id     ? "negative_block_id"
+                                      : "seq_len_past_max";
+}
+void PrintTo(BadTable b, std::ostream* os) { *os << bad_table_name(b); }
+
+class DecodeDebugChecks : public ::testing::TestWithParam<BadTable> {};
 
 TEST_P(DecodeDebugChecks, RefusesBadDeviceTables) {
   const int what = GetParam();  // 0: a block id past num_pages, 1: a negative block id, 2: seq_len > max
@@ -293,7 +317,9 @@ TEST_P(DecodeDebugChecks, RefusesBadDeviceTables) {
   EXPECT_NE(s.message().find(what == 2 ? "seq_lens" : "block_table"), std::string::npos) << s.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Debug, DecodeDebugChecks, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Debug, DecodeDebugChecks,
+                         ::testing::Values(block_id_past_num_pages, negative_block_id, seq_len_past_max),
+                         [](const auto& info) { return std::string(bad_table_name(info.param)); });
 
 // ---- The C ABI (muh.h) over the same buffers ------------------------------------------------------
 

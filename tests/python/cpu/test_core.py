@@ -236,8 +236,9 @@ def test_seed_style_hardware_object_is_accepted():
 
 def test_muh_backends_threshold_comes_from_hardware():
     # With muh's native V2 the threshold is where splitting pays (heuristics.hpp), not max + 1.
+    # (On the bi-v100 profile `auto` means the seed's backends: ask for muh's.)
     for hw in (muh.BI_V100, muh.A100, muh.H200):
-        c = muh.select_attention_config(hw, "bf16", 256, 100000, 4)
+        c = muh.select_attention_config(hw, "bf16", 256, 100000, 4, backends=muh.MUH_BACKENDS)
         assert c.use_native_v2
         assert c.partition_size <= c.v1_v2_threshold <= 100000, hw.name
     # Short contexts never split: the threshold lies past max_seq_len.
@@ -246,7 +247,8 @@ def test_muh_backends_threshold_comes_from_hardware():
     assert short.v1_v2_threshold == 65
     # Enough KV heads to fill every CTA slot of a tiny GPU: splitting never pays.
     tiny = dataclasses.replace(muh.BI_V100, sm_count=1)
-    assert muh.select_attention_config(tiny, "bf16", 128, 100000, 64).v1_v2_threshold == 100001
+    assert muh.select_attention_config(tiny, "bf16", 128, 100000, 64,
+                                       backends=muh.MUH_BACKENDS).v1_v2_threshold == 100001
     assert muh.select_attention_config(muh.H200, "bf16", 128, 4096, 8) == \
         muh.select_attention_config(muh.H200, "bf16", 128, 4096, 8, backends=muh.MUH_BACKENDS)
 

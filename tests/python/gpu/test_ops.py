@@ -138,8 +138,9 @@ def test_flash_attn_varlen_matches_sdpa(case):
     dtype, hd, causal, ql, kl, hq, hkv = case
     b = VarlenBatch(ql, kl, hq, hkv, hd, dtype, seed=seed_of(case))
     scale = 1.0 / math.sqrt(hd)
-    out, lse = ops.flash_attn_varlen_func(b.q, b.k, b.v, b.cu_q, b.cu_k, max(ql), max(kl),
-                                          causal=causal, return_lse=True)
+    out, lse, s_dmask = ops.flash_attn_varlen_func(b.q, b.k, b.v, b.cu_q, b.cu_k, max(ql), max(kl),
+                                                   causal=causal, return_attn_probs=True)
+    assert s_dmask.numel() == 0  # FlashAttention's S_dmask at dropout_p 0
     ref32, naive, lse_ref = b.reference(scale, causal)
     assert out.shape == b.q.shape and lse.shape == (hq, b.q.shape[0]) and lse.dtype == torch.float32
     assert_close_to_reference(out, ref32, naive, "flash_attn_varlen_func out")
@@ -241,10 +242,19 @@ def test_flash_attn_bad_arguments():
         f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, softmax_scale=float("nan"))
     with pytest.raises(ValueError, match="q must be float16, bfloat16 or float32"):
         f(b.q.double(), b.k.double(), b.v.double(), b.cu_q, b.cu_k, 10, 10)
-    with pytest.raises(NotImplementedError, match="dropout_p"):
+    # FlashAttention's arguments muh cannot honour, positional as FlashAttention orders them.
+    with pytest.raises(NotImplementedError, match="dropout_p=0.1 "):
         f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, dropout_p=0.1)
-    with pytest.raises(TypeError, match="causal must be a bool"):
+    with pytest.raises(NotImplementedError, match="dropout_p=0.125 "):
         f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.125, 0.5)
+    with pytest.raises(NotImplementedError, match=r"window_size=\(4, 0\)"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.0, None, True, (4, 0))
+    with pytest.raises(NotImplementedError, match="softcap=30.0"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.0, None, False, (-1, -1), 30.0)
+    with pytest.raises(NotImplementedError, match="alibi_slopes"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, alibi_slopes=torch.ones(8, device="cuda"))
+    with pytest.raises(NotImplementedError, match="block_table"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, block_table=torch.zeros(1, 1, dtype=torch.int32, device="cuda"))
 
 
 def test_paged_decode_bad_arguments():
@@ -303,8 +313,8 @@ def test_ops_under_torch_compile_fullgraph():
         return out - 1
 
     def prefill(q, k, v):
-        out, lse = ops.flash_attn_varlen_func(q, k, v, fb.cu_q, fb.cu_k, 90, 90, causal=True,
-                                              return_lse=True)
+        out, lse, _ = ops.flash_attn_varlen_func(q, k, v, fb.cu_q, fb.cu_k, 90, 90, causal=True,
+                                                 return_attn_probs=True)
         return out * 2, lse
 
     for name, fn, args in (("paged_decode", decode, (nb.q,)), ("paged_attention_v1", v1, (vb.q,)),

@@ -17,17 +17,18 @@ def muh_as_vllm(monkeypatch):
     yield
 
 
+@pytest.mark.parametrize("float_scales", [True, False], ids=["vllm063-float-scales", "vllm07-tensor-scales"])
 @pytest.mark.parametrize("lens,force_version", [
     ([1, 100, 3000], None),      # vLLM's heuristic picks V2 (several partitions, small batch)
     ([7, 513, 64], 1),           # V1
     ([7, 513, 64], 2),           # V2
     ([9000, 1], None),           # > 8192: V2
 ])
-def test_vllm_script_runs_with_muh(muh_as_vllm, lens, force_version):
+def test_vllm_script_runs_with_muh(muh_as_vllm, lens, force_version, float_scales):
     dtype = torch.bfloat16
     hd = pick(dtype, (128, 64, 256))
     out, query, keys, values = script.decode_step(lens, 32, 8, hd, dtype=dtype,
-                                                  force_version=force_version)
+                                                  force_version=force_version, float_scales=float_scales)
     scale = 1.0 / math.sqrt(hd)
     ref32 = torch.stack([sdpa(query[b][:, None].float(), keys[b].permute(1, 0, 2).float(),
                               values[b].permute(1, 0, 2).float(), scale)[:, 0] for b in range(len(lens))])

@@ -65,7 +65,7 @@ def paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cache, valu
 
 def forward_decode(query, key_cache, value_cache, block_tables, seq_lens, max_seq_len: int,
                    kv_cache_dtype: str, num_kv_heads: int, scale: float,
-                   alibi_slopes: Optional[torch.Tensor], k_scale: torch.Tensor, v_scale: torch.Tensor,
+                   alibi_slopes: Optional[torch.Tensor], k_scale, v_scale,
                    force_version: Optional[int] = None) -> torch.Tensor:
     output = torch.empty_like(query)
     block_size = value_cache.shape[3]
@@ -93,9 +93,11 @@ def forward_decode(query, key_cache, value_cache, block_tables, seq_lens, max_se
 
 def decode_step(seq_lens_list: List[int], num_heads: int, num_kv_heads: int, head_size: int,
                 block_size: int = 16, dtype=torch.bfloat16, force_version: Optional[int] = None,
-                seed: int = 0):
+                seed: int = 0, float_scales: bool = False):
     """Fills a vLLM-shaped cache for the given sequences and runs one decode step. Returns
-    (output, query, keys, values) with keys/values the dense per-sequence K/V written."""
+    (output, query, keys, values) with keys/values the dense per-sequence K/V written.
+    float_scales: k_scale / v_scale as vLLM 0.6.3 passes them (Python floats, layer._k_scale),
+    else as vLLM 0.7+ does (0-dim fp32 tensors)."""
     torch.manual_seed(seed)
     dev = "cuda"
     blocks_per_seq = [max(1, math.ceil(n / block_size)) for n in seq_lens_list]
@@ -119,8 +121,11 @@ def decode_step(seq_lens_list: List[int], num_heads: int, num_kv_heads: int, hea
         values.append(v)
     query = torch.randn(len(seq_lens_list), num_heads, head_size, device=dev, dtype=dtype)
     seq_lens = torch.tensor(seq_lens_list, dtype=torch.int32, device=dev)
-    k_scale = torch.tensor(1.0, dtype=torch.float32, device=dev)  # vLLM's layer._k_scale
-    v_scale = torch.tensor(1.0, dtype=torch.float32, device=dev)
+    if float_scales:
+        k_scale = v_scale = 1.0
+    else:
+        k_scale = torch.tensor(1.0, dtype=torch.float32, device=dev)  # vLLM's layer._k_scale
+        v_scale = torch.tensor(1.0, dtype=torch.float32, device=dev)
     out = forward_decode(query, key_cache, value_cache, block_tables, seq_lens, max(seq_lens_list),
                          "auto", num_kv_heads, 1.0 / math.sqrt(head_size), None, k_scale, v_scale,
                          force_version)

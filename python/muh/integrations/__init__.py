@@ -1,0 +1,1 @@
+"""muh inside other engines: ``muh.integrations.transformers`` (Hugging Face transformers)."""
