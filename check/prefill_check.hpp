@@ -246,9 +246,11 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   PrefillPlan plan;
   DevBuf dws;
   if (!launch) {
-    HardwareCapability hw;
-    Status s = device_profile(-1, &hw);
-    if (s.ok()) s = plan_prefill(p, hw, PrefillPlanOptions{target, in.c->tail_chunk}, &plan);
+    Status s = [&] {
+      HardwareCapability hw;
+      MUH_TRY(device_profile(-1, &hw));
+      return plan_prefill(p, hw, PrefillPlanOptions{target, in.c->tail_chunk}, &plan);
+    }();
     if (!s.ok()) {
       std::swap(r.status, s);
       r.note = r.status.message();

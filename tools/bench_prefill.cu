@@ -45,10 +45,12 @@ using namespace prefill_bench;
 Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters,
                  int tail_chunk = -1, std::size_t* split_bytes = nullptr) {
   const PrefillParams p = buf.params(hd, heads, seq, causal);
-  HardwareCapability hw;
-  Status s = device_profile(-1, &hw);
   PrefillPlan plan;
-  if (s.ok()) s = plan_prefill(p, hw, PrefillPlanOptions{target, tail_chunk}, &plan);
+  const Status s = [&] {
+    HardwareCapability hw;
+    MUH_TRY(device_profile(-1, &hw));
+    return plan_prefill(p, hw, PrefillPlanOptions{target, tail_chunk}, &plan);
+  }();
   if (!s.ok()) throw std::runtime_error(s.message());
   bench::DeviceMemory ws(std::max<std::size_t>(plan.workspace_bytes, 16));
   if (split_bytes) *split_bytes = plan.workspace_bytes;

@@ -3,6 +3,7 @@
 // configured at compile time (models.hpp), as the seed precomputed them at import time.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "muh/dtype.hpp"
@@ -61,7 +62,7 @@ constexpr std::string_view check_config_inputs(const HardwareCapability& hw, int
 // rows fit the 48 KB every valid profile has).
 constexpr AttentionConfig select_attention_config(const HardwareCapability& hw, DType dtype,
                                                   int head_dim, int max_seq_len, int num_kv_heads,
-                                                  Backends backends = kMuhBackends) {
+                                                  Backends backends) {
   AttentionConfig c;
   c.prefill_selection = choose_prefill(hw, dtype, head_dim);
   c.decode_selection = choose_decode(hw, dtype, head_dim);
@@ -74,6 +75,26 @@ constexpr AttentionConfig select_attention_config(const HardwareCapability& hw, 
   c.use_native_v2 = backends.native_v2;
   c.use_native_prefill = backends.native_prefill;
   return c;
+}
+
+// Without backends: default_backends(hw) (heuristics.hpp), the rule `muh config --backends auto`
+// and Python's select_attention_config(backends=None) use — the seed's on the bi-v100 profile.
+constexpr AttentionConfig select_attention_config(const HardwareCapability& hw, DType dtype, int head_dim,
+                                                  int max_seq_len, int num_kv_heads) {
+  return select_attention_config(hw, dtype, head_dim, max_seq_len, num_kv_heads, default_backends(hw));
+}
+
+// The checked form, for callers whose inputs are not known to be valid: invalid_argument with
+// check_config_inputs()'s line (an unsupported head dim, a length out of range, a profile without
+// 48 KB) and no config, instead of the precondition of the forms above.
+inline Status select_attention_config(const HardwareCapability& hw, DType dtype, int head_dim, long long max_seq_len,
+                                      long long num_kv_heads, Backends backends, AttentionConfig* out) {
+  if (out == nullptr) return invalid_argument("select_attention_config: out must not be null");
+  const std::string_view bad = check_config_inputs(hw, head_dim, max_seq_len, num_kv_heads);
+  if (!bad.empty()) return invalid_argument("select_attention_config: " + std::string(bad));
+  *out = select_attention_config(hw, dtype, head_dim, static_cast<int>(max_seq_len), static_cast<int>(num_kv_heads),
+                                 backends);
+  return Status::Ok();
 }
 
 }  // namespace muh

@@ -385,3 +385,35 @@ INSTANTIATE_TEST_SUITE_P(Inputs, CheckInputs, ::testing::ValuesIn(kInputs),
 
 }  // namespace
 }  // namespace muh
+
+// ---- The checked form refuses what the precondition of the constexpr form excludes -------------
+namespace muh {
+namespace {
+
+TEST(CheckedSelect, RefusesAnUnsupportedHeadDimInsteadOfReturningAConfig) {
+  AttentionConfig c;
+  Status s = select_attention_config(presets::h200, DType::bf16, 80, 4096, 8, kMuhBackends, &c);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_NE(s.message().find("unsupported head_dim"), std::string::npos) << s.message();
+  s = select_attention_config(presets::h200, DType::bf16, 128, 0, 8, kMuhBackends, &c);
+  EXPECT_NE(s.message().find("max_seq_len"), std::string::npos) << s.message();
+  ASSERT_TRUE(select_attention_config(presets::h200, DType::bf16, 128, 4096, 8, kMuhBackends, &c).ok());
+  EXPECT_TRUE(c == select_attention_config(presets::h200, DType::bf16, 128, 4096, 8, kMuhBackends));
+  EXPECT_EQ(select_attention_config(presets::h200, DType::bf16, 128, 4096, 8, kMuhBackends, nullptr).code(),
+            StatusCode::invalid_argument);
+  // The unchecked form on a bad head dim: selections without a row, never a launchable config.
+  const AttentionConfig bad = select_attention_config(presets::h200, DType::bf16, 80, 4096, 8, kMuhBackends);
+  EXPECT_FALSE(bad.prefill_selection.ok());
+  EXPECT_EQ(bad.prefill_selection.error, NoRow::bad_head_dim);
+}
+
+// The one default (heuristics.hpp default_backends): the seed's backends on the bi-v100 profile,
+// muh's elsewhere — the C++ form without backends, the CLI's auto and Python's None agree.
+TEST(CheckedSelect, DefaultBackendsAreAuto) {
+  EXPECT_EQ(select_attention_config(presets::bi_v100, DType::bf16, 256, 100000, 4).v1_v2_threshold, 100001);
+  EXPECT_FALSE(select_attention_config(presets::bi_v100, DType::bf16, 256, 100000, 4).use_native_v2);
+  EXPECT_TRUE(select_attention_config(presets::h200, DType::bf16, 256, 100000, 4).use_native_v2);
+}
+
+}  // namespace
+}  // namespace muh
