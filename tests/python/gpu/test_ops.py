@@ -111,8 +111,10 @@ def test_vllm_strided_query_rows():
     q = qkv[:, :16 * hd].view(2, 16, hd)
     assert not q.is_contiguous()
     out = torch.empty(2, 16, hd, dtype=dtype, device="cuda")
+    # vLLM 0.6.3's positional arguments after max_seq_len: alibi_slopes, kv_cache_dtype, k_scale,
+    # v_scale (floats there), tp_rank and the block-sparse ones.
     ops.paged_attention_v1(out, q, b.k_cache, b.v_cache, 4, hd ** -0.5, b.block_table, b.seq_lens, 16,
-                           b.max_seq_len)
+                           b.max_seq_len, None, "auto", 1.0, 1.0, 0, 0, 0, 64, 0)
     ref32, naive, _ = b.reference(hd ** -0.5, q=q.contiguous())
     assert_close_to_reference(out, ref32, naive, "paged_attention_v1 strided query")
 

@@ -103,7 +103,10 @@ def _generate_batch(model, impl, prompts):
     model.set_attn_implementation(impl)
     cfg = transformers.GenerationConfig(max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
                                         pad_token_id=0, eos_token_id=None)
-    with torch.inference_mode():
+    # no_grad, not inference_mode: generate_batch runs its loop in a thread of its own, which updates
+    # in place the static tensors made here — inference tensors may only be updated under
+    # inference mode, which that thread is not in (transformers 5.17 raised exactly that).
+    with torch.no_grad():
         t0 = time.perf_counter()
         out = model.generate_batch(inputs=prompts, generation_config=cfg)
         torch.cuda.synchronize()
