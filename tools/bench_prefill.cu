@@ -65,7 +65,7 @@ Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int s
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   const int t = target >= 0 ? target : std::max(0, best_compiled_target(major * 10 + minor));
-  std::string policy = policy_name(prefill_policy(t, DType::bf16, hd));
+  std::string policy = to_string(prefill_policy(t, DType::bf16, hd));
   if (ws_bytes > 0) policy += " +tail";
   Row r{kind, policy, hd, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;

@@ -10,18 +10,17 @@
 #include <vector>
 
 #include "decode_case.hpp"
+#include "muh/tuning/policy_io.hpp"
 #include "muh/tuning/selectors.hpp"
 #include "verify.hpp"
 
 namespace muh::cli {
 
 namespace {
+// "target 90 bf16 hd128: sm80 w4 64tok s3 c2 p128 tma"
 std::string describe(int target, DType t, int d) {
-  const DecodePolicy p = decode_policy(target, t, d);
-  std::string s = std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " +
-                  std::string(dtype_name(t)) + " hd" + std::to_string(d) + " w" + std::to_string(p.num_warps) + " " +
-                  std::to_string(p.tile_tokens) + "tok s" + std::to_string(p.num_stages) + (p.tma ? " tma" : "");
-  return s;
+  return "target " + std::to_string(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) + ": " +
+         to_string(decode_policy(target, t, d));
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
 #include "muh/instances.hpp"
+#include "muh/tuning/policy_io.hpp"
 #include "muh/tuning/selectors.hpp"
 #include "prefill_check.hpp"
 #include "verify.hpp"
@@ -19,11 +20,10 @@
 namespace muh::cli {
 
 namespace {
+// "target 90 fp16 hd256: sm80 128x64 w8 s4 pp"
 std::string describe(int target, DType t, int d) {
-  const PrefillPolicy p = prefill_policy(target, t, d);
-  return std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " + std::string(dtype_name(t)) +
-         " hd" + std::to_string(d) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
-         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages) + (p.ping_pong ? " pp" : "");
+  return "target " + std::to_string(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) + ": " +
+         to_string(prefill_policy(target, t, d));
 }
 }  // namespace
 
