@@ -57,7 +57,7 @@ Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int s
   const Status run = prefill(p, plan, ws.p, plan.workspace_bytes);  // surfaces a bad status before timing
   if (!run.ok()) throw std::runtime_error("prefill: " + run.message());
   const double ms = median_ms([&] { (void)prefill(p, plan, ws.p, plan.workspace_bytes); }, iters);
-  std::string policy = policy_name(plan.policy);
+  std::string policy = to_string(plan.policy);
   if (plan.workspace_bytes > 0) policy += " +tail";
   Row r{kind, policy, hd, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;

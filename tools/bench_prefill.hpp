@@ -16,6 +16,7 @@
 #include "muh/instances.hpp"
 #include "muh/kernels/prefill_launch.cuh"
 #include "muh/launch_args.cuh"
+#include "muh/tuning/policy_io.hpp"
 
 namespace muh::cli::prefill_bench {
 
@@ -33,12 +34,6 @@ struct Row {
   bool causal = false;
   double ms = 0, tflops = 0;
 };
-
-inline std::string policy_name(const PrefillPolicy& p) {
-  return std::string(agent_name(p.agent)) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" +
-         std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages) +  // s: K/V buffers (sm80)
-         (p.ping_pong ? " pp" : "");                                            // pp: ping-pong halves
-}
 
 // Device buffers for the widest cell: 16384 tokens × 4096 elements (32 heads × 128 = 16 × 256 =
 // 64 × 64; the hd-96 sweep uses 32 × 96), and an fp32 LSE for up to kMaxHeads heads (hd 64's 64).
@@ -96,7 +91,7 @@ Row time_candidate(Buffers& buf, int heads, int seq, bool causal, int iters) {
   Status s = kernels::launch_prefill<G, DType::bf16, D>(a, nullptr);
   if (!s.ok()) throw std::runtime_error("sweep: " + s.message());
   const double ms = median_ms([&] { (void)kernels::launch_prefill<G, DType::bf16, D>(a, nullptr); }, iters);
-  Row r{"sweep", policy_name(G{}()), D, heads, seq, p.batch, causal, ms, 0};
+  Row r{"sweep", to_string(G{}()), D, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, D, causal) / (ms * 1e-3) / 1e12;
   return r;
 }

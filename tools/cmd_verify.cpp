@@ -16,7 +16,7 @@ namespace muh::cli {
 
 namespace {
 
-// "[########..........]  37/120  decode sm80 target 90 ..." redrawn in place on stderr.
+// "[########..........]  37/120  target 90 bf16 hd128: sm80 ..." redrawn in place on stderr.
 void draw_progress(int done, int total, const std::string& what) {
   constexpr int kWidth = 30;
   const int filled = total > 0 ? done * kWidth / total : kWidth;

@@ -15,7 +15,8 @@ struct VerifyOptions {
 
 struct VerifyRow {
   std::string family;     // "decode" / "prefill"
-  std::string policy;     // target + agent + tiles, e.g. "sm80 target 90: 16 tok x 4 stages"
+  std::string policy;     // target, dtype, head dim and the policy (policy_io.hpp), e.g.
+                          // "target 90 bf16 hd128: sm80 w4 64tok s3 c2 p128 tma"
   int shapes = 0;         // shapes tried
   double max_err = 0;     // max |out − ref|
   double tol = 0;         // the tolerance it was held to

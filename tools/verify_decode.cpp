@@ -10,42 +10,34 @@
 #include <vector>
 
 #include "decode_case.hpp"
+#include "muh/select.hpp"
+#include "muh/tuning/policy_io.hpp"
 #include "muh/tuning/selectors.hpp"
 #include "verify.hpp"
 
 namespace muh::cli {
 
 namespace {
+// "target 90 bf16 hd128: sm80 w4 64tok s3 c2 p128 tma"
 std::string describe(int target, DType t, int d) {
-  const DecodePolicy p = decode_policy(target, t, d);
-  std::string s = std::string(agent_name(p.agent)) + " target " + std::to_string(target) + ": " +
-                  std::string(dtype_name(t)) + " hd" + std::to_string(d) + " w" + std::to_string(p.num_warps) + " " +
-                  std::to_string(p.tile_tokens) + "tok s" + std::to_string(p.num_stages) + (p.tma ? " tma" : "");
-  return s;
+  return "target " + std::to_string(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) + ": " +
+         to_string(decode_policy(target, t, d));
 }
 }  // namespace
 
 std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgress& progress) {
   std::vector<VerifyRow> rows;
-  int count = 0, dev = 0, major = 0, minor = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();
-    rows.push_back({"decode", "(none)", 0, 0, 0, false, "no CUDA device: nothing verified"});
-    return rows;
-  }
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  const int cc = major * 10 + minor;
-  const DeviceQuery dq = query_current_device(dev);
-  if (!dq.status.ok()) {
-    rows.push_back({"decode", "(none)", 0, 0, 0, false, dq.status.message()});
+  HardwareCapability hw;
+  if (const Status s = device_profile(-1, &hw); !s.ok()) {
+    rows.push_back({"decode", "(none)", 0, 0, 0, false, s.message() + ": nothing verified"});
     return rows;
   }
 
+  // The cases of every forced row this device can run (the selection: a target newer than the
+  // device, or a row bigger than its shared memory, is left out, not failed).
   std::vector<check::DecodeCase> cases;
   for (const auto& c : check::decode_sweep_cases(opt.quick, opt.seed))
-    if (c.target <= cc) cases.push_back(c);
+    if (choose_decode(hw, c.dtype, c.head_dim, SelectOptions{c.target}).ok()) cases.push_back(c);
   std::map<std::tuple<int, int, int>, std::size_t> row_of;  // (target, dtype, head_dim) → row
   double* worst = nullptr;
   std::vector<double> worst_ratio;
@@ -63,7 +55,7 @@ std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgr
     check::DecodeProblem pr(c);
     std::string err = pr.upload();
     check::DecodeOutcome r;
-    if (err.empty()) r = pr.run(dq.hw, c.force_splits);
+    if (err.empty()) r = pr.run(hw, c.force_splits);
     else r.error = err;
     ++row.shapes;
     const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;

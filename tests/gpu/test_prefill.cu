@@ -20,6 +20,7 @@
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
 #include "muh/instances.hpp"
+#include "muh/tuning/policy_io.hpp"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh {
@@ -61,9 +62,7 @@ TEST_P(PrefillForced, MatchesReference) {
   const auto& in = check::cached_prefill_inputs(prm.case_index, prm.dtype, prm.head_dim);
   const check::PrefillResult r = check::run_prefill_case(in, prm.target);
   const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
-  SCOPED_TRACE(std::string("policy: ") + std::string(agent_name(pol.agent)) + " " + std::to_string(pol.block_m) +
-               "x" + std::to_string(pol.block_n) + " w" + std::to_string(pol.num_warps) + " s" +
-               std::to_string(pol.num_stages));
+  SCOPED_TRACE("policy: " + to_string(pol, prm.dtype, prm.head_dim));
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
   EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;

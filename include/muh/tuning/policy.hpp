@@ -1,8 +1,9 @@
 // tuning/policy.hpp — the policy structs the tuning tables are made of.
 //
-// A policy is a literal value with ==, a name and a constexpr footprint: it says how a kernel
-// family runs (which agent, tiles, warps, pipeline depth, shared-memory cap) and never what it
-// computes. Every compiled policy is tested against the one CPU reference by forcing it.
+// A policy is a literal value with ==, a constexpr footprint and a printer (policy_io.hpp): it
+// says how a kernel family runs (which agent, tiles, warps, pipeline depth, shared-memory cap) and
+// never what it computes. Every compiled policy is tested against the one CPU reference by
+// forcing it. The tables of rows are tuning_*.hpp.
 #pragma once
 
 #include <string_view>
@@ -107,12 +108,10 @@ constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) 
 // holds one m16 tile (O alone is 128 fp32 registers per lane), so every K and V fragment it reads
 // from shared memory feeds one m16 tile. With pairs, two warps share 32 rows — S split by keys,
 // O by head dim (still 128 registers) — and each fragment feeds two: 144 → 96 ldmatrix.x4 per
-// warp and 64-key tile, plus 8 small exchange accesses. Measured on the H200 (bf16, 128×64 w8,
-// 2 buffers; `muh bench prefill`, seq 4k / 4k causal / 16k / 16k causal, same code otherwise):
-// 297/285/308/313 TFLOP/s with pairs against 277/267/286/289 without (+7–8 %; two runs, whose
-// hd-128 cells, untouched by pairs, agreed within 1.4 %). Only rows of ≥ 8 warps: at 64×64 w4
-// (2 CTAs/SM, the 99 KB parts' row) the exchange would push 96 KB past 99 KB, and that row read
-// 253/252/290/287 with pairs, no better than the earlier sweep's 256/256/288/293 without.
+// warp and 64-key tile, plus 8 small exchange accesses: +7–8 % at hd 256 on the H200
+// (bench/results/h200-2026-11-30-db46dd2.md). Only rows of ≥ 8 warps: at 64×64 w4 (the 99 KB
+// parts' row) the exchange would push 96 KB past 99 KB, and pairs did not make that row faster.
+// The figures: bench/results/tuning-history.md.
 constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim) {
   return p.agent == Agent::sm80 && p.num_warps % 2 == 0 && p.num_warps >= 8 && p.block_m == 16 * p.num_warps &&
          p.block_n % 32 == 0 && head_dim >= 256 && head_dim % 128 == 0;

@@ -2,6 +2,7 @@
 // selectors dispatch instantiates kernels from (CCCL's policy selector, one per kernel family).
 #pragma once
 
+#include "muh/tuning/fit.hpp"
 #include "muh/tuning/tuning_portable.hpp"
 #include "muh/tuning/tuning_sm75.hpp"
 #include "muh/tuning/tuning_sm80.hpp"
@@ -9,20 +10,40 @@
 
 namespace muh {
 
+namespace tuning {
+
+// The row of the table a dispatch target reads: sm_90 and newer tuning_sm90.hpp; sm_80 the A100's
+// 163 KB table, sm_81–89 the 99 KB one (tuning_sm80.hpp); sm_75–79 tuning_sm75.hpp. None below
+// sm_75, and none where the table has no row for the dtype (fp32 everywhere, bf16 on sm_75, all
+// of decode on sm_75): those run the portable rule (tuning_portable.hpp).
+constexpr FoundRow<PrefillPolicy> prefill_row(int arch, DType t, int head_dim) {
+  if (arch >= 90) return find_row(sm90::kPrefill, t, head_dim);
+  if (arch == 80) return find_row(sm80::kPrefillA100, t, head_dim);
+  if (arch > 80) return find_row(sm80::kPrefill99K, t, head_dim);
+  if (arch >= 75) return find_row(sm75::kPrefill, t, head_dim);
+  return {};
+}
+
+constexpr FoundRow<DecodePolicy> decode_row(int arch, DType t, int head_dim) {
+  if (arch >= 90) return find_row(sm90::kDecode, t, head_dim);
+  if (arch == 80) return find_row(sm80::kDecodeA100, t, head_dim);
+  if (arch > 80) return find_row(sm80::kDecode99K, t, head_dim);
+  return {};
+}
+
+}  // namespace tuning
+
 // `arch` is a dispatch target: an NVIDIA compute capability (75, 80, 86, 89, 90, ...) or 0 for
-// the own-arch (portable) class.
+// the own-arch (portable) class. The row is fitted to its target's cap here and nowhere else
+// (tuning/fit.hpp; a no-op on every row as written).
 constexpr PrefillPolicy prefill_policy(int arch, DType t, int head_dim) {
-  if (arch >= 90) return tuning::sm90::prefill(t, head_dim);
-  if (arch >= 80) return tuning::sm80::prefill(t, head_dim, arch);
-  if (arch >= 75) return tuning::sm75::prefill(t, head_dim);
-  return tuning::portable::prefill(t, head_dim);
+  const tuning::FoundRow<PrefillPolicy> r = tuning::prefill_row(arch, t, head_dim);
+  return r.found ? tuning::fit(r.policy, t, head_dim, r.policy.smem_cap_bytes) : tuning::portable::prefill(t, head_dim);
 }
 
 constexpr DecodePolicy decode_policy(int arch, DType t, int head_dim) {
-  if (arch >= 90) return tuning::sm90::decode(t, head_dim);
-  if (arch >= 80) return tuning::sm80::decode(t, head_dim, arch);
-  if (arch >= 75) return tuning::sm75::decode(t, head_dim);
-  return tuning::portable::decode(t, head_dim);
+  const tuning::FoundRow<DecodePolicy> r = tuning::decode_row(arch, t, head_dim);
+  return r.found ? tuning::fit(r.policy, t, head_dim, r.policy.smem_cap_bytes) : tuning::portable::decode(t, head_dim);
 }
 
 // Stateless selectors: the type carries (dtype, head_dim), the call takes the arch.
