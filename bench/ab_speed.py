@@ -73,25 +73,6 @@ def cell_summary(per):
     return s
 
 
-def cold_interleaved_ms(torch, fns, iters, flush, warmup=3):
-    """As compare_torch.interleaved_ms, with flush() (untimed) before every call."""
-    for f in fns:
-        for _ in range(warmup):
-            flush()
-            f()
-    torch.cuda.synchronize()
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in fns]
-          for _ in range(iters)]
-    for row in ev:
-        for f, (s, e) in zip(fns, row):
-            flush()
-            s.record()
-            f()
-            e.record()
-    torch.cuda.synchronize()
-    return [statistics.median(row[i][0].elapsed_time(row[i][1]) for row in ev) for i in range(len(fns))]
-
-
 def prefill_grid(torch, ct, libs, args, stream):
     cells = []
     seqs = QUICK_PREFILL_SEQS if args.quick else PREFILL_SEQS
@@ -151,7 +132,7 @@ def decode_grid(torch, libs, args, stream):
                     ws_bytes[name] = nbytes
                     fns[name] = _decode_fn(torch, lib, name, q, kc, vc, outs[name], table, seq_lens, hkv, n, kv_len,
                                            nbytes, stream)
-                per = rounds_ms(fns, args.rounds, lambda f: cold_interleaved_ms(torch, f, args.iters_decode, flush))
+                per = rounds_ms(fns, args.rounds, lambda f: ct.interleaved_ms(f, args.iters_decode, warmup=3, before=flush))
                 fns["base"]()
                 fns["new"]()
                 torch.cuda.synchronize()

@@ -78,19 +78,24 @@ def median_ms(fn, iters, warmup=5):
     return interleaved_ms([fn], iters, warmup)[0]
 
 
-def interleaved_ms(fns, iters, warmup=5):
+def interleaved_ms(fns, iters, warmup=5, before=None):
     """Medians of `iters` event-timed calls of each of `fns`, the calls interleaved (f0, f1, f0, f1,
     ...) so that clock and power drift falls on all of them alike: timed one after the other, the
     second of two identical calls read up to 2.4 % faster on the H200 (prefill_waves.py, hd256 4224,
-    where the split does not apply)."""
+    where the split does not apply). before(), when given, runs untimed ahead of every call (e.g. an
+    L2 flush for a cold-cache decode)."""
     for f in fns:
         for _ in range(warmup):
+            if before:
+                before()
             f()
     torch.cuda.synchronize()
     ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in fns]
           for _ in range(iters)]
     for row in ev:
         for f, (s, e) in zip(fns, row):
+            if before:
+                before()
             s.record()
             f()
             e.record()

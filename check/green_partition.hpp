@@ -16,6 +16,8 @@
 
 #include <string>
 
+#include "muh/driver_entry.hpp"
+
 namespace muh::check {
 
 class GreenPartition {
@@ -28,13 +30,13 @@ class GreenPartition {
   // Makes a partition of at least `min_sms` SMs of the current device; "" on success, else why not.
   std::string create(unsigned min_sms) {
     release();
-    const auto get_res = entry<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
-    const auto split = entry<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount", 12040);
-    const auto gen = entry<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
-    const auto make = entry<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate", 12040);
-    const auto make_stream = entry<PFN_cuGreenCtxStreamCreate_v12050>("cuGreenCtxStreamCreate", 12050);
-    destroy_ = entry<PFN_cuGreenCtxDestroy_v12040>("cuGreenCtxDestroy", 12040);
-    destroy_stream_ = entry<PFN_cuStreamDestroy_v4000>("cuStreamDestroy", 4000);
+    const auto get_res = driver_entry<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
+    const auto split = driver_entry<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount", 12040);
+    const auto gen = driver_entry<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
+    const auto make = driver_entry<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate", 12040);
+    const auto make_stream = driver_entry<PFN_cuGreenCtxStreamCreate_v12050>("cuGreenCtxStreamCreate", 12050);
+    destroy_ = driver_entry<PFN_cuGreenCtxDestroy_v12040>("cuGreenCtxDestroy", 12040);
+    destroy_stream_ = driver_entry<PFN_cuStreamDestroy_v4000>("cuStreamDestroy", 4000);
     if (!get_res || !split || !gen || !make || !make_stream || !destroy_ || !destroy_stream_)
       return "the driver has no green-context API";
     int dev = 0;
@@ -65,18 +67,6 @@ class GreenPartition {
   int sms() const { return sms_; }
 
  private:
-  template <class Fn>
-  static Fn entry(const char* name, int version) {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<Fn>(fn);
-  }
-
   void release() {
     if (stream_ && destroy_stream_) destroy_stream_(reinterpret_cast<CUstream>(stream_));
     if (ctx_ && destroy_) destroy_(ctx_);

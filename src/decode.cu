@@ -78,19 +78,6 @@ Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
   return Status::Ok();
 }
 
-Status check_workspace(const DecodePlan& plan, const void* workspace, std::size_t workspace_bytes) {
-  const std::string w = "paged_decode: ";
-  if (plan.workspace_bytes == 0) return Status::Ok();
-  if (workspace == nullptr)
-    return invalid_argument(w + "the plan needs " + std::to_string(plan.workspace_bytes) +
-                            " B of workspace (V2 partials); workspace is null");
-  if (workspace_bytes < plan.workspace_bytes)
-    return invalid_argument(w + "workspace too small: " + std::to_string(workspace_bytes) + " B given, the plan needs " +
-                            std::to_string(plan.workspace_bytes) + " B");
-  if (!is_aligned(workspace, 16)) return invalid_argument(w + "workspace must be 16-byte aligned");
-  return Status::Ok();
-}
-
 // debug_checks: seq_lens and the block table to the host; every length and used block id in range.
 Status check_device_tables(const DecodeParams& p, cudaStream_t stream) {
   std::vector<int> lens(p.num_seqs), table(static_cast<std::size_t>(p.num_seqs) * p.max_blocks_per_seq);
@@ -143,7 +130,7 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
                                           describe_compiled_instances() +
                                           "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
   MUH_TRY(detail::check_decode_pointers(p));
-  MUH_TRY(detail::check_workspace(plan, workspace, workspace_bytes));
+  MUH_TRY(detail::check_workspace("paged_decode: ", "V2 partials", plan.workspace_bytes, workspace, workspace_bytes));
 
   // ---- The device, from its cached profile --------------------------------------------------
   HardwareCapability hw;

@@ -16,22 +16,11 @@
 #include <map>
 #include <mutex>
 
+#include "muh/driver_entry.hpp"
 #include "muh/hardware.hpp"
 
 namespace muh {
 namespace {
-
-template <class Fn>
-Fn driver_entry(const char* name, int version) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(fn);
-}
 
 // SMs of the stream's green context; 0 when it has none (or the driver has no green contexts).
 int green_context_sms(cudaStream_t stream) {

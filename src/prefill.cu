@@ -63,34 +63,17 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
   const std::string w = "prefill: ";
   if (plan.target < 0) return invalid_argument(w + "the plan is empty (make it with plan_prefill())");
   auto num = [](long long v) { return std::to_string(v); };
-  if (plan.dtype != p.dtype || plan.head_dim != p.head_dim || plan.num_q_heads != p.num_q_heads ||
-      plan.num_kv_heads != p.num_kv_heads || plan.batch != p.batch || plan.total_q != p.total_q ||
-      plan.total_k != p.total_k || plan.max_seqlen_q != p.max_seqlen_q || plan.max_seqlen_k != p.max_seqlen_k ||
-      plan.causal != p.causal)
-    return invalid_argument(w + "the plan was made for another shape (" + std::string(dtype_name(plan.dtype)) +
-                            " hd " + num(plan.head_dim) + ", " + num(plan.num_q_heads) + "/" + num(plan.num_kv_heads) +
-                            " heads, batch " + num(plan.batch) + ", total " + num(plan.total_q) + "/" +
-                            num(plan.total_k) + ", max " + num(plan.max_seqlen_q) + "/" + num(plan.max_seqlen_k) +
-                            (plan.causal ? ", causal" : "") + "); re-plan for this call");
-  if (!(plan.policy == prefill_policy(plan.target, plan.dtype, plan.head_dim)))
+  const PrefillShape& m = plan.shape;
+  if (m != static_cast<const PrefillShape&>(p))
+    return invalid_argument(w + "the plan was made for another shape (" + std::string(dtype_name(m.dtype)) + " hd " +
+                            num(m.head_dim) + ", " + num(m.num_q_heads) + "/" + num(m.num_kv_heads) + " heads, batch " +
+                            num(m.batch) + ", total " + num(m.total_q) + "/" + num(m.total_k) + ", max " +
+                            num(m.max_seqlen_q) + "/" + num(m.max_seqlen_k) + (m.causal ? ", causal" : "") +
+                            "); re-plan for this call");
+  if (!(plan.policy == prefill_policy(plan.target, m.dtype, m.head_dim)))
     return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s prefill policy");
   if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes != plan.split.workspace_bytes))
     return invalid_argument(w + "the plan's split is inconsistent");
-  return Status::Ok();
-}
-
-Status check_workspace(const PrefillPlan& plan, const void* workspace, std::size_t workspace_bytes) {
-  const std::string w = "prefill: ";
-  if (workspace_bytes > 0 && workspace == nullptr)
-    return invalid_argument(w + "workspace is null but workspace_bytes is " + std::to_string(workspace_bytes));
-  if (!is_aligned(workspace, 16)) return invalid_argument(w + "workspace must be 16-byte aligned");
-  if (plan.workspace_bytes == 0) return Status::Ok();
-  if (workspace == nullptr)
-    return invalid_argument(w + "the plan needs " + std::to_string(plan.workspace_bytes) +
-                            " B of workspace (the tail split); workspace is null");
-  if (workspace_bytes < plan.workspace_bytes)
-    return invalid_argument(w + "workspace too small: " + std::to_string(workspace_bytes) + " B given, the plan needs " +
-                            std::to_string(plan.workspace_bytes) + " B");
   return Status::Ok();
 }
 
@@ -100,7 +83,7 @@ Status check_device(const PrefillPlan& plan, HardwareCapability* hw) {
   if (plan.target > hw->compute_capability)
     return unsupported("prefill: the plan's target " + std::to_string(plan.target) + " is newer than the device (sm_" +
                        std::to_string(hw->compute_capability) + ")");
-  const int smem = prefill_smem_bytes(plan.policy, plan.dtype, plan.head_dim);
+  const int smem = prefill_smem_bytes(plan.policy, plan.shape.dtype, plan.shape.head_dim);
   if (smem > hw->smem_limit())
     return unsupported("prefill: the policy needs " + std::to_string(smem) + " B of shared memory; the device grants " +
                        std::to_string(hw->smem_limit()) + " B");
@@ -150,7 +133,7 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   if (p.batch == 0 || p.total_q == 0) return Status::Ok();  // nothing to compute or write
   MUH_TRY(detail::check_prefill_compiled(p));
   MUH_TRY(detail::check_prefill_pointers(p));
-  MUH_TRY(detail::check_workspace(plan, workspace, workspace_bytes));
+  MUH_TRY(detail::check_workspace("prefill: ", "the tail split", plan.workspace_bytes, workspace, workspace_bytes));
   HardwareCapability hw;
   MUH_TRY(detail::check_device(plan, &hw));
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
@@ -184,10 +167,10 @@ Status prefill(const PrefillParams& p, const RunOptions& opt) {
 Status prefill_runtime_occupancy(const PrefillPlan& plan, int* ctas_per_sm) {
   if (ctas_per_sm == nullptr) return invalid_argument("prefill_runtime_occupancy: ctas_per_sm must not be null");
   if (plan.target < 0) return invalid_argument("prefill_runtime_occupancy: the plan is empty");
-  const auto fn = find_instance(detail::kPrefillOccupancy, plan.dtype, plan.head_dim);
+  const auto fn = find_instance(detail::kPrefillOccupancy, plan.shape.dtype, plan.shape.head_dim);
   if (fn == nullptr)
-    return {StatusCode::not_compiled, "prefill_runtime_occupancy: " + std::string(dtype_name(plan.dtype)) +
-                                          " with head_dim " + std::to_string(plan.head_dim) + " is not compiled"};
+    return {StatusCode::not_compiled, "prefill_runtime_occupancy: " + std::string(dtype_name(plan.shape.dtype)) +
+                                          " with head_dim " + std::to_string(plan.shape.head_dim) + " is not compiled"};
   return fn(plan.target, ctas_per_sm);
 }
 

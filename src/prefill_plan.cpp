@@ -118,16 +118,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   r.sm_count = hw.sm_count;
   r.split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
   r.workspace_bytes = r.split.workspace_bytes;
-  r.dtype = p.dtype;
-  r.batch = p.batch;
-  r.total_q = p.total_q;
-  r.total_k = p.total_k;
-  r.max_seqlen_q = p.max_seqlen_q;
-  r.max_seqlen_k = p.max_seqlen_k;
-  r.num_q_heads = p.num_q_heads;
-  r.num_kv_heads = p.num_kv_heads;
-  r.head_dim = p.head_dim;
-  r.causal = p.causal;
+  r.shape = p;
   *plan = r;
   return Status::Ok();
 }

@@ -18,15 +18,10 @@ namespace muh {
 // out [total_q, num_q_heads, head_dim]         lse  [num_q_heads, total_q] fp32, or nullptr
 // cu_seqlens_q / cu_seqlens_k: device int32 [batch + 1], FlashAttention's varlen convention.
 // Causal masks are bottom-right aligned (query i sees keys j <= i + len_k − len_q).
-struct PrefillParams {
+// The sizes and flags of a prefill call: all a plan depends on (prefill_plan.hpp), so a plan is
+// made for a PrefillShape and taken by exactly the calls of that shape.
+struct PrefillShape {
   DType dtype = DType::bf16;
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  void* out = nullptr;
-  float* lse = nullptr;
-  const int* cu_seqlens_q = nullptr;
-  const int* cu_seqlens_k = nullptr;
   int batch = 0;
   int total_q = 0;
   int total_k = 0;
@@ -35,8 +30,26 @@ struct PrefillParams {
   int num_q_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
-  float softmax_scale = 0.f;  // 0 → 1/sqrt(head_dim)
   bool causal = false;
+
+  friend bool operator==(const PrefillShape& a, const PrefillShape& b) {
+    return a.dtype == b.dtype && a.batch == b.batch && a.total_q == b.total_q && a.total_k == b.total_k &&
+           a.max_seqlen_q == b.max_seqlen_q && a.max_seqlen_k == b.max_seqlen_k && a.num_q_heads == b.num_q_heads &&
+           a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.causal == b.causal;
+  }
+  friend bool operator!=(const PrefillShape& a, const PrefillShape& b) { return !(a == b); }
+};
+
+// A call: its shape, the device pointers, and the scale.
+struct PrefillParams : PrefillShape {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  float* lse = nullptr;
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  float softmax_scale = 0.f;  // 0 → 1/sqrt(head_dim)
 };
 
 // ---- Decode -------------------------------------------------------------------------------------

@@ -83,17 +83,7 @@ struct PrefillPlan {
   int sm_count = 0;            // the profile's SMs: the split's slots are counted on them
   PrefillSplit split;
   std::size_t workspace_bytes = 0;  // = split.workspace_bytes: prefill() needs this much scratch
-  // The shape the plan was made for; prefill() takes the plan only for exactly this shape.
-  DType dtype = DType::bf16;
-  int batch = 0;
-  int total_q = 0;
-  int total_k = 0;
-  int max_seqlen_q = 0;
-  int max_seqlen_k = 0;
-  int num_q_heads = 0;
-  int num_kv_heads = 0;
-  int head_dim = 0;
-  bool causal = false;
+  PrefillShape shape;          // what it was made for: prefill() takes it for exactly this shape
 };
 
 // Chooses the plan for `p` (its sizes and flags; pointers do not matter) on `hw` (the present

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "muh/driver_entry.hpp"
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_portable.cuh"
 #include "muh/kernels/decode_sm80.cuh"
@@ -44,20 +45,12 @@ struct DecodeKernel {
 
 // The sm80 agent's TMA maps: an NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D
 // tensor (dims, heads, rows) with box 64 × 1 × 16 and a 128-byte swizzle (decode_sm80.cuh). The
-// encoder is the driver's cuTensorMapEncodeTiled, reached through the runtime (no libcuda link).
+// encoder is the driver's cuTensorMapEncodeTiled, reached through the runtime (driver_entry.hpp:
+// no libcuda link).
 // false: no encoder, or a cache the TMA cannot address (rows ≥ 2^31, the coordinates being
 // signed 32-bit) — the caller then runs the cp.async kernel, with the same results.
 inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D, int num_kv_heads, long long rows) {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      fn = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
+  static const auto encode = driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
   if (encode == nullptr || rows < 16 || rows >= (1ll << 31)) return false;
   const cuuint64_t dims[3] = {cuuint64_t(D), cuuint64_t(num_kv_heads), cuuint64_t(rows)};
   const cuuint64_t strides[2] = {cuuint64_t(D) * 2, cuuint64_t(num_kv_heads) * D * 2};  // bytes, dims 1 and 2
