@@ -1,7 +1,8 @@
 // The split-KV math (kernels/online_softmax.hpp): a sequence split into any number of partitions
 // — empty ones, fully masked ones, one key each — whose (o, lse) partials are merged in any order
 // gives the unsplit result. The partials are computed the way a kernel computes them (the
-// SoftmaxRunning loop, float), the truth in double.
+// SoftmaxRunning loop, float), the truth in double. Then the steps the kernels take on the same
+// state: tiles, two-pass merges, log2 and scaled units, views of a kernel's arrays.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,7 +36,7 @@ Partial partial_over(const std::vector<float>& s, const std::vector<float>& v, i
     for (int d = 0; d < kDim; ++d) acc[d] = acc[d] * rescale + p * v[std::size_t(j) * kDim + d];
   }
   Partial out;
-  const float inv = run.inv_denominator();
+  const float inv = run.inv_l();
   for (int d = 0; d < kDim; ++d) out.o[d] = acc[d] * inv;
   out.lse = run.lse();
   return out;
@@ -222,7 +223,7 @@ TEST(SoftmaxRunning, MaskedScoresFirstThenFinite) {
   EXPECT_EQ(r.add(-kInf, p), 1.f);
   EXPECT_EQ(p, 0.f);
   EXPECT_EQ(r.lse(), -kInf);
-  EXPECT_EQ(r.inv_denominator(), 0.f);
+  EXPECT_EQ(r.inv_l(), 0.f);
   const float rescale = r.add(2.f, p);
   EXPECT_EQ(rescale, 0.f);  // exp(−inf − 2): nothing accumulated so far survives
   EXPECT_EQ(p, 1.f);
@@ -235,10 +236,140 @@ TEST(LseMerger, IgnoresEmptyPartials) {
   EXPECT_EQ(m.add(-kInf, w), 1.f);
   EXPECT_EQ(w, 0.f);
   EXPECT_EQ(m.lse(), -kInf);
-  EXPECT_EQ(m.inv_total(), 0.f);
+  EXPECT_EQ(m.inv_l(), 0.f);
   m.add(1.f, w);
   m.add(-kInf, w);
   EXPECT_FLOAT_EQ(m.lse(), 1.f);
+}
+
+// ---- The kernels' steps: tiles, two passes, other units ----------------------------------------
+
+// A row's scores in tiles of `tile`, as the attention kernels fold them: the tile's max, the
+// state moved to it, the tile's weights summed. o_out = Σ softmax · v (one value per score).
+template <class U>
+float tiled_row(const std::vector<float>& x, const std::vector<float>& v, int tile, const U& u, float* o_out) {
+  OnlineSoftmax st;
+  float o = 0.f;
+  for (std::size_t t0 = 0; t0 < x.size(); t0 += tile) {
+    const std::size_t t1 = std::min(x.size(), t0 + tile);
+    float mx = -kInf;
+    for (std::size_t j = t0; j < t1; ++j) mx = std::max(mx, x[j]);
+    const float m_new = st.max_with(mx);
+    const float mu = u.stabiliser(m_new);
+    const float f = st.factor(mu, u);
+    st.m = m_new;
+    float sum = 0.f, pv = 0.f;
+    for (std::size_t j = t0; j < t1; ++j) {
+      const float p = u.weight(x[j], mu);
+      sum += p;
+      pv += p * v[j];
+    }
+    st.accumulate(f, sum);
+    o = o * f + pv;
+  }
+  *o_out = o * st.inv_l();
+  return st.lse(u);
+}
+
+std::vector<float> uniform(int n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> x(n);
+  for (auto& e : x) e = u(rng);
+  return x;
+}
+
+TEST(OnlineSoftmax, TilesEqualOneValueAtATime) {
+  std::vector<float> s = uniform(300, -6.f, 6.f, 7), v = uniform(300, -1.f, 1.f, 8);
+  for (int j = 0; j < 300; j += 7) s[j] = -kInf;  // masked scores
+  SoftmaxRunning run;
+  float o = 0.f;
+  for (int j = 0; j < 300; ++j) {
+    float p = 0.f;
+    const float f = run.add(s[j], p);
+    o = o * f + p * v[j];
+  }
+  for (int tile : {2, 16, 64, 300}) {  // every tile holds a finite score (see NaturalUnits)
+    float o_tiled = 0.f;
+    const float lse = tiled_row(s, v, tile, NaturalUnits{}, &o_tiled);
+    EXPECT_NEAR(lse, run.lse(), 1e-5) << "tile " << tile;
+    EXPECT_NEAR(o_tiled, o * run.inv_l(), 1e-5) << "tile " << tile;
+  }
+}
+
+TEST(OnlineSoftmax, Log2AndScaledUnitsGiveTheNaturalLse) {
+  // The decode agents fold x = s·scale·log2(e) (Log2Units), the prefill agents raw s with the
+  // scale folded into each exponent (ScaledUnits): both report the natural-log lse of s·scale.
+  const float scale = 0.088f;  // 1/sqrt(128)
+  const std::vector<float> s = uniform(200, -40.f, 40.f, 9), v = uniform(200, -1.f, 1.f, 10);
+  std::vector<float> nat(s.size()), log2x(s.size());
+  for (std::size_t j = 0; j < s.size(); ++j) {
+    nat[j] = s[j] * scale;
+    log2x[j] = s[j] * scale * kernels::kLog2e;
+  }
+  float o_nat = 0.f, o_log2 = 0.f, o_scaled = 0.f;
+  const float lse_nat = tiled_row(nat, v, 16, NaturalUnits{}, &o_nat);
+  const float lse_log2 = tiled_row(log2x, v, 16, Log2Units<>{}, &o_log2);
+  const float lse_scaled = tiled_row(s, v, 16, ScaledUnits<>{scale * kernels::kLog2e, scale}, &o_scaled);
+  EXPECT_NEAR(lse_log2, lse_nat, 1e-5);
+  EXPECT_NEAR(lse_scaled, lse_nat, 1e-5);
+  EXPECT_NEAR(o_log2, o_nat, 1e-5);
+  EXPECT_NEAR(o_scaled, o_nat, 1e-5);
+}
+
+TEST(OnlineSoftmax, ScaledUnitsKeepAMaskedRowEmptyNotNan) {
+  // A prefill row whose first tiles are all masked: m stays −inf, the stabiliser is 0, the
+  // weights and the rescale factor 2^−inf = 0; the first real tile then rescales nothing.
+  const ScaledUnits<> u{0.1f, 0.0693f};
+  OnlineSoftmax st;
+  const float m_new = st.max_with(-kInf);
+  EXPECT_EQ(m_new, -kInf);
+  const float mu = u.stabiliser(m_new);
+  EXPECT_EQ(mu, 0.f);
+  EXPECT_EQ(u.weight(-kInf, mu), 0.f);
+  EXPECT_EQ(st.factor(mu, u), 0.f);
+  st.accumulate(st.factor(mu, u), 0.f);
+  EXPECT_EQ(st.l, 0.f);
+  EXPECT_EQ(st.lse(u), -kInf);
+  EXPECT_EQ(st.inv_l(), 0.f);
+  const float f = st.rescale_to(st.max_with(3.f), u);
+  EXPECT_EQ(f, 0.f);
+  st.accumulate(f, u.weight(3.f, u.stabiliser(st.m)));
+  EXPECT_FLOAT_EQ(st.l, 1.f);
+  EXPECT_FLOAT_EQ(st.lse(u), 3.f * 0.0693f);
+}
+
+TEST(OnlineSoftmax, TwoPassMergeEqualsOneAtATime) {
+  // The prefill tail merge and the decode agent's combine fold all maxima first, then the
+  // weights; the decode merge folds one partial at a time: the same lse.
+  std::vector<float> lse = uniform(40, -30.f, 30.f, 11);
+  lse[3] = lse[17] = -kInf;  // empty partials
+  OnlineSoftmax online, two_pass;
+  float w = 0.f;
+  for (float x : lse) online.add(x, w);
+  for (float x : lse) two_pass.fold_max(x);
+  for (float x : lse) two_pass.accumulate(two_pass.weight(x, NaturalUnits{}));
+  EXPECT_FLOAT_EQ(two_pass.m, online.m);
+  EXPECT_NEAR(two_pass.lse(), online.lse(), 1e-5);
+  OnlineSoftmax empty;
+  empty.fold_max(-kInf);
+  EXPECT_EQ(empty.m, -kInf);
+  EXPECT_EQ(empty.lse(), -kInf);
+  EXPECT_EQ(empty.inv_l(), 0.f);
+}
+
+TEST(OnlineSoftmaxView, UpdatesTheArraysItViews) {
+  // The MMA agents keep their rows' maxima and sums in arrays; a view applies the same steps.
+  float m[2] = {-kInf, 1.f}, l[2] = {0.f, 2.f};
+  OnlineSoftmaxView row{m[1], l[1]};
+  const float f = row.rescale_to(row.max_with(3.f), Log2Units<>{});
+  EXPECT_FLOAT_EQ(f, 0.25f);  // 2^(1 − 3)
+  row.accumulate(f, 1.f);
+  EXPECT_EQ(m[1], 3.f);
+  EXPECT_FLOAT_EQ(l[1], 1.5f);
+  EXPECT_EQ(m[0], -kInf);
+  EXPECT_EQ(l[0], 0.f);
+  EXPECT_FLOAT_EQ(row.lse(Log2Units<>{}), (3.f + std::log2(1.5f)) * kernels::kLn2);
 }
 
 }  // namespace

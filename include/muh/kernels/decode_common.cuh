@@ -35,7 +35,8 @@ __device__ __forceinline__ uint2 pack4(float4 o) {
   return *reinterpret_cast<const uint2*>(e);
 }
 
-// Element types and the base-2 softmax constants (kLog2e, kLn2) come from kernels/numeric.cuh.
+// Element types and the base-2 softmax constants (kLog2e, kLn2) come from kernels/numeric.cuh
+// (the constants from online_softmax.hpp, through it).
 inline constexpr int kRows = kDecodeRows;  // query heads per CTA (the MMA's 16 rows)
 
 // One decode launch, as src/decode.cu validated it and the plan shaped it.
@@ -106,29 +107,54 @@ __device__ __forceinline__ int used_splits(const DecodeArgs& a, int len) {
   return min(a.num_splits, (len + a.partition_tokens - 1) / a.partition_tokens);
 }
 
-// Writes four consecutive elements d..d+3 of query row `row` of this CTA: the final output
-// (V1) or the fp32 partial (V2); `lse` is written once per row, by the thread with d == 0.
+// ---- Row stores: where a row's (o, lse) goes, and the stores. Each writer composes them in its
+// own order (the decode merge and combine_and_store: o then lse per case; the portable agent:
+// o by case, then the lse computed by the d == 0 thread alone).
+
+// The final output row of query head h of sequence seq, and its lse.
 template <class E>
-__device__ __forceinline__ void store_row4(const DecodeArgs& a, const CtaWork& w, int row, int d,
-                                           int D, float4 o, float lse) {
-  const int h = w.head0 + row;
-  if (a.num_splits == 1) {
-    E* out = static_cast<E*>(a.out) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + h) * D + d;
-    if constexpr (sizeof(E) == 4) {
-      *reinterpret_cast<float4*>(out) = o;
-    } else {
-      *reinterpret_cast<uint2*>(out) = pack4<E>(o);
-    }
-    if (d == 0 && a.lse != nullptr) a.lse[static_cast<std::int64_t>(w.seq) * a.num_q_heads + h] = lse;
+__device__ __forceinline__ E* out_row(const DecodeArgs& a, int seq, int h, int D) {
+  return static_cast<E*>(a.out) + (static_cast<std::int64_t>(seq) * a.num_q_heads + h) * D;
+}
+__device__ __forceinline__ float* lse_slot(const DecodeArgs& a, int seq, int h) {
+  return a.lse + static_cast<std::int64_t>(seq) * a.num_q_heads + h;
+}
+// The V2 partial of query head h from this CTA's partition: row of part_o, slot of part_lse.
+__device__ __forceinline__ std::int64_t part_row(const DecodeArgs& a, const CtaWork& w, int h) {
+  return (static_cast<std::int64_t>(w.seq) * a.num_splits + w.split) * a.num_q_heads + h;
+}
+
+// N = 1 or 4 consecutive floats → dst as one store (fp32, or converted to E, round to nearest).
+template <class E, int N>
+__device__ __forceinline__ void store_elems(E* dst, const float (&o)[N]) {
+  static_assert(N == 1 || N == 4, "one element or four");
+  if constexpr (N == 1) {
+    *dst = from_float<E>(o[0]);
+  } else if constexpr (sizeof(E) == 4) {
+    *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
   } else {
-    const std::int64_t r = (static_cast<std::int64_t>(w.seq) * a.num_splits + w.split) * a.num_q_heads + h;
-    *reinterpret_cast<float4*>(a.part_o + r * D + d) = o;
-    if (d == 0) a.part_lse[r] = lse;
+    *reinterpret_cast<uint2*>(dst) = pack4<E>(make_float4(o[0], o[1], o[2], o[3]));
   }
 }
 
+// Elements d..d+N−1 of the final row of (seq, h), and its lse (by the thread with d == 0).
+template <class E, int N>
+__device__ __forceinline__ void store_out(const DecodeArgs& a, int seq, int h, int d, int D, const float (&o)[N],
+                                          float lse) {
+  store_elems<E, N>(out_row<E>(a, seq, h, D) + d, o);
+  if (d == 0 && a.lse != nullptr) *lse_slot(a, seq, h) = lse;
+}
+// The same for this CTA's V2 partial of head h (fp32, normalised o).
+template <int N>
+__device__ __forceinline__ void store_partial(const DecodeArgs& a, const CtaWork& w, int h, int d, int D,
+                                              const float (&o)[N], float lse) {
+  const std::int64_t r = part_row(a, w, h);
+  store_elems<float, N>(a.part_o + r * D + d, o);
+  if (d == 0) a.part_lse[r] = lse;
+}
+
 // V2 merge: one CTA of kMergeThreads per (query head, sequence), over the sequence's used
-// partitions, with the core's LseMerger (online_softmax.hpp):
+// partitions, with online_softmax.hpp's OnlineSoftmax:
 //   0. thread groups of D/4 threads (four elements each) take every G-th partition and issue
 //      the loads of their first kMergeAhead partials (o_i and lse_i) before anything waits;
 //   1. merged lse: each thread folds a strided subset of the partials' lse, then the threads'
@@ -150,7 +176,7 @@ inline constexpr int kMergeThreads = 256;
 inline constexpr int kMergeAhead = 8;  // partials per thread in flight before the lse is known
 
 __device__ __forceinline__ float lse_fold(float a, float b) {  // log(e^a + e^b), −inf the identity
-  LseMerger m;
+  OnlineSoftmax m;
   float w;
   m.add(a, w);
   m.add(b, w);
@@ -193,7 +219,7 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
   }
 
   // 1. Merged lse.
-  LseMerger mg;
+  OnlineSoftmax mg;
   for (int i = tid; i < n; i += kMergeThreads) {
     float w;
     mg.add(a.part_lse[row0 + i * step], w);
@@ -211,7 +237,7 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
   if (grouped) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     auto add = [&](float lse_i, const float4& o) {
-      const float w = expf(lse_i - lse);
+      const float w = NaturalUnits{}.weight(lse_i, lse);  // exp(lse_i − lse)
       acc.x += w * o.x;
       acc.y += w * o.y;
       acc.z += w * o.z;
@@ -239,14 +265,7 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
       o.z += group_sum[k][tid].z;
       o.w += group_sum[k][tid].w;
     }
-    const int d = tid * 4;
-    E* out = static_cast<E*>(a.out) + (static_cast<std::int64_t>(seq) * a.num_q_heads + h) * D + d;
-    if constexpr (sizeof(E) == 4) {
-      *reinterpret_cast<float4*>(out) = o;
-    } else {
-      *reinterpret_cast<uint2*>(out) = pack4<E>(o);
-    }
-    if (d == 0 && a.lse != nullptr) a.lse[static_cast<std::int64_t>(seq) * a.num_q_heads + h] = lse;
+    store_out<E, 4>(a, seq, h, tid * 4, D, {o.x, o.y, o.z, o.w}, lse);
   }
 }
 
@@ -257,16 +276,16 @@ template <class E, int D>
 __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const CtaWork& w, int parts,
                                                   const float* m, const float* l, const float* o,
                                                   int tid, int nthreads) {
+  constexpr Log2Units<> kUnits;
   for (int idx = tid * 4; idx < w.rows * D; idx += nthreads * 4) {
     const int r = idx / D, d = idx % D;
-    float mx = -INFINITY;
-    for (int p = 0; p < parts; ++p) mx = fmaxf(mx, m[p * kRows + r]);
-    float den = 0.f;
+    OnlineSoftmax mg;  // two passes: the parts' max, then their weights
+    for (int p = 0; p < parts; ++p) mg.fold_max(m[p * kRows + r]);
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (mx != -INFINITY) {
+    if (mg.m != -INFINITY) {
       for (int p = 0; p < parts; ++p) {
-        const float f = exp2f(m[p * kRows + r] - mx);  // an empty part (m = −inf) weighs 0
-        den += f * l[p * kRows + r];
+        const float f = mg.weight(m[p * kRows + r], kUnits);  // an empty part (m = −inf) weighs 0
+        mg.accumulate(f * l[p * kRows + r]);
         const float4 op = *reinterpret_cast<const float4*>(o + (p * kRows + r) * D + d);
         acc.x += f * op.x;
         acc.y += f * op.y;
@@ -274,9 +293,13 @@ __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const Cta
         acc.w += f * op.w;
       }
     }
-    const float inv = den > 0.f ? 1.f / den : 0.f;
-    const float lse = den > 0.f ? (mx + log2f(den)) * kLn2 : -INFINITY;
-    store_row4<E>(a, w, r, d, D, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv), lse);
+    const float inv = mg.inv_l();
+    const float lse = mg.lse(kUnits);
+    const float out[4] = {acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv};
+    if (a.num_splits == 1)
+      store_out<E, 4>(a, w.seq, w.head0 + r, d, D, out, lse);
+    else
+      store_partial<4>(a, w, w.head0 + r, d, D, out, lse);
   }
 }
 

@@ -130,6 +130,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
   const CtaWork w = cta_work(a);
   if (w.idle) return;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  constexpr Log2Units<> kUnits;  // scores in log2 units (scale_log2 applied below), exp2f
 
   // Q rows of this CTA → shared memory (rows past w.rows are zero), running state reset.
   {
@@ -176,6 +177,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
     }
 
     // Online softmax over this tile, one row at a time (all 32 lanes; lanes past the tile hold −inf).
+    // The row's state lives in shared memory; lane 0 updates it.
 #pragma unroll
     for (int j = 0; j < Tr::kRowsPerWarp; ++j) {
       const int r = warp + j * Tr::kWarps;
@@ -183,19 +185,21 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
       float mx = s;
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-      const float m_old = sM[r];
-      const float m_new = fmaxf(m_old, mx);  // finite: the tile holds ≥ 1 token
-      const float p = exp2f(s - m_new);      // masked: 2^−inf = 0
+      OnlineSoftmax st{sM[r]};
+      const float m_new = st.max_with(mx);  // finite: the tile holds ≥ 1 token
+      const float p = kUnits.weight(s, m_new);  // masked: 2^−inf = 0
       float sum = p;
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
       if (lane < Tr::kTile) sS[r * Tr::kTile + lane] = p;
       __syncwarp();
       if (lane == 0) {
-        const float alpha = exp2f(m_old - m_new);  // first tile: 2^−inf = 0
+        const float alpha = st.rescale_to(m_new, kUnits);  // first tile: 2^−inf = 0
         sAlpha[r] = alpha;
-        sL[r] = sL[r] * alpha + sum;
-        sM[r] = m_new;
+        st.l = sL[r];
+        st.accumulate(alpha, sum);
+        sL[r] = st.l;
+        sM[r] = st.m;
       }
     }
     __syncthreads();
@@ -220,21 +224,18 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
     const int idx = tid + s * Tr::kThreads, r = idx / D, d = idx % D;
     if (r >= w.rows) continue;
     const float l = sL[r];
-    const float val = l > 0.f ? o[s] / l : 0.f;
+    const float val[1] = {l > 0.f ? o[s] / l : 0.f};
     const int h = w.head0 + r;
-    if (a.num_splits == 1) {
-      E* out = static_cast<E*>(a.out) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + h) * D;
-      out[d] = from_float<E>(val);
-    } else {
-      const std::int64_t row = (static_cast<std::int64_t>(w.seq) * a.num_splits + w.split) * a.num_q_heads + h;
-      a.part_o[row * D + d] = val;
-    }
-    if (d == 0) {
-      const float lse = l > 0.f ? (sM[r] + log2f(l)) * kLn2 : -INFINITY;
+    if (a.num_splits == 1)
+      store_elems<E, 1>(out_row<E>(a, w.seq, h, D) + d, val);
+    else
+      store_elems<float, 1>(a.part_o + part_row(a, w, h) * D + d, val);
+    if (d == 0) {  // the row's lse, computed by this thread alone
+      const float lse = OnlineSoftmax{sM[r], l}.lse(kUnits);
       if (a.num_splits == 1) {
-        if (a.lse != nullptr) a.lse[static_cast<std::int64_t>(w.seq) * a.num_q_heads + h] = lse;
+        if (a.lse != nullptr) *lse_slot(a, w.seq, h) = lse;
       } else {
-        a.part_lse[(static_cast<std::int64_t>(w.seq) * a.num_splits + w.split) * a.num_q_heads + h] = lse;
+        a.part_lse[part_row(a, w, h)] = lse;
       }
     }
   }

@@ -363,6 +363,8 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows lane/4 and lane/4 + 8
   float l[2] = {0.f, 0.f};              // running Σ p of the same rows (this lane's columns only)
+  auto row = [&](int i) { return OnlineSoftmaxView{m[i], l[i]}; };
+  constexpr Log2Units<> kUnits;  // scores scaled to log2 units below, exp2f
   const int quad = lane & 3;
 
   for (int j = 0; j < my_tiles; ++j) {
@@ -444,21 +446,20 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     for (int i = 0; i < 2; ++i) {
       mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
       mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      const float m_new = fmaxf(m[i], mx[i]);  // finite: token 0 of the tile is in range
-      alpha[i] = exp2f(m[i] - m_new);          // first tile: 2^−inf = 0
-      m[i] = m_new;
+      // m_new is finite: token 0 of the tile is in range. First tile: alpha = 2^−inf = 0.
+      alpha[i] = row(i).rescale_to(row(i).max_with(mx[i]), kUnits);
     }
     float rs[2] = {0.f, 0.f};
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[n][e] - m[e >> 1]);  // masked: 0
+        const float p = row(e >> 1).weight(s[n][e], kUnits);  // masked: 0
         s[n][e] = p;
         rs[e >> 1] += p;
       }
-    l[0] = l[0] * alpha[0] + rs[0];
-    l[1] = l[1] * alpha[1] + rs[1];
+    row(0).accumulate(alpha[0], rs[0]);
+    row(1).accumulate(alpha[1], rs[1]);
 #pragma unroll
     for (int jj = 0; jj < D / 8; ++jj) {
       o[jj][0] *= alpha[0];
@@ -496,8 +497,8 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   const int r0 = lane >> 2;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    row(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], 1));
+    row(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], 2));
   }
   if (quad == 0) {
     sM[warp * kRows + r0] = m[0];

@@ -1,12 +1,14 @@
 // kernels/numeric.cuh — what every agent needs of its element type: the device storage type of a
-// DType, conversions to and from fp32 (accumulation is always fp32), and the base-2 softmax
-// constants (the agents run exp2 with the scale folded into log2(e)).
+// DType, conversions to and from fp32 (accumulation is always fp32), and (from
+// online_softmax.hpp) the base-2 softmax constants: the agents run exp2 with the scale folded
+// into log2(e).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "muh/dtype.hpp"
+#include "muh/kernels/online_softmax.hpp"  // kLog2e, kLn2
 
 namespace muh::kernels {
 
@@ -26,9 +28,5 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
   return __float2bfloat16_rn(x);
 }
 template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-
-// Softmax in base 2: s2 = (q·k) · scale · log2(e), p = 2^(s2 − m); lse = ln 2 · (m + log2 l).
-inline constexpr float kLog2e = 1.4426950408889634f;
-inline constexpr float kLn2 = 0.6931471805599453f;
 
 }  // namespace muh::kernels

@@ -17,7 +17,8 @@
 
 namespace muh::kernels {
 
-// Element types and the base-2 softmax constants (kLog2e, kLn2) come from kernels/numeric.cuh.
+// Element types and the base-2 softmax constants (kLog2e, kLn2) come from kernels/numeric.cuh
+// (the constants from online_softmax.hpp, through it).
 
 // One prefill launch, as src/prefill.cu validated and filled it.
 struct PrefillArgs {
@@ -150,6 +151,14 @@ __host__ __device__ __forceinline__ TailPieces tail_pieces(const PrefillTail& t,
   const long long first_it = static_cast<long long>(u) * t.key_tiles;
   const int first = static_cast<int>(first_it / t.tail_chunk);
   return {first, static_cast<int>((first_it + t.key_tiles - 1) / t.tail_chunk) - first + 1};
+}
+
+// The lse slot of query row q of head h, lse [num_q_heads, total_q] fp32, for every prefill
+// writer (the agents and the tail merge; a.lse may be nullptr: not asked for). q is given as its
+// parts (q_off, the tile's first row, the row in the tile), summed in 64 bits in that order.
+template <class... Q>
+__device__ __forceinline__ float* lse_slot(const PrefillArgs& a, int h, Q... q) {
+  return a.lse + ((static_cast<long long>(h) * a.total_q) + ... + q);
 }
 
 // Keys [0, result) that any query row of [m0, m0 + rows) may see.

@@ -43,16 +43,18 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
   const int pieces = tp.count;
   const long long row0 = static_cast<long long>(tp.first + u) * block_m + r;  // piece i: row0 + i·block_m
 
-  float m = -INFINITY;
-  for (int i = lane; i < pieces; i += 32) m = fmaxf(m, t.ws_lse[row0 + static_cast<long long>(i) * block_m]);
+  // Two passes over the pieces' lse (online_softmax.hpp): their max, then Σ exp(lse_i − max).
+  constexpr NaturalUnits kUnits;
+  OnlineSoftmax mg;
+  for (int i = lane; i < pieces; i += 32) mg.fold_max(t.ws_lse[row0 + static_cast<long long>(i) * block_m]);
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float sum = 0.f;
-  if (m != -INFINITY)
-    for (int i = lane; i < pieces; i += 32) sum += expf(t.ws_lse[row0 + static_cast<long long>(i) * block_m] - m);
+  for (int o = 16; o > 0; o >>= 1) mg.fold_max(__shfl_xor_sync(0xffffffffu, mg.m, o));
+  if (mg.m != -INFINITY)
+    for (int i = lane; i < pieces; i += 32)
+      mg.accumulate(mg.weight(t.ws_lse[row0 + static_cast<long long>(i) * block_m], kUnits));
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  for (int o = 16; o > 0; o >>= 1) mg.accumulate(__shfl_xor_sync(0xffffffffu, mg.l, o));
+  const float inv = mg.inv_l();
 
   float acc[kPer];
 #pragma unroll
@@ -61,7 +63,7 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
   for (int i = 0; i < pieces; ++i) {
     const long long row = row0 + static_cast<long long>(i) * block_m;
     const float lse = t.ws_lse[row];
-    const float w = lse == -INFINITY ? 0.f : expf(lse - m) * inv;  // an empty piece adds nothing
+    const float w = lse == -INFINITY ? 0.f : mg.weight(lse, kUnits) * inv;  // an empty piece adds nothing
     const float* const po = t.ws_o + row * D + lane;
 #pragma unroll
     for (int e = 0; e < kPer; ++e) acc[e] += w * po[e * 32];
@@ -71,7 +73,7 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
 #pragma unroll
   for (int e = 0; e < kPer; ++e) gO[lane + e * 32] = from_float<T>(acc[e]);
   if (a.lse != nullptr && lane == 0)
-    a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] = sum > 0.f ? m + logf(sum) : -INFINITY;
+    *lse_slot(a, tc.h, q_off, m0, r) = mg.lse();
 }
 
 }  // namespace muh::kernels

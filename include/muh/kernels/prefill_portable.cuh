@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   for (int ov = 0; ov < OV; ++ov)
 #pragma unroll
     for (int e = 0; e < VE; ++e) o[ov][e] = 0.f;
-  float m_run = -INFINITY, l_run = 0.f;  // running max (raw units), this lane's partial sum
+  OnlineSoftmax run;  // the row's running max (raw score units) and this lane's partial sum
+  const ScaledUnits<> units{a.scale_log2, a.scale};
 
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int n0 = tile * BN;
@@ -134,17 +135,17 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     for (int jj = 0; jj < SJ; ++jj) mx = fmaxf(mx, s[jj]);
 #pragma unroll
     for (int off = TPR / 2; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off, TPR));
-    const float m_new = fmaxf(m_run, mx);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new * a.scale_log2;
-    const float corr = exp2f(m_run * a.scale_log2 - m_use);
-    m_run = m_new;
+    const float m_new = run.max_with(mx);
+    const float mu = units.stabiliser(m_new);
+    const float corr = run.factor(mu, units);
+    run.m = m_new;
     float sum = 0.f;
 #pragma unroll
     for (int jj = 0; jj < SJ; ++jj) {
-      s[jj] = exp2f(fmaf(s[jj], a.scale_log2, -m_use));
+      s[jj] = units.weight(s[jj], mu);
       sum += s[jj];
     }
-    l_run = l_run * corr + sum;
+    run.accumulate(corr, sum);
 #pragma unroll
     for (int ov = 0; ov < OV; ++ov)
 #pragma unroll
@@ -166,16 +167,15 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   }
 
   // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then).
-  float l = l_run;
 #pragma unroll
-  for (int off = TPR / 2; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off, TPR);
+  for (int off = TPR / 2; off > 0; off /= 2) run.accumulate(__shfl_xor_sync(0xffffffffu, run.l, off, TPR));
   if (m0 + r < sq) {
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = run.inv_l();
     uint4* gO = static_cast<uint4*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * NV;
 #pragma unroll
     for (int ov = 0; ov < OV; ++ov) gO[c + TPR * ov] = Vec::pack(o[ov], inv);
     if (a.lse != nullptr && c == 0)
-      a.lse[static_cast<long long>(tc.h) * a.total_q + q_off + m0 + r] = l > 0.f ? m_run * a.scale + logf(l) : -INFINITY;
+      *lse_slot(a, tc.h, q_off, m0, r) = run.lse(units);
   }
 }
 

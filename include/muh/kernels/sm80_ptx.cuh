@@ -206,6 +206,17 @@ __device__ __forceinline__ float exp2_approx(float x) {
 #endif
 }
 
+// exp2_approx as the Exp2 of online_softmax.hpp's units (exp2f in the host pass).
+struct Exp2Approx {
+  __host__ __device__ __forceinline__ float operator()(float x) const {
+#if defined(__CUDA_ARCH__)
+    return exp2_approx(x);
+#else
+    return exp2f(x);
+#endif
+  }
+};
+
 // Two floats → one register of two 16-bit values (lo in the low half), round to nearest.
 template <DType T>
 __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {

@@ -1,0 +1,207 @@
+// kernels/prefill_sm80_tile.cuh — the tile shape and the shared-memory layout of the tensor-core
+// prefill agents (prefill_sm80.cuh): the shape a policy gives the body (Sm80PrefillShape), the
+// XOR swizzle of the tiles in shared memory, the ldmatrix row addresses into them, and the two
+// ways a tile gets there — cp.async (sm80_load_tile) and, for the sm75 agent, through registers
+// (Sm75TileStage).
+#pragma once
+
+#include <cstdint>
+
+#include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/sm80_ptx.cuh"
+#include "muh/tuning/policy.hpp"
+
+namespace muh::kernels {
+
+// Element offset of 16-byte chunk c of row r in a [rows][D] tile of 16-bit elements.
+// D multiple of 64 (rows of 128·k bytes): chunk ^ (r & 7) — the 8 rows of an ldmatrix start in
+// the same bank group, the XOR spreads them over all 8 groups of a 128-byte line.
+// D = 96 (192-byte rows, 12 chunks): rows alternate between bank-group offsets 0 and 4, so the
+// XOR takes (r >> 1) & 3 within groups of 4 chunks (64 bytes): 8 consecutive rows again land in
+// 8 different groups, and the XOR never leaves the row.
+template <int D>
+struct Sm80Swizzle {
+  static constexpr int kChunks = D / 8;
+  static_assert(kChunks % 4 == 0, "head_dim must be a multiple of 32");
+  static constexpr int kGroup = kChunks % 8 == 0 ? 8 : 4;  // chunks the XOR stays within
+  __device__ __forceinline__ static int mask(int r) { return kGroup == 8 ? (r & 7) : ((r >> 1) & 3); }
+  __device__ __forceinline__ static int chunk(int r, int c) { return c ^ mask(r); }
+  __device__ __forceinline__ static int offset(int r, int c) { return r * D + chunk(r, c) * 8; }
+};
+
+// Byte offsets of one lane's ldmatrix row address at every k16 step kk, for a pattern where the
+// lane reads row (base + lane_row) — base a multiple of 8, so the swizzle mask depends on the lane
+// only — and chunk 2·kk + cbit. Because the XOR touches only the low bits of the chunk index,
+//   (2kk + cbit) ^ m = (2kk & ~(G−1)) + ((2·(kk mod G/2) + cbit) ^ m),
+// so G/2 registers per pattern hold every offset and the rest is an immediate.
+template <int D>
+struct Sm80LdmOffsets {
+  using Swz = Sm80Swizzle<D>;
+  static constexpr int kN = Swz::kGroup / 2;
+  std::uint32_t off[kN];
+  __device__ __forceinline__ Sm80LdmOffsets(int lane_row, int cbit) {
+#pragma unroll
+    for (int j = 0; j < kN; ++j)
+      off[j] = static_cast<std::uint32_t>((lane_row * D + ((2 * j + cbit) ^ Swz::mask(lane_row)) * 8) * 2);
+  }
+  // Byte offset of (base_row + lane_row, chunk 2kk + cbit); base_row a multiple of 8.
+  __device__ __forceinline__ std::uint32_t at(int base_row, int kk) const {
+    return static_cast<std::uint32_t>((base_row * D + ((2 * kk) & ~(Swz::kGroup - 1)) * 8) * 2) + off[kk % kN];
+  }
+};
+
+// Copies a ROWS × D tile (row r at src + r·ld elements) into swizzled shared memory with cp.async;
+// rows >= valid are zero-filled (and not read).
+template <int ROWS, int D, int NT, class T>
+__device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long ld, int valid, int tid) {
+  constexpr int kChunks = D / 8;
+  constexpr int kTotal = ROWS * kChunks;
+  // Whole tiles (every row valid: all key tiles but the first one visited, and full Q tiles)
+  // take a path without row predicates, FlashAttention-2's copy layout: 8 threads per row, each
+  // with chunks c, c + 8, … of it (128 bytes apart in global memory, and in shared memory too:
+  // the XOR swizzle touches only the low 3 bits of the chunk index), and rows kRowsPerPass apart
+  // (a multiple of 8, so the swizzle mask repeats). One 64-bit pointer per kRowsPerPass rows and
+  // immediate offsets for everything else: at 128×64 hd 128 (4 warps) a K or V tile is 8 copies
+  // on 4 pointers. The predicated path below (all tiles took it before) computes a 64-bit
+  // address, a select and a predicate per copy, ~13 instructions: ncu counted 18 % fewer
+  // instructions per launch without them (hd 128, 128×64 w4 ×4), and the agent ran 6–13 %
+  // faster on the H200 at seq ≥ 4k (hd128 327/277/334/324 → 352/314/356/347 TFLOP/s at 4k /
+  // 4k causal / 16k / 16k causal, hd256 128×64 w8 295/276/304/307 → 319/302/334/325; FA2 in
+  // the same process 337/311/341/326 and 310/285/311/295). The first version kept one chunk
+  // column per thread (a pointer per row): the same speed within noise.
+  constexpr int kRowsPerPass = NT / 8;
+  if constexpr (kChunks % 8 == 0 && kRowsPerPass % 8 == 0 && ROWS % kRowsPerPass == 0) {
+    if (valid >= ROWS) {
+      const int c = tid % 8, r0 = tid / 8;
+      const char* g = reinterpret_cast<const char*>(src + r0 * ld + c * 8);
+      const long long gstep = kRowsPerPass * ld * static_cast<long long>(sizeof(T));  // bytes between passes
+      const std::uint32_t d = sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r0, c));
+#pragma unroll
+      for (int p = 0; p < ROWS / kRowsPerPass; ++p) {
+#pragma unroll
+        for (int j = 0; j < kChunks / 8; ++j)
+          sm80::cp_async_16(d + static_cast<std::uint32_t>((p * kRowsPerPass * D + j * 64) * sizeof(T)), g + j * 128);
+        g += gstep;
+      }
+      return;
+    }
+  }
+  if constexpr (NT % kChunks == 0) {
+    // Each thread keeps one chunk column and steps down the rows: one pointer, one stride.
+    constexpr int kRowStep = NT / kChunks;
+    const int c = tid % kChunks, r0 = tid / kChunks;
+    // A runtime-bounded loop on purpose: fully unrolled, ptxas hoists every copy address of the
+    // tile into registers and the 128×64 hd-128 kernel spills 108 bytes (measured with -Xptxas -v).
+    for (int r = r0; r < ROWS; r += kRowStep) {
+      const bool ok = r < valid;
+      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), ok ? src + r * ld + c * 8 : src, ok);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (kTotal + NT - 1) / NT; ++i) {
+      const int idx = tid + i * NT;
+      if (kTotal % NT == 0 || idx < kTotal) {
+        const int r = idx / kChunks, c = idx % kChunks;
+        const bool ok = r < valid;
+        sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), ok ? src + r * ld + c * 8 : src, ok);
+      }
+    }
+  }
+}
+
+// The sm75 agent's copies (no cp.async before sm_80): a ROWS × D tile goes global → registers
+// (fetch: all of a thread's 16-byte loads issued back to back; rows >= valid become zeros and are
+// not read) → swizzled shared memory in sm80_load_tile's layout (deposit). Fully unrolled, so the
+// tile is kPer uint4 registers per thread (64 keys × hd 128 over 128 threads: 8, i.e. 32 registers).
+template <int ROWS, int D, int NT, class T>
+struct Sm75TileStage {
+  static constexpr int kChunks = D / 8, kTotal = ROWS * kChunks, kPer = (kTotal + NT - 1) / NT;
+  uint4 v[kPer];
+  __device__ __forceinline__ void fetch(const T* src, long long ld, int valid, int tid) {
+    if constexpr (NT % kChunks == 0) {
+      // One chunk column per thread, one pointer stepped down the rows: with a row address per
+      // load, ptxas keeps kPer 64-bit offsets live across the loop (hd 128, 64×64: 20 bytes of
+      // spills on sm_90; with the stepped pointer none — -Xptxas -v).
+      constexpr int kRowStep = NT / kChunks;
+      const int r0 = tid / kChunks;
+      const T* p = src + r0 * ld + (tid % kChunks) * 8;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i, p += kRowStep * ld) {
+        v[i] = make_uint4(0, 0, 0, 0);
+        if (r0 + i * kRowStep < valid) v[i] = *reinterpret_cast<const uint4*>(p);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int idx = tid + i * NT, r = idx / kChunks, c = idx % kChunks;
+        v[i] = make_uint4(0, 0, 0, 0);
+        if ((kTotal % NT == 0 || idx < kTotal) && r < valid) v[i] = *reinterpret_cast<const uint4*>(src + r * ld + c * 8);
+      }
+    }
+  }
+  __device__ __forceinline__ void deposit(T* dst, int tid) const {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int idx = tid + i * NT;
+      if (kTotal % NT == 0 || idx < kTotal)
+        *reinterpret_cast<uint4*>(dst + Sm80Swizzle<D>::offset(idx / kChunks, idx % kChunks)) = v[i];
+    }
+  }
+};
+
+// The tile shape of one policy, and the modes it selects. One CTA computes O for BM query rows;
+// each of the W warps owns whole m16 tiles of them.
+template <class Getter, DType DT, int D, bool kPiece>
+struct Sm80PrefillShape {
+  using T = storage_t<DT>;
+  static constexpr PrefillPolicy P = Getter{}();
+  static constexpr Agent kAgent = P.agent;
+  static constexpr DType kDType = DT;
+  static constexpr int kD = D;
+  static constexpr int BM = P.block_m, BN = P.block_n, W = P.num_warps, S = P.num_stages;  // S: ring buffers
+  static constexpr int NT = 32 * W;
+  static_assert(DT == DType::fp16 || DT == DType::bf16, "the tensor-core agent takes 16-bit inputs");
+  static_assert(P.agent == Agent::sm80 || (P.agent == Agent::sm75 && DT == DType::fp16),
+                "tensor-core agents: sm80 (fp16, bf16) and sm75 (fp16: Turing has no bf16 mma)");
+  static constexpr bool kRegStage = P.agent == Agent::sm75;  // no cp.async: K/V via registers (Sm75TileStage)
+  using KvStage = Sm75TileStage<BN, D, NT, T>;  // the sm75 agent's next K/V tile, in registers
+  static_assert(BM % (16 * W) == 0, "each warp owns whole m16 tiles: block_m % (16·num_warps) == 0");
+  static_assert(BN % 16 == 0 && D % 16 == 0, "block_n and head_dim must be multiples of 16");
+  // Warp pairs (policy.hpp, prefill_sm80_warp_pairs): warps 2p and 2p+1 share 32 query rows;
+  // in Q Kᵀ each takes half of the key tile, in P V half of the head dim, and they swap row
+  // maxima and their halves of P through shared memory (two pair barriers per key tile).
+  static constexpr bool kPairs = prefill_sm80_warp_pairs(P, D);
+  static constexpr int WN = kPairs ? 2 : 1;  // warps sharing a row block
+  static constexpr int RW = BM * WN / W;     // query rows per warp (of its pair)
+  static constexpr int MT = RW / 16;         // m16 tiles per warp
+  static constexpr int BNW = BN / WN;        // keys of one warp in Q Kᵀ
+  static constexpr int NTL = BNW / 8;        // n8 tiles of S per m16 tile
+  static constexpr int KD = D / 16;          // k16 steps of Q Kᵀ
+  static constexpr int DW = D / WN;          // head dims of one warp in P V
+  static constexpr int DTL = DW / 8;         // n8 tiles of O
+  static constexpr int KH = BNW / 16;        // k16 steps of P V over one warp's own keys
+  static_assert(!kPairs || (MT == 2 && BNW % 16 == 0 && (DW / 8) % Sm80Swizzle<D>::kGroup == 0),
+                "pairs: 2 m16 tiles per warp, whole k16 steps per half, halves aligned to the swizzle");
+  // Q fragments stay in registers when they cost ≤ 32 registers per thread (hd ≤ 128 with one
+  // m16 tile per warp); beyond that the O and S accumulators need the registers and Q is re-read
+  // from shared memory by ldmatrix at every k16 step (FA2 does the same at hd 256).
+  static constexpr bool kQInRegs = MT * KD * 4 <= 32;
+  // Shared memory: the Q tile + a ring of S K-or-V tiles (+ the pairs' exchange, + the
+  // ping-pong's mbarriers): exactly the footprint the tables are checked with.
+  static constexpr int kXWarpBytes = 32 * BN + 128;  // per warp: its half of P, then its row maxima
+  static_assert((BM + S * BN) * D * 2 + (kPairs ? W * kXWarpBytes : 0) + (P.ping_pong ? 16 * S : 0) ==
+                    prefill_smem_bytes(P, DT, D),
+                "footprint != policy.hpp");
+  // Ping-pong (policy.hpp, PrefillPolicy::ping_pong): whole tiles on sm_90 code. Elsewhere (the
+  // split's pieces, older archs, where a t90 row never runs) the row takes the CTA-barrier ring.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage;
+#else
+  static constexpr bool kPingPong = false;
+#endif
+  // The ring's V(i) copy is waited for right after Q Kᵀ (FA2's 2-buffer schedule) or after the
+  // softmax: BarrierRing in prefill_sm80_pipeline.cuh says why.
+  static constexpr bool kIssueBeforeSoftmax = S <= 2 && !kPairs;
+};
+
+}  // namespace muh::kernels
