@@ -43,8 +43,6 @@ inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 }  // namespace kernels
 
-MUH_HOST_DEVICE MUH_FORCEINLINE float neg_inf() { return -INFINITY; }
-
 struct Exp2f {
   MUH_HOST_DEVICE MUH_FORCEINLINE float operator()(float x) const { return exp2f(x); }
 };
