@@ -103,6 +103,10 @@ class DecodeProblem {
   const DecodeCase& config() const { return c_; }
   int max_seq_len() const { return max_len_; }
 
+  // Runs on `stream` (not owned; e.g. a green-context stream, green_partition.hpp) instead of a
+  // non-blocking stream of its own. Call before the first run().
+  void set_stream(cudaStream_t stream) { external_stream_ = stream; }
+
   // Replaces the sequence lengths — each at most that sequence's original length, since only
   // those pages exist — and recomputes the reference; upload_seq_lens() moves them to the device.
   void set_seq_lens(const std::vector<int>& lens) {
@@ -127,6 +131,9 @@ class DecodeProblem {
     if (!err) err = put(v_d_, ref::to_storage(v_, c_.dtype).data(), v_.size() * e);
     if (!err) err = put(bt_d_, bt_.data(), bt_.size() * 4);
     if (!err) err = put(lens_d_, lens_.data(), lens_.size() * 4);
+    // A set_stream() stream may be another context's (a green context): wait for the copies here
+    // rather than rely on how the default stream orders them against it.
+    if (!err && external_stream_ != nullptr) err = cudaDeviceSynchronize();
     return err ? std::string("upload: ") + cudaGetErrorString(err) : std::string();
   }
   std::string upload_seq_lens() {
@@ -210,10 +217,12 @@ class DecodeProblem {
   std::vector<int> bt_, lens_;
   double naive_err_ = 0, max_ref_ = 0;
   DevBuf q_d_, k_d_, v_d_, bt_d_, lens_d_, out_d_, lse_d_, ws_d_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;           // own, made on first use
+  cudaStream_t external_stream_ = nullptr;  // set_stream()
   cudaGraphExec_t graph_exec_ = nullptr;
 
   cudaStream_t stream() {
+    if (external_stream_ != nullptr) return external_stream_;
     if (stream_ == nullptr) cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
     return stream_;
   }

@@ -191,9 +191,12 @@ struct PrefillResult {
 
 // Runs `in` with the policy of dispatch target `target` (twice) and compares. `launch`, when
 // given, replaces plan_prefill() + muh::prefill() (the GPU test uses it to run kernels of policies outside the
-// tables, e.g. other K/V ring depths).
+// tables, e.g. other K/V ring depths). `stream`, when given (e.g. a green-context stream,
+// green_partition.hpp), is where plan_prefill() + muh::prefill() run, planned with
+// stream_profile(stream); the inputs are copied on the default stream first, as without one.
 using PrefillLauncher = std::function<Status(const PrefillParams&)>;
-inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const PrefillLauncher& launch = {}) {
+inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const PrefillLauncher& launch = {},
+                                      cudaStream_t stream = nullptr) {
   PrefillResult r;
   const DType t = in.dtype;
   const std::size_t e = dtype_size(t);
@@ -241,6 +244,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   p.causal = in.c->causal;
   RunOptions opt;
   opt.debug_checks = true;  // also exercises the cu_seqlens checks
+  opt.stream = stream;
   // The plan on this device's profile with the target forced, and the workspace it asks for,
   // pre-filled with NaN: a merge that read a slot no piece wrote would show up as non-finite output.
   PrefillPlan plan;
@@ -248,7 +252,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   if (!launch) {
     Status s = [&] {
       HardwareCapability hw;
-      MUH_TRY(device_profile(-1, &hw));
+      MUH_TRY(stream ? stream_profile(stream, &hw) : device_profile(-1, &hw));
       return plan_prefill(p, hw, PrefillPlanOptions{target, in.c->tail_chunk}, &plan);
     }();
     if (!s.ok()) {
@@ -262,6 +266,9 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
       if ((err = cudaMemset(dws.p, 0xFF, r.workspace_bytes)) != cudaSuccess) return fail("workspace pre-fill", err);
     }
   }
+  // The copies and NaN pre-fills above ran on the default stream, which a non-blocking stream
+  // does not wait for.
+  if (stream && (err = cudaDeviceSynchronize()) != cudaSuccess) return fail("copying inputs", err);
   for (int run = 0; run < 2; ++run) {
     p.out = run == 0 ? dout.p : dout2.p;
     p.lse = static_cast<float*>(run == 0 ? dlse.p : dlse2.p);
@@ -272,7 +279,8 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
       return r;
     }
   }
-  if ((err = cudaDeviceSynchronize()) != cudaSuccess) return fail("prefill kernel", err);
+  if ((err = stream ? cudaStreamSynchronize(stream) : cudaDeviceSynchronize()) != cudaSuccess)
+    return fail("prefill kernel", err);
 
   std::vector<unsigned char> out(nq * e), out2(nq * e);
   std::vector<float> lse(nl), lse2(nl);

@@ -1,4 +1,6 @@
 // bench_common.cu — see bench_common.hpp.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <stdexcept>
 
 #include "bench_common.hpp"
+#include "muh/driver_entry.hpp"
 
 namespace muh::bench {
 
@@ -26,6 +29,38 @@ void L2Flusher::flush(cudaStream_t stream) {
   cuda_check(cudaMemsetAsync(buf_.p, value_++ & 0xff, buf_.n, stream), "L2 flush");
 }
 
+namespace {
+
+// An event that times work on `stream` must belong to the stream's context (cuEventRecord: "hEvent
+// and hStream must be from the same context"), and a green-context stream (check/green_partition.hpp,
+// the BI-V100 emulation) is not in the primary context the runtime makes current. So the events
+// are made with the stream's context pushed when it is another one (driver calls through
+// muh/driver_entry.hpp: no libcuda link).
+void create_events_for(cudaStream_t stream, std::vector<cudaEvent_t>& ev) {
+  static const auto get_ctx = driver_entry<PFN_cuStreamGetCtx_v9020>("cuStreamGetCtx", 9020);
+  static const auto get_cur = driver_entry<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
+  static const auto push = driver_entry<PFN_cuCtxPushCurrent_v4000>("cuCtxPushCurrent", 4000);
+  static const auto pop = driver_entry<PFN_cuCtxPopCurrent_v4000>("cuCtxPopCurrent", 4000);
+  static const auto create = driver_entry<PFN_cuEventCreate_v2000>("cuEventCreate", 2000);
+  CUcontext own = nullptr, cur = nullptr;
+  const bool other = get_ctx && get_cur && push && pop && create &&
+                     get_ctx(reinterpret_cast<CUstream>(stream), &own) == CUDA_SUCCESS &&
+                     get_cur(&cur) == CUDA_SUCCESS && own != nullptr && own != cur;
+  if (!other) {
+    for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+    return;
+  }
+  if (push(own) != CUDA_SUCCESS) throw std::runtime_error("cuCtxPushCurrent (the stream's context) failed");
+  CUresult r = CUDA_SUCCESS;
+  for (auto& e : ev)
+    if (r == CUDA_SUCCESS) r = create(reinterpret_cast<CUevent*>(&e), CU_EVENT_DEFAULT);
+  CUcontext popped = nullptr;
+  pop(&popped);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("cuEventCreate in the stream's context failed");
+}
+
+}  // namespace
+
 std::vector<double> time_calls_us(const std::function<void()>& f, const std::function<void()>& before,
                                   cudaStream_t stream, int iters, int warmup) {
   for (int i = 0; i < warmup; ++i) {
@@ -34,7 +69,7 @@ std::vector<double> time_calls_us(const std::function<void()>& f, const std::fun
   }
   cuda_check(cudaStreamSynchronize(stream), "warm-up");
   std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(iters));
-  for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  create_events_for(stream, ev);
   for (int i = 0; i < iters; ++i) {
     if (before) before();
     cuda_check(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord");
@@ -104,10 +139,12 @@ __global__ void fill_bf16_kernel(std::uint16_t* x, std::size_t n, unsigned seed)
 }  // namespace
 
 double streaming_read_us(const void* p, std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream,
-                         const std::function<void()>& before, bool evict_first) {
-  int dev = 0, sms = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+                         const std::function<void()>& before, bool evict_first, int sms, int warmup) {
+  if (sms <= 0) {
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  }
   DeviceMemory sink(sizeof(unsigned));
   const std::size_t n = bytes / sizeof(uint4);
   // Every thread keeps ≥ 4 loads (one unrolled step) when the buffer is small: launching the
@@ -122,7 +159,7 @@ double streaming_read_us(const void* p, std::size_t bytes, int ctas_per_sm, int 
         else
           streaming_read_kernel<false><<<grid, 256, 0, stream>>>(x, n, sink.as<unsigned>());
       },
-      before, stream, iters, 2);
+      before, stream, iters, warmup);
   cuda_check(cudaGetLastError(), "streaming read");
   return median(us);
 }

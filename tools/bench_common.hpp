@@ -42,7 +42,7 @@ class L2Flusher {
 
 // Times `iters` calls of f, each preceded (untimed) by `before` (e.g. an L2 flush), with CUDA
 // events on `stream` around f alone, after `warmup` untimed rounds. Returns the per-call times in
-// microseconds, sorted.
+// microseconds, sorted. `stream` may be a green-context stream (the events are made in its context).
 std::vector<double> time_calls_us(const std::function<void()>& f, const std::function<void()>& before,
                                   cudaStream_t stream, int iters, int warmup = 3);
 
@@ -60,8 +60,10 @@ double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaSt
 // `ld.global.cg` (normal eviction). Returns the median µs of `iters` calls — the time a pure
 // read of a cell's bytes takes under the cell's own method, which a kernel that must read those
 // bytes (and do more) is not expected to beat: the faster of the two forms is its floor.
+// sms: the SMs the stream runs on (0: the device's; a green partition's count for its stream),
+// which sizes the grid; warmup: untimed calls first.
 double streaming_read_us(const void* p, std::size_t bytes, int ctas_per_sm, int iters, cudaStream_t stream,
-                         const std::function<void()>& before, bool evict_first);
+                         const std::function<void()>& before, bool evict_first, int sms = 0, int warmup = 2);
 
 // Fills n bf16 values (bit patterns) with a hash-based uniform(−1, 1) of their index and seed.
 void fill_bf16_uniform(std::uint16_t* x, std::size_t n, unsigned seed, cudaStream_t stream);

@@ -25,7 +25,8 @@
 // so that a candidate is judged with the split count that suits it (the plan's own count is
 // fitted to the row in the table, not to the candidate).
 // Results: a table on stdout (with the ratio to FlashInfer's figures on the same H200, from the
-// issue), decode-<device>-<date>.csv and .json under --out.
+// issue), decode-<device>-<date>.csv and .json under --out. `--grid seed [--emulate bi-v100]` runs
+// the seed's cells instead (bench_decode_seed.cu).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -42,6 +43,7 @@
 
 #include "bench.hpp"
 #include "bench_common.hpp"
+#include "bench_decode.hpp"
 #include "commands.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
@@ -207,19 +209,20 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   p.num_pages = static_cast<int>(num_pages);
   p.max_blocks_per_seq = blocks;
   p.max_seq_len = len;
-  DecodePlan plan;
-  Status s = plan_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first}, &plan);
-  if (!s.ok()) throw std::runtime_error("plan_decode: " + s.message());
-  if (plan.workspace_bytes > pool.ws.n) pool.ws.reset(plan.workspace_bytes);
-  RunOptions opt;
-  opt.stream = stream;
-  const kernels::decode::DecodeArgs args = detail::make_decode_args(p, plan, pool.ws.p);
-  auto call = [&] {
-    const Status r = cand ? cand->launch(args, p.layout, stream) : paged_decode(p, plan, pool.ws.p, pool.ws.n, opt);
-    if (!r.ok()) throw std::runtime_error("paged_decode: " + r.message());
-  };
-  const auto us = bench::time_calls_us(call, [&] { flusher.flush(stream); }, stream, iters);
-  bench::cuda_check(cudaGetLastError(), "decode");
+  // A candidate launches its own kernel with the plan's arguments, made once (on the first call,
+  // after the workspace has grown to the plan's).
+  kernels::decode::DecodeArgs args{};
+  DecodeLauncher launch;
+  if (cand)
+    launch = [&, made = false](const DecodePlan& plan) mutable {
+      if (!made) args = detail::make_decode_args(p, plan, pool.ws.p);
+      made = true;
+      return cand->launch(args, p.layout, stream);
+    };
+  const TimedDecode timed = time_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first}, pool.ws,
+                                        flusher, stream, iters, 3, launch);
+  const DecodePlan& plan = timed.plan;
+  const std::vector<double>& us = timed.us;
   Cell cell;
   cell.config = cand ? std::string(c.name) + "_" + cand->name() : std::string(c.name);
   cell.layout = pool_layout_name(layout);
@@ -312,36 +315,18 @@ void print_grid_tables(const std::vector<Cell>& cells, const char* lead, const s
   }
 }
 
-struct BenchDecodeOptions {
-  std::string out = ".";
-  int iters = 30;
-  bool no_sweep = false;
-  bool policy_sweep = false;
-  bool no_layouts = false;
-  std::string kv_layout = "nhd";
-  std::string l2_hint = "auto";
-  int splits = 0;                 // --splits: forced partitions for the --only cells (0: the plan's)
-  std::vector<std::string> only;  // "hd128:1:32768" — grid cells to run (all when empty)
-};
-
 void run_bench_decode(const BenchDecodeOptions& o) {
+  if (o.grid == "seed") return run_bench_decode_seed(o);
+  if (!o.emulate.empty())
+    throw UsageError("muh bench decode: --emulate " + o.emulate + " runs the seed's cells: add --grid seed");
   const std::string& out_dir = o.out;
   const int iters = o.iters;
   if (o.splits > 0 && o.only.empty()) throw UsageError("muh bench decode: --splits needs --only");
   const bool split_sweep = !o.no_sweep && o.only.empty();
   const bool policy_sweep = o.policy_sweep;
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();
-    throw UsageError("muh bench decode: no CUDA device");
-  }
-  const DeviceQuery dq = query_current_device();
-  if (!dq.status.ok()) throw UsageError("muh bench decode: " + dq.status.message());
-  const HardwareCapability& hw = dq.hw;
-  int dev = 0, sm_clock_khz = 0, mem_clock_khz = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, dev);
-  cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev);
+  const BenchDevice device = open_bench_device("muh bench decode");
+  const HardwareCapability& hw = device.hw;
+  const int sm_clock_khz = device.sm_clock_khz, mem_clock_khz = device.mem_clock_khz;
   cudaStream_t stream;
   bench::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
 
@@ -355,7 +340,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   // 16 tokens × 8 heads × 128 (or × 4 × 256) bf16 = 32 KB, i.e. 17.2 GB each of K and V.
   Pool pool;
   pool.kv_layout = o.kv_layout == "vllm" ? KVLayout::vllm : KVLayout::nhd;
-  pool.l2_evict_first = o.l2_hint == "on" ? 1 : o.l2_hint == "off" ? 0 : -1;
+  pool.l2_evict_first = l2_hint_option(o.l2_hint);
   pool.max_pages = 256LL * 32768 / kPage;
   pool.page_bytes = std::size_t(kPage) * 8 * 128 * 2;
   const std::size_t kv_bytes = 2 * static_cast<std::size_t>(pool.max_pages) * pool.page_bytes;
@@ -539,13 +524,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   }
   {
     nlohmann::json j;
-    j["device"] = {{"name", hw.name},
-                   {"compute_capability", hw.compute_capability},
-                   {"sm_count", hw.sm_count},
-                   {"l2_bytes", hw.l2_cache_size_bytes},
-                   {"memory_bandwidth_gbps_datasheet", hw.memory_bandwidth_gbps},
-                   {"sm_clock_max_mhz", sm_clock_khz / 1000},
-                   {"memory_clock_mhz", mem_clock_khz / 1000}};
+    j["device"] = device_json(device);
     j["date_utc"] = bench::utc_date();
     j["muh_version"] = MUH_VERSION_STRING;
     j["cuda_architectures"] = MUH_CUDA_ARCHITECTURES_STRING;
@@ -611,7 +590,11 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_option("--only", o.only,
                   "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
       ->check([](const std::string& v) { return parse_only(v).error; });
-  cmd->callback([] { run_bench_decode(o); });
+  add_bench_decode_seed_options(*cmd, o);  // --grid, --emulate
+  cmd->callback([cmd] {
+    o.given = given_options(*cmd);
+    run_bench_decode(o);
+  });
 }
 
 }  // namespace muh::cli

@@ -1,7 +1,10 @@
-// cmd_verify.cpp — `muh verify [--quick] [--seed N]`: every compiled decode and prefill policy the
-// present GPU can run, forced, against the CPU reference (verify_decode.cpp, verify_prefill.cpp),
-// with a progress bar on stderr and a summary table on stdout (policy, shapes tried, max error,
-// tolerance, pass/fail). Exit code 0 when everything passes, 1 on any failure, 2 without a GPU.
+// cmd_verify.cpp — `muh verify [--quick] [--seed N] [--emulate bi-v100]`: every compiled decode and
+// prefill policy the present GPU can run, forced, against the CPU reference (verify_decode.cpp,
+// verify_prefill.cpp), with a progress bar on stderr and a summary table on stdout (policy, shapes
+// tried, max error, tolerance, pass/fail). --emulate bi-v100: the same checks of the portable agent
+// (target 0) only, run on a 16-SM green partition (check/green_partition.hpp) with plans from
+// stream_profile() — the BI-V100's SM count. Exit code 0 when everything passes, 1 on any
+// failure, 2 without a GPU (or, with --emulate, without a 16-SM partition).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -10,6 +13,8 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "green_partition.hpp"
+#include "muh/hardware.hpp"
 #include "verify.hpp"
 
 namespace muh::cli {
@@ -40,6 +45,25 @@ void print_table(const std::vector<VerifyRow>& rows) {
   }
 }
 
+// --emulate bi-v100: the 16-SM partition the checks run on; UsageError (exit 2) without one.
+void start_emulation(check::GreenPartition& green, VerifyOptions& opt) {
+  const std::string who = "muh verify: --emulate bi-v100: ";
+  constexpr int kSms = presets::bi_v100.sm_count;  // 16, the seed's profile
+  const std::string why = green.create(kSms);
+  if (!why.empty()) throw UsageError(who + "no 16-SM partition of this device: " + why);
+  if (green.sms() != kSms)
+    throw UsageError(who + "the device partitions in other sizes (asked 16 SMs, got " + std::to_string(green.sms()) + ")");
+  HardwareCapability hw;
+  const Status s = stream_profile(green.stream(), &hw);
+  if (!s.ok()) throw UsageError(who + s.message());
+  if (hw.sm_count != kSms)
+    throw UsageError(who + "stream_profile() sees " + std::to_string(hw.sm_count) + " SMs on the 16-SM partition");
+  opt.stream = green.stream();
+  opt.only_target = 0;
+  std::printf("emulating bi-v100: the portable agent (target 0) on a 16-SM green partition of %s, plans for %d SMs\n",
+              hw.name, hw.sm_count);
+}
+
 }  // namespace
 
 void add_verify_command(CLI::App& app) {
@@ -48,12 +72,17 @@ void add_verify_command(CLI::App& app) {
       "verify", "run every compiled decode and prefill policy this GPU can run, forced, against the CPU reference");
   cmd->add_flag("--quick", opt.quick, "fewer shapes per policy");
   cmd->add_option("--seed", opt.seed, "seed of the random inputs");
+  cmd->add_option("--emulate", opt.emulate,
+                  "bi-v100: only the portable agent (target 0), on a 16-SM green partition, planned for 16 SMs")
+      ->check(CLI::IsMember({"bi-v100"}));
   cmd->callback([] {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
       cudaGetLastError();
       throw UsageError("muh verify: no CUDA device (verify runs the kernels on the present GPU)");
     }
+    check::GreenPartition green;  // outlives the checks that run on its stream
+    if (!opt.emulate.empty()) start_emulation(green, opt);
     std::vector<VerifyRow> rows;
     for (auto* family : {&verify_decode, &verify_prefill}) {
       std::string last;

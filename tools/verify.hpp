@@ -2,6 +2,8 @@
 // the CPU reference. One function per kernel family; cmd_verify.cpp prints progress and the table.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -11,6 +13,12 @@ namespace muh::cli {
 struct VerifyOptions {
   bool quick = false;     // fewer shapes per policy
   unsigned seed = 1;
+  std::string emulate;    // --emulate: "" or bi-v100
+  // Set by cmd_verify.cpp for --emulate bi-v100: the checks run on this stream (a 16-SM green
+  // partition) with plans from stream_profile(stream), and only for this dispatch target (0, the
+  // portable agent); nullptr / -1: the current device's own streams and every target it runs.
+  cudaStream_t stream = nullptr;
+  int only_target = -1;
 };
 
 struct VerifyRow {

@@ -28,7 +28,8 @@ std::string describe(int target, DType t, int d) {
 std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgress& progress) {
   std::vector<VerifyRow> rows;
   HardwareCapability hw;
-  if (const Status s = device_profile(-1, &hw); !s.ok()) {
+  // --emulate: the profile of the checks' stream (its SMs); else the device's.
+  if (const Status s = opt.stream ? stream_profile(opt.stream, &hw) : device_profile(-1, &hw); !s.ok()) {
     rows.push_back({"decode", "(none)", 0, 0, 0, false, s.message() + ": nothing verified"});
     return rows;
   }
@@ -37,7 +38,12 @@ std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgr
   // device, or a row bigger than its shared memory, is left out, not failed).
   std::vector<check::DecodeCase> cases;
   for (const auto& c : check::decode_sweep_cases(opt.quick, opt.seed))
-    if (choose_decode(hw, c.dtype, c.head_dim, SelectOptions{c.target}).ok()) cases.push_back(c);
+    if ((opt.only_target < 0 || c.target == opt.only_target) &&
+        choose_decode(hw, c.dtype, c.head_dim, SelectOptions{c.target}).ok())
+      cases.push_back(c);
+  if (cases.empty() && opt.only_target >= 0)
+    rows.push_back({"decode", "(none)", 0, 0, 0, false,
+                    "target " + std::to_string(opt.only_target) + " is not compiled into this build"});
   std::map<std::tuple<int, int, int>, std::size_t> row_of;  // (target, dtype, head_dim) → row
   double* worst = nullptr;
   std::vector<double> worst_ratio;
@@ -53,6 +59,7 @@ std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgr
     VerifyRow& row = rows[it->second];
     worst = &worst_ratio[it->second];
     check::DecodeProblem pr(c);
+    if (opt.stream != nullptr) pr.set_stream(opt.stream);
     std::string err = pr.upload();
     check::DecodeOutcome r;
     if (err.empty()) r = pr.run(hw, c.force_splits);

@@ -31,7 +31,8 @@ std::string describe(int target, DType t, int d) {
 std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProgress& progress) {
   std::vector<VerifyRow> rows;
   HardwareCapability hw;
-  if (const Status s = device_profile(-1, &hw); !s.ok()) {
+  // --emulate: the profile of the checks' stream (its SMs); else the device's.
+  if (const Status s = opt.stream ? stream_profile(opt.stream, &hw) : device_profile(-1, &hw); !s.ok()) {
     rows.push_back({"prefill", "(none)", 0, 0, 0, false, s.message() + ": nothing verified"});
     return rows;
   }
@@ -41,7 +42,11 @@ std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProg
   const std::size_t n_cases = opt.quick ? 2 : check::prefill_cases().size();
   std::vector<int> targets;
   for (std::size_t i = 0; i < compiled_targets::size; ++i)
-    if (compiled_targets::values[i] <= cc) targets.push_back(compiled_targets::values[i]);
+    if (compiled_targets::values[i] <= cc && (opt.only_target < 0 || compiled_targets::values[i] == opt.only_target))
+      targets.push_back(compiled_targets::values[i]);
+  if (targets.empty() && opt.only_target >= 0)
+    rows.push_back({"prefill", "(none)", 0, 0, 0, false,
+                    "target " + std::to_string(opt.only_target) + " is not compiled into this build"});
   const int total = int(targets.size() * std::size(kCompiledInstances) * n_cases);
   int done = 0;
   for (int target : targets) {
@@ -58,7 +63,7 @@ std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProg
       double worst_ratio = -1;
       for (std::size_t c = 0; c < n_cases; ++c) {
         const auto& in = check::cached_prefill_inputs(c, t, d, opt.seed);
-        const check::PrefillResult r = check::run_prefill_case(in, target);
+        const check::PrefillResult r = check::run_prefill_case(in, target, {}, opt.stream);
         ++row.shapes;
         const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;
         if (ratio > worst_ratio) {
