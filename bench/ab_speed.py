@@ -101,7 +101,7 @@ def prefill_grid(torch, ct, libs, args, stream):
     return cells
 
 
-def decode_grid(torch, libs, args, stream):
+def decode_grid(torch, ct, libs, args, stream):
     cells = []
     batches, lens = (QUICK_DECODE_BATCHES, QUICK_DECODE_LENS) if args.quick else (DECODE_BATCHES, DECODE_LENS)
     flush_buf = torch.empty(FLUSH_BYTES, device="cuda", dtype=torch.uint8)
@@ -244,7 +244,7 @@ def main():
     if not args.no_prefill:
         cells += prefill_grid(torch, ct, libs, args, stream)
     if not args.no_decode:
-        cells += decode_grid(torch, libs, args, stream)
+        cells += decode_grid(torch, ct, libs, args, stream)
     lines = extremes(cells)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "ab-speed.json")

@@ -127,8 +127,19 @@ def test_generate_batch_paged_matches_sdpa(arch):
     print(f"\n{arch} generate_batch (continuous batching, paged cache): paged|sdpa {tps_ref:.0f} tok/s, "
           f"paged|muh {tps_muh:.0f} tok/s")
     assert [len(t) for t in got] == [len(t) for t in ref]
-    # No logits here: the first differing token of each request must come after most of its tokens
-    # agreed, as the generate() test checks with logits.
+    # generate_batch returns no logits, so where a request's tokens first differ the step is
+    # re-scored: one sdpa forward over the prompt and the tokens both agreed on, and the two
+    # candidates' logits must lie within the tolerance of each other — a near-tie flipped by
+    # rounding, as the generate() test accepts, not a wrong attention. (A fixed bar of 16 agreeing
+    # tokens failed on the H200, 2026-12-01: llama request 2 flipped at step 12.)
     for i, (a, b) in enumerate(zip(ref, got)):
         n = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
-        assert n >= NEW_TOKENS // 4, f"{arch} request {i}: tokens differ from step {n}: {a[:n + 4]} vs {b[:n + 4]}"
+        if n == len(a):
+            continue
+        with torch.no_grad():
+            seq = torch.tensor([prompts[i] + list(a[:n])], device="cuda")
+            logits = model(input_ids=seq).logits[0, -1].float()
+        tol = LOGIT_ATOL + LOGIT_RTOL * logits.abs().max().item()
+        gap = (logits[a[n]] - logits[b[n]]).abs().item()
+        assert gap <= tol, (f"{arch} request {i}: tokens differ from step {n} ({a[n]} vs {b[n]}) and their logits "
+                            f"differ by {gap:.4g} > {tol:.4g}: not a near-tie")
