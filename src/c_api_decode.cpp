@@ -95,8 +95,7 @@ extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void
   p.num_pages = num_pages;
   p.max_blocks_per_seq = max_blocks_per_seq;
   p.softmax_scale = softmax_scale;
-  s = detail::check_decode_shape(p);  // every input error before any CUDA call
-  if (s.ok() && num_seqs > 0) s = detail::check_decode_pointers(p);
+  s = detail::check_decode_call(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
   DecodePlan plan;
   s = capi::current_plan(p, force_target, force_splits, cuda_graph, static_cast<cudaStream_t>(stream), &plan);

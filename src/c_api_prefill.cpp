@@ -30,9 +30,9 @@ muh::PrefillParams shape(int dtype, int batch, int total_q, int total_k, int max
 }
 
 // The plan muh_prefill() runs: the profile of the stream (its green context's SMs, if any), the
-// forced target, and the tail
-// split only when the caller gives a workspace (without one every q tile runs whole). The C ABI
-// checks the shape once, first (check_prefill_shape), and then plans and runs unchecked.
+// forced target, and the tail split only when the caller gives a workspace (without one every q
+// tile runs whole). The C ABI checks the inputs once, first (check_prefill_call), then plans and
+// runs unchecked.
 muh::Status current_plan(const muh::PrefillParams& p, int force_target, bool with_workspace, cudaStream_t stream,
                          muh::PrefillPlan* plan) {
   muh::HardwareCapability hw;
@@ -59,10 +59,8 @@ extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* 
   p.cu_seqlens_q = cu_seqlens_q;
   p.cu_seqlens_k = cu_seqlens_k;
   p.softmax_scale = softmax_scale;
-  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
+  if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
   if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
-  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
-  if (muh::Status s = muh::detail::check_prefill_pointers(p); !s.ok()) return muh::capi::report(s);
   muh::PrefillPlan plan;
   if (muh::Status s = current_plan(p, force_target, workspace != nullptr, static_cast<cudaStream_t>(stream), &plan); !s.ok())
     return muh::capi::report(s);

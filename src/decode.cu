@@ -3,11 +3,12 @@
 // plan's policy (kernels/decode_launch.cuh).
 //
 // What is checked, in order (each failure is one line and no launch):
-//   shapes (decode_check.hpp: dtype, head_dim supported then compiled, layout, heads, page size,
-//   lengths, block-table coverage, softmax_scale); the plan (made, and for this dtype, head_dim,
-//   heads and target; num_seqs / max_seq_len equal to the plan's, or within a cuda_graph plan's
-//   capacity); pointers (non-null, 16-byte aligned q, k_cache, v_cache, out, workspace; 4-byte
-//   aligned lse, block_table, seq_lens); the workspace (size >= plan.workspace_bytes).
+//   the call's inputs (decode_check.hpp, check_decode_call: dtype, head_dim supported, layout,
+//   heads, page size, lengths, block-table coverage, softmax_scale; then, with work, the instance
+//   compiled and the pointers: non-null, 16-byte aligned q, k_cache, v_cache, out; 4-byte aligned
+//   lse, block_table, seq_lens); the plan (made, and for this dtype, head_dim, heads and target;
+//   num_seqs / max_seq_len equal to the plan's, or within a cuda_graph plan's capacity); the
+//   workspace (pointer_checks.hpp: size >= plan.workspace_bytes, 16-byte aligned).
 // Only then the device, from its cached profile (hardware.hpp, device_profile(): no attribute
 // query per call): no device → no_device; a plan target newer than the device, or a policy that
 // needs more shared memory than the device grants → unsupported. With
@@ -115,7 +116,7 @@ int log2_int(int x) {
 
 Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, std::size_t workspace_bytes,
                     const RunOptions& opt) {
-  MUH_TRY(detail::check_decode_shape(p));
+  MUH_TRY(detail::check_decode_call(p));
   return detail::paged_decode_unchecked(p, plan, workspace, workspace_bytes, opt);
 }
 
@@ -123,13 +124,6 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
                                       std::size_t workspace_bytes, const RunOptions& opt) {
   MUH_TRY(detail::check_plan(p, plan));
   if (p.num_seqs == 0) return Status::Ok();  // nothing to compute or write
-  const auto fn = find_instance(detail::kDecodeInstances, p.dtype, p.head_dim);
-  if (fn == nullptr)
-    return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
-                                          std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
-                                          describe_compiled_instances() +
-                                          "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
-  MUH_TRY(detail::check_decode_pointers(p));
   MUH_TRY(detail::check_workspace("paged_decode: ", "V2 partials", plan.workspace_bytes, workspace, workspace_bytes));
 
   // ---- The device, from its cached profile --------------------------------------------------
@@ -145,7 +139,8 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
                        std::to_string(hw.smem_limit()) + " B");
   if (opt.debug_checks) MUH_TRY(detail::check_device_tables(p, opt.stream));
 
-  return fn(detail::make_decode_args(p, plan, workspace), p.layout, plan.target, cc, opt.stream);
+  return find_instance(detail::kDecodeInstances, p.dtype, p.head_dim)(detail::make_decode_args(p, plan, workspace),
+                                                                     p.layout, plan.target, cc, opt.stream);
 }
 
 namespace detail {

@@ -22,8 +22,13 @@ Status check_decode_shape(const DecodeParams& p);
 // block_table / seq_lens 4-byte aligned. (The workspace is checked against the plan.)
 Status check_decode_pointers(const DecodeParams& p);
 
-// plan_decode() and paged_decode() after their check_decode_shape(), for a caller that ran it
-// (the C ABI, so that a call checks its shape once, before any CUDA call).
+// Everything about a call's inputs that needs no device: the shape and, where there is work, the
+// instance (compiled) and the pointers — in that order. paged_decode() and muh_paged_decode()
+// call it once, before any CUDA call.
+Status check_decode_call(const DecodeParams& p);
+
+// plan_decode() after its check_decode_shape(), and paged_decode() after its check_decode_call(),
+// for a caller that ran them (the C ABI: each input checked once per call).
 Status plan_decode_unchecked(const DecodeParams& p, const HardwareCapability& hw, const PlanOptions& opt,
                              DecodePlan* plan);
 Status paged_decode_unchecked(const DecodeParams& p, const DecodePlan& plan, void* workspace,

@@ -25,6 +25,7 @@
 
 #include "decode_check.hpp"
 #include "pointer_checks.hpp"
+#include "muh/instances.hpp"
 #include "muh/plan.hpp"
 #include "muh/select.hpp"
 #include "muh/shapes.hpp"
@@ -78,6 +79,17 @@ Status check_decode_shape(const DecodeParams& p) {
   if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
     return invalid_argument(w + "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
   return Status::Ok();
+}
+
+Status check_decode_call(const DecodeParams& p) {
+  MUH_TRY(check_decode_shape(p));
+  if (p.num_seqs == 0) return Status::Ok();  // nothing is read or written
+  if (!is_compiled_instance(p.dtype, p.head_dim))
+    return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
+                                          std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
+                                          describe_compiled_instances() +
+                                          "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
+  return check_decode_pointers(p);
 }
 
 Status check_decode_pointers(const DecodeParams& p) {

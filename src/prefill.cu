@@ -2,11 +2,12 @@
 // every check passed), then call the (dtype, head_dim) instance that launches the plan's policy.
 //
 // What is checked, in order (each failure is one line and no launch):
-//   the shape (prefill_check.hpp: dtype, head_dim, heads, sizes, softmax_scale); the plan (made,
-//   for exactly this shape, its policy the target's row); the (dtype, head_dim) instance
-//   (compiled into this build); pointers (non-null where something is read or written, 16-byte
-//   aligned tensors, 4-byte aligned lse and cu_seqlens); the workspace (non-null, 16-byte aligned
-//   and at least plan.workspace_bytes when the plan splits).
+//   the call's inputs (prefill_check.hpp, check_prefill_call: dtype, head_dim, heads, sizes,
+//   softmax_scale; then, with work, the (dtype, head_dim) instance compiled into this build and
+//   the pointers: non-null where something is read or written, 16-byte aligned tensors, 4-byte
+//   aligned lse and cu_seqlens); the plan (made, for exactly this shape, its policy the target's
+//   row); the workspace (non-null, 16-byte aligned and at least plan.workspace_bytes when the plan
+//   splits).
 // Only then the device, from its cached profile (hardware.hpp, device_profile(): no attribute
 // query per call): no device → no_device; a plan target newer than the device, or a policy that
 // needs more shared memory than it grants → unsupported. cu_seqlens live on the device, so they
@@ -123,7 +124,7 @@ Status check_cu_seqlens(const PrefillParams& p, cudaStream_t stream) {
 
 Status prefill(const PrefillParams& p, const PrefillPlan& plan, void* workspace, std::size_t workspace_bytes,
                const RunOptions& opt) {
-  MUH_TRY(detail::check_prefill_shape(p, "prefill: "));
+  MUH_TRY(detail::check_prefill_call(p));
   return detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt);
 }
 
@@ -131,8 +132,6 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
                                  std::size_t workspace_bytes, const RunOptions& opt) {
   MUH_TRY(detail::check_plan(p, plan));
   if (p.batch == 0 || p.total_q == 0) return Status::Ok();  // nothing to compute or write
-  MUH_TRY(detail::check_prefill_compiled(p));
-  MUH_TRY(detail::check_prefill_pointers(p));
   MUH_TRY(detail::check_workspace("prefill: ", "the tail split", plan.workspace_bytes, workspace, workspace_bytes));
   HardwareCapability hw;
   MUH_TRY(detail::check_device(plan, &hw));
@@ -153,10 +152,8 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
 }
 
 Status prefill(const PrefillParams& p, const RunOptions& opt) {
-  MUH_TRY(detail::check_prefill_shape(p, "prefill: "));
+  MUH_TRY(detail::check_prefill_call(p));
   if (p.batch == 0 || p.total_q == 0) return Status::Ok();
-  MUH_TRY(detail::check_prefill_compiled(p));
-  MUH_TRY(detail::check_prefill_pointers(p));
   HardwareCapability hw;
   MUH_TRY(device_profile(-1, &hw));
   PrefillPlan plan;

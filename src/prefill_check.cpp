@@ -51,6 +51,13 @@ Status check_prefill_compiled(const PrefillParams& p) {
                                         "); rebuild with MUH_DTYPES / MUH_HEAD_DIMS including it"};
 }
 
+Status check_prefill_call(const PrefillParams& p) {
+  MUH_TRY(check_prefill_shape(p, "prefill: "));
+  if (p.batch == 0 || p.total_q == 0) return Status::Ok();  // nothing is read or written
+  MUH_TRY(check_prefill_compiled(p));
+  return check_prefill_pointers(p);
+}
+
 Status check_prefill_pointers(const PrefillParams& p) {
   const std::string where = "prefill: ";
   if (p.q == nullptr || p.out == nullptr) return invalid_argument(where + "q and out must not be null");

@@ -25,8 +25,13 @@ Status check_prefill_compiled(const PrefillParams& p);
 // cu_seqlens. Only for a call with work (batch > 0 and total_q > 0).
 Status check_prefill_pointers(const PrefillParams& p);
 
-// plan_prefill() and prefill() after their check_prefill_shape(), for a caller that ran it (the
-// C ABI, so that a call checks its shape once, before any CUDA call).
+// Everything about a call's inputs that needs no device: the shape and, where there is work, the
+// instance (compiled) and the pointers — in that order. The entry points that run (prefill(), its
+// one-call form, muh_prefill()) call it once, before any CUDA call.
+Status check_prefill_call(const PrefillParams& p);
+
+// plan_prefill() after its check_prefill_shape(), and prefill() after its check_prefill_call(),
+// for a caller that ran them (the C ABI and the one-call form: each input checked once per call).
 Status plan_prefill_unchecked(const PrefillParams& p, const HardwareCapability& hw, const PrefillPlanOptions& opt,
                               PrefillPlan* plan);
 Status prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan, void* workspace, std::size_t workspace_bytes,
