@@ -32,7 +32,7 @@
 // and its *_sync variants take a 64-bit lane mask. On a 64-lane build (MUH_HW_WARP_LANES = 64)
 // the mask is therefore 64-bit and per tile. Not verified: how CoreX declares the mask of its
 // *_sync intrinsics (no public header found). Were it 32-bit, the upper tile's mask would
-// convert to 0 — check `grep -n __shfl_xor_sync $COREX_HOME/include` before trusting a build.
+// convert to 0 — check `grep -rn __shfl_xor_sync $COREX_HOME/include` before trusting a build.
 // NVIDIA targets (nvcc, and clang targeting nvptx) have 32 lanes: the tile is the warp, the mask
 // the constant 0xffffffff, and the code is instruction for instruction what the raw intrinsics
 // it replaced gave (the sm_90 SASS of every instance object is byte-identical to main's).
