@@ -340,7 +340,6 @@ struct GuardPrefillCase {
   std::vector<int> valid;
   int tail_chunk = -1;  // > 0: force the tail split (where the agent has it)
 };
-void PrintTo(const GuardPrefillCase& c, std::ostream* os) { *os << c.name; }
 
 constexpr std::uint32_t bit(InputError e) { return input_error_bit(e); }
 

@@ -119,6 +119,12 @@ struct CtaWork {
   bool idle;     // a partition past the end of its sequence: nothing to do, nothing to write
 };
 
+// A seq_len as the CTA uses it: itself, or (outside the range) 0, flagged by the CTA's thread 0.
+__device__ __forceinline__ int guarded_seq_len(const DecodeArgs& a, int len, int* input_errors) {
+  if (seq_len_in_range(a, len)) return len;
+  if (threadIdx.x == 0) flag_input_error(input_errors, InputError::seq_len);
+  return 0;
+}
 template <bool kGuard>
 __device__ __forceinline__ CtaWork cta_work(const DecodeArgs& a, int* input_errors) {
   CtaWork w;
@@ -128,13 +134,7 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeArgs& a, int* input_erro
   w.rows = min(kRows, a.group - chunk * kRows);
   w.split = blockIdx.y;
   w.seq = blockIdx.z;
-  int len = a.seq_lens[w.seq];
-  if constexpr (kGuard) {
-    if (!seq_len_in_range(a, len)) {  // the guard: computed as length 0
-      if (threadIdx.x == 0) flag_input_error(input_errors, InputError::seq_len);
-      len = 0;
-    }
-  }
+  const int len = kGuard ? guarded_seq_len(a, a.seq_lens[w.seq], input_errors) : a.seq_lens[w.seq];
   if (a.num_splits == 1) {
     w.kv_begin = 0;
     w.kv_end = len;

@@ -315,9 +315,14 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
   // table is in HBM too: one 32-byte sector serves 8 pages).
   auto in_range = [&](int j) { return j < my_tiles && tile_start(j) + (lane & 15) < w.kv_end; };
+  // (The guard's two forms are two statements, so that without it the lambda captures nothing
+  // new and the kernel compiles exactly as before the guard.)
   auto load_page = [&](int j) {
-    return in_range(j) ? guarded_page<Tr::kGuard>(a, __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)), bad_page)
-                       : 0;
+    if constexpr (Tr::kGuard)
+      return in_range(j) ? guarded_page<true>(a, __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)), bad_page)
+                         : 0;
+    else
+      return in_range(j) ? __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)) : 0;
   };
   auto prefetch_pages = [&](int j) {
     const int tok = tile_start(j);
@@ -326,8 +331,11 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   // Tile j into stage j % S, and the block-table pipeline one tile on (the page of tile j + 1
   // becomes current, j + 2's is loaded, j + 8's sector prefetched).
-  int page = in_range(0) ? guarded_page<Tr::kGuard>(a, early0, bad_page) : 0,
-      page_next = in_range(1) ? guarded_page<Tr::kGuard>(a, early1, bad_page) : 0;
+  int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
+  if constexpr (Tr::kGuard) {
+    page = guarded_page<true>(a, page, bad_page);
+    page_next = guarded_page<true>(a, page_next, bad_page);
+  }
   auto issue = [&](int j) {
     if constexpr (kTma)
       issue_tma(j % S, tile_start(j), page);
