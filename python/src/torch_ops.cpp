@@ -265,12 +265,12 @@ void check_after_launch(const char* op, const RunOptions& ro) {
 // on the library's own (flagged by calls made before the ops' words existed, e.g. under capture).
 void check_input_errors_op() {
   constexpr const char* op = "check_errors";
-  TORCH_CHECK(!capturing(), "muh.check_errors synchronises: call it outside CUDA-graph capture");
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
+  int device = 0, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();
     return;  // no device: nothing can have been flagged
   }
+  TORCH_CHECK(!capturing(), "muh.check_errors synchronises: call it outside CUDA-graph capture");
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(device).stream();
   std::uint32_t mask = 0;
   const Status s = read_input_errors(stream, &mask);  // synchronises `stream`
