@@ -46,6 +46,23 @@ using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels:
 constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_PREFILL_INSTANCE_ENTRY)};
 #undef MUH_PREFILL_INSTANCE_ENTRY
 
+#if MUH_PAGED_PREFILL
+#define MUH_DECLARE_PREFILL_PAGED_INSTANCE(t, d)                                                             \
+  template <>                                                                                              \
+  Status prefill_paged_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, \
+                                             int, cudaStream_t);
+MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_PAGED_INSTANCE)
+#undef MUH_DECLARE_PREFILL_PAGED_INSTANCE
+
+using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, int,
+                                          cudaStream_t);
+#define MUH_PREFILL_PAGED_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<PrefillPagedInstanceFn>{DType::t, d, &prefill_paged_instance<DType::t, d>},
+constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
+    MUH_FOR_EACH_INSTANCE(MUH_PREFILL_PAGED_INSTANCE_ENTRY)};
+#undef MUH_PREFILL_PAGED_INSTANCE_ENTRY
+#endif
+
 #define MUH_DECLARE_PREFILL_OCCUPANCY(t, d) \
   template <>                               \
   Status prefill_instance_occupancy<DType::t, d>(int, int*);
@@ -119,6 +136,25 @@ Status check_cu_seqlens(const PrefillParams& p, cudaStream_t stream) {
   return check(ck, p.total_k, p.max_seqlen_k, "cu_seqlens_k");
 }
 
+// debug_checks of a paged call: cu_seqlens_q, seqused_k and the block table to the host;
+// cu_seqlens_q from 0 to total_q, non-decreasing, lengths <= max_seqlen_q; every seqused_k in
+// [0, max_seqlen_k] (max_seqlen_k <= max_blocks_per_seq · page_size is a shape check) and >= its
+// q length; every block id a sequence uses in [0, num_pages).
+Status check_paged_tables(const PrefillParams& p, cudaStream_t stream) {
+  std::vector<int> cq(p.batch + 1), used(p.batch);
+  std::vector<int> bt(static_cast<std::size_t>(p.batch) * p.max_blocks_per_seq);
+  cudaError_t e = cudaMemcpyAsync(cq.data(), p.cu_seqlens_q, sizeof(int) * cq.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(int) * used.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(bt.data(), p.block_table, sizeof(int) * bt.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    return {StatusCode::cuda_error, std::string("prefill: reading cu_seqlens_q / seqused_k / block_table: ") +
+                                        cudaGetErrorString(e)};
+  return check_paged_tables_host(p, cq.data(), used.data(), bt.data());
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -135,6 +171,15 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   MUH_TRY(detail::check_workspace("prefill: ", "the tail split", plan.workspace_bytes, workspace, workspace_bytes));
   HardwareCapability hw;
   MUH_TRY(detail::check_device(plan, &hw));
+  if (is_paged(p.kv_source)) {
+#if !MUH_PAGED_PREFILL
+    return {StatusCode::not_compiled, "prefill: paged K/V are not compiled into this build (MUH_PAGED_PREFILL=OFF)"};
+#else
+    if (opt.debug_checks) MUH_TRY(detail::check_paged_tables(p, opt.stream));
+    return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(
+        detail::make_prefill_args(p), detail::make_prefill_paged_kv(p), p.kv_source, plan.target, opt.stream);
+#endif
+  }
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
 
   const kernels::PrefillArgs a = detail::make_prefill_args(p);

@@ -22,16 +22,7 @@ namespace muh {
 // A paged call reads sequence b's keys 0 .. seqused_k[b] − 1 through block_table row b (key j in
 // page block_table[b][j / page_size], slot j % page_size): the cached prefix and the new tokens of
 // the chunk, which the caller wrote into the cache first (reshape_and_cache). Chunked prefill and
-// prefix reuse are such calls.
-enum class KVSource : unsigned char { contiguous = 0, paged_nhd = 1, paged_vllm = 2 };
-
-constexpr bool is_paged(KVSource s) { return s != KVSource::contiguous; }
-constexpr KVLayout paged_layout(KVSource s) { return s == KVSource::paged_vllm ? KVLayout::vllm : KVLayout::nhd; }
-constexpr KVSource paged_source(KVLayout l) { return l == KVLayout::vllm ? KVSource::paged_vllm : KVSource::paged_nhd; }
-inline const char* kv_source_name(KVSource s) {
-  return s == KVSource::contiguous ? "contiguous" : s == KVSource::paged_nhd ? "paged NHD" : "paged vLLM";
-}
-
+// prefix reuse are such calls. (KVSource is in paged_kv.hpp, which the kernels read too.)
 // q   [total_q, num_q_heads, head_dim]         k, v [total_k, num_kv_heads, head_dim]
 // out [total_q, num_q_heads, head_dim]         lse  [num_q_heads, total_q] fp32, or nullptr
 // cu_seqlens_q / cu_seqlens_k: device int32 [batch + 1], FlashAttention's varlen convention.

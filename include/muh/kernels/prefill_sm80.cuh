@@ -62,16 +62,31 @@
 
 namespace muh::kernels {
 
+// The body's K/V copy groups: views of its variables (contiguous), or the paged rows of sequence
+// b, kv head kvh (values).
+template <class Sh>
+__device__ __forceinline__ KvGroupsOf<Sh> kv_groups(const typename Sh::T* const& gK, const typename Sh::T* const& gV,
+                                                    const long long& ldk, const int& sk, const int& kt_end,
+                                                    const int& n_tiles, const PrefillPagedKV* pkv, int b, int kvh) {
+  if constexpr (Sh::kPaged)
+    return PagedKvGroups<Sh>{PagedKvRows<typename Sh::T, KVLayout::nhd>::template make<Sh::kD>(*pkv, b, kvh), sk,
+                             kt_end, n_tiles};
+  else
+    return KvGroups<Sh>{gK, gV, ldk, sk, kt_end, n_tiles};
+}
+
 // One q tile (`linear`, tile_of order): kPiece = false, the whole tile, writing out and lse;
 // kPiece = true, its key tiles [kt_lo, kt_hi) (clipped to the keys it sees) as a piece of a split
 // tail tile, writing a normalised (o, lse) partial to its workspace slot: piece_o [block_m][D] and
 // piece_lse [block_m] fp32 (prefill_common.cuh, PrefillTail). The whole-tile body never sees the
 // piece's arguments, so the whole-tile kernel compiles as it did before the split existed.
-template <class Getter, DType DT, int D, bool kPiece = false>
+// kSrc: where K/V come from (contiguous: a's k, v, cu_seqlens_k; paged NHD: *pkv, through the
+// block table — kernels/prefill_kv.cuh); only the K/V copies differ (prefill_sm80_pipeline.cuh).
+template <class Getter, DType DT, int D, bool kPiece = false, KVSource kSrc = KVSource::contiguous>
 __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
                                                   int kt_hi = 0, float* piece_o = nullptr,
-                                                  float* piece_lse = nullptr) {
-  using Sh = Sm80PrefillShape<Getter, DT, D, kPiece>;
+                                                  float* piece_lse = nullptr, const PrefillPagedKV* pkv = nullptr) {
+  using Sh = Sm80PrefillShape<Getter, DT, D, kPiece, kSrc>;
   using T = typename Sh::T;
   constexpr int BM = Sh::BM, BN = Sh::BN, MT = Sh::MT;
 
@@ -88,7 +103,8 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
-  const int k_off = a.cu_seqlens_k[tc.b], sk = a.cu_seqlens_k[tc.b + 1] - k_off;
+  const int k_off = Sh::kPaged ? 0 : a.cu_seqlens_k[tc.b];
+  const int sk = Sh::kPaged ? paged_kv_len(*pkv, tc.b) : a.cu_seqlens_k[tc.b + 1] - k_off;
   const int kvh = tc.h / a.group;
   const long long ldq = static_cast<long long>(a.num_q_heads) * D;
   const long long ldk = static_cast<long long>(a.num_kv_heads) * D;
@@ -102,7 +118,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const int n_tiles = kPiece ? (kt_end > kt_lo ? kt_end - kt_lo : 0) : kt_vis;
 
   typename Sh::KvStage kv_stage;  // the sm75 agent's register stage (unused by the sm80 agent)
-  const KvGroups<Sh> kv{gK, gV, ldk, sk, kt_end, n_tiles};
+  const KvGroupsOf<Sh> kv = kv_groups<Sh>(gK, gV, ldk, sk, kt_end, n_tiles, pkv, tc.b, kvh);
   Sm80Pipeline<Sh> pipe(kv, sKV, tid, bars, warp, kv_stage);
   if constexpr (Sh::kRegStage) {
     // Q's loads and group 0's in flight together. Here rather than in the pipeline's start():
@@ -207,6 +223,15 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
+}
+
+// K/V from a paged NHD cache: CTA i computes q tile i whole (paged calls are never split).
+template <class Getter, DType DT, int D, KVSource kSrc>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
+  static_assert(kSrc == KVSource::paged_nhd, "the tensor-core agents read paged NHD K/V");
+  if constexpr (sm80::agent_has_ptx(Getter{}().agent))
+    prefill_sm80_body<Getter, DT, D, false, kSrc>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
 }
 
 template <class Getter, DType DT, int D>

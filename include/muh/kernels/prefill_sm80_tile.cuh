@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
 #include "muh/tuning/policy.hpp"
 
@@ -109,6 +110,36 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
   }
 }
 
+// A paged NHD K or V tile (kernels/prefill_kv.cuh): rows n0 .. n0 + ROWS − 1 of the sequence,
+// row r at base + kv.row_offset(n0 + r), into sm80_load_tile's swizzled layout with cp.async;
+// rows >= valid are zero-filled and their block-table entries not read. Each thread keeps one
+// chunk column and walks its rows with a PageCursor (one division per tile, not per row); the
+// page of each row is a block-table read, which the copy of the tile before prefetched into L1
+// (PagedKvGroups::prefetch_blocks, prefill_sm80_pipeline.cuh).
+template <int ROWS, int D, int NT, class T, class Rows>
+__device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
+  constexpr int kChunks = D / 8;
+  if constexpr (NT % kChunks == 0) {
+    constexpr int kRowStep = NT / kChunks;
+    const int c = tid % kChunks, r0 = tid / kChunks;
+    PageCursor cur(n0 + r0, kv.page_size);
+    for (int r = r0; r < ROWS; r += kRowStep, cur.advance(kRowStep, kv.page_size)) {
+      const bool ok = r < valid;
+      const T* src = base;
+      if (ok) src = base + static_cast<long long>(kv.blocks[cur.blk]) * kv.page_elems + cur.slot * kv.ldk + c * 8;
+      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
+    }
+  } else {
+    constexpr int kTotal = ROWS * kChunks;
+    for (int idx = tid; idx < kTotal; idx += NT) {
+      const int r = idx / kChunks, c = idx % kChunks;
+      const bool ok = r < valid;
+      const T* src = ok ? base + kv.row_offset(n0 + r) + c * 8 : base;
+      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
+    }
+  }
+}
+
 // The sm75 agent's copies (no cp.async before sm_80): a ROWS × D tile goes global → registers
 // (fetch: all of a thread's 16-byte loads issued back to back; rows >= valid become zeros and are
 // not read) → swizzled shared memory in sm80_load_tile's layout (deposit). Fully unrolled, so the
@@ -139,6 +170,29 @@ struct Sm75TileStage {
       }
     }
   }
+  // A paged NHD tile (rows n0 .. of kv, as sm80_load_tile_paged reads them) into the registers.
+  template <class Rows>
+  __device__ __forceinline__ void fetch_paged(const T* base, const Rows& kv, int n0, int valid, int tid) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) v[i] = make_uint4(0, 0, 0, 0);
+    if constexpr (NT % kChunks == 0) {
+      constexpr int kRowStep = NT / kChunks;
+      const int r0 = tid / kChunks, c = tid % kChunks;
+      PageCursor cur(n0 + r0, kv.page_size);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i, cur.advance(kRowStep, kv.page_size))
+        if (r0 + i * kRowStep < valid)
+          v[i] = *reinterpret_cast<const uint4*>(base + static_cast<long long>(kv.blocks[cur.blk]) * kv.page_elems +
+                                                 cur.slot * kv.ldk + c * 8);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int idx = tid + i * NT, r = idx / kChunks, c = idx % kChunks;
+        if ((kTotal % NT == 0 || idx < kTotal) && r < valid)
+          v[i] = *reinterpret_cast<const uint4*>(base + kv.row_offset(n0 + r) + c * 8);
+      }
+    }
+  }
   __device__ __forceinline__ void deposit(T* dst, int tid) const {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
@@ -151,10 +205,13 @@ struct Sm75TileStage {
 
 // The tile shape of one policy, and the modes it selects. One CTA computes O for BM query rows;
 // each of the W warps owns whole m16 tiles of them.
-template <class Getter, DType DT, int D, bool kPiece>
+template <class Getter, DType DT, int D, bool kPiece, KVSource kSrc = KVSource::contiguous>
 struct Sm80PrefillShape {
   using T = storage_t<DT>;
   static constexpr PrefillPolicy P = Getter{}();
+  static constexpr KVSource kSource = kSrc;  // where K/V come from (kernels/prefill_kv.cuh)
+  static constexpr bool kPaged = is_paged(kSrc);
+  static_assert(prefill_agent_reads(P.agent, kSrc), "the tensor-core agents read contiguous and paged NHD K/V");
   static constexpr Agent kAgent = P.agent;
   static constexpr DType kDType = DT;
   static constexpr int kD = D;

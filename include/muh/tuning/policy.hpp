@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "muh/dtype.hpp"
+#include "muh/paged_kv.hpp"
 
 namespace muh {
 
@@ -19,6 +20,15 @@ enum class Agent : unsigned char {
   sm80 = 2,      // Ampere/Ada (and Hopper for now): mma.sync m16n8k16, ldmatrix, cp.async pipeline
   sm90 = 3,      // Hopper-specific (TMA / wgmma) — reserved for a later issue
 };
+
+// The K/V sources a prefill agent reads (paged_kv.hpp). The portable agent reads all three; the
+// tensor-core agents (sm80, sm75) read contiguous and paged NHD K/V — the vLLM layout's value
+// pages are token-minor ([page, head, dim, slot]) and would need a transposing copy into their
+// ldmatrix tiles, which they do not have yet, so the selection (select.hpp) walks a paged-vLLM
+// call on to the portable row.
+constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
+  return agent == Agent::portable || s != KVSource::paged_vllm;
+}
 
 constexpr std::string_view agent_name(Agent a) {
   switch (a) {
