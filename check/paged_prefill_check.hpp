@@ -103,7 +103,7 @@ struct PagedPrefillDevice {
               block_table.alloc(pi.block_table.size() * 4) && seqused_k.alloc(pi.seqused_k.size() * 4) &&
               cu_q.alloc(in.cu_q.size() * 4) && out.alloc(in.q.size() * e) && lse.alloc(nl * 4);
     if (!ok) {
-      status = Status(StatusCode::cuda_error, "cudaMalloc failed");
+      set_error("cudaMalloc failed");
       return;
     }
     cudaError_t err = cudaMemcpy(q.p, hq.data(), hq.size(), cudaMemcpyHostToDevice);
@@ -114,7 +114,11 @@ struct PagedPrefillDevice {
     if (err == cudaSuccess)
       err = cudaMemcpy(seqused_k.p, pi.seqused_k.data(), pi.seqused_k.size() * 4, cudaMemcpyHostToDevice);
     if (err == cudaSuccess) err = cudaMemcpy(cu_q.p, in.cu_q.data(), in.cu_q.size() * 4, cudaMemcpyHostToDevice);
-    if (err != cudaSuccess) status = Status(StatusCode::cuda_error, std::string("copying inputs: ") + cudaGetErrorString(err));
+    if (err != cudaSuccess) set_error(std::string("copying inputs: ") + cudaGetErrorString(err));
+  }
+  void set_error(std::string what) {
+    Status s(StatusCode::cuda_error, std::move(what));
+    std::swap(status, s);  // (assigning a [[nodiscard]] Status warns under nvcc)
   }
   cudaError_t fresh_outputs() {
     cudaError_t err = out.n ? cudaMemset(out.p, 0xFF, out.n) : cudaSuccess;  // NaN in every dtype
@@ -203,8 +207,9 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
   {
     HardwareCapability hw;
     Status s = device_profile(-1, &hw);
-    if (s.ok()) s = plan_prefill(p, hw, PrefillPlanOptions{target, kPrefillTailAuto}, &plan);
     if (!s.ok()) return fail(std::move(s));
+    Status planned = plan_prefill(p, hw, PrefillPlanOptions{target, kPrefillTailAuto}, &plan);
+    if (!planned.ok()) return fail(std::move(planned));
   }
   if (plan_out) *plan_out = plan;
   RunOptions opt;

@@ -3,8 +3,9 @@
 //     for both layouts, page sizes 8 / 16 / 528, random page order (the cache is written here
 //     from the layouts' documented shapes, not with paged_kv.hpp), and chunked prefill of one
 //     sequence in k chunks == one prefill of the whole sequence;
-//   * the selection and the plan: a paged-vLLM call walks to the portable row (with the trace
-//     saying why), paged NHD keeps the tensor-core row, paged plans never split the tail;
+//   * the selection and the plan: paged calls keep the sm80 agent's row in both layouts; a
+//     paged-vLLM call walks past the sm75 agent's row (with the trace saying why); paged plans
+//     never split the tail;
 //   * bad input: every shape error a clear Status from plan_prefill(), prefill() and
 //     muh_paged_prefill() before any CUDA call, and the debug_checks' table checks
 //     (check_paged_tables_host) on host tables.
@@ -193,28 +194,37 @@ PrefillParams good_paged(KVLayout layout = KVLayout::nhd) {
                             reinterpret_cast<const int*>(g_fake + 448), 16, 64, 8);
 }
 
-TEST(PagedPrefillSelection, VllmLayoutWalksToThePortableRowAndSaysWhy) {
-  for (DType t : {DType::fp16, DType::bf16}) {
-    const PrefillSelection nhd = choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_nhd}, kKnownTargets);
-    EXPECT_EQ(nhd.target, 90);
-    EXPECT_EQ(nhd.passed_count, 0);
-    const PrefillSelection vllm =
-        choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_vllm}, kKnownTargets);
-    // The first row whose agent is the portable one (target 0, or an older target whose row is
-    // portable, e.g. sm_75's where Turing's tensor-core row does not apply).
-    EXPECT_EQ(vllm.policy.agent, Agent::portable);
-    for (int i = 0; i < vllm.passed_count; ++i)
-      EXPECT_NE(prefill_policy(vllm.passed[i].target, t, 128).agent, Agent::portable) << vllm.passed[i].target;
-    ASSERT_GE(vllm.passed_count, 1);
-    EXPECT_EQ(vllm.passed[0].target, 90);
-    EXPECT_EQ(vllm.passed[0].why, Pass::kv_source);
-    EXPECT_NE(describe(vllm).find("paged vLLM"), std::string::npos) << describe(vllm);
-    // Forced onto a tensor-core target, it has no row (and says why) rather than another row.
-    const PrefillSelection forced =
-        choose_prefill(presets::h200, t, 128, SelectOptions{80, KVSource::paged_vllm}, kKnownTargets);
-    EXPECT_EQ(forced.error, NoRow::forced_does_not_fit);
-    EXPECT_NE(describe(forced).find("paged vLLM"), std::string::npos) << describe(forced);
-  }
+TEST(PagedPrefillSelection, EveryLayoutKeepsTheSm80AgentsRow) {
+  for (DType t : {DType::fp16, DType::bf16})
+    for (KVSource src : {KVSource::paged_nhd, KVSource::paged_vllm}) {
+      const PrefillSelection s = choose_prefill(presets::h200, t, 128, SelectOptions{-1, src}, kKnownTargets);
+      EXPECT_EQ(s.target, 90);
+      EXPECT_EQ(s.policy.agent, Agent::sm80);
+      EXPECT_EQ(s.passed_count, 0);
+    }
+}
+
+TEST(PagedPrefillSelection, VllmLayoutWalksPastTheSm75AgentAndSaysWhy) {
+  // The T4 (sm_75, fp16): its own row is the sm75 agent's, which reads contiguous and paged NHD
+  // K/V only; a paged-vLLM call walks on to the portable row, the trace saying why.
+  const PrefillSelection nhd = choose_prefill(presets::t4, DType::fp16, 128, SelectOptions{-1, KVSource::paged_nhd}, kKnownTargets);
+  ASSERT_EQ(nhd.target, 75);
+  ASSERT_EQ(nhd.policy.agent, Agent::sm75);
+  const PrefillSelection vllm =
+      choose_prefill(presets::t4, DType::fp16, 128, SelectOptions{-1, KVSource::paged_vllm}, kKnownTargets);
+  EXPECT_EQ(vllm.target, 0);
+  EXPECT_EQ(vllm.policy.agent, Agent::portable);
+  ASSERT_EQ(vllm.passed_count, 1);
+  EXPECT_EQ(vllm.passed[0].target, 75);
+  EXPECT_EQ(vllm.passed[0].why, Pass::kv_source);
+  EXPECT_NE(describe(vllm).find("paged vLLM"), std::string::npos) << describe(vllm);
+  // Forced onto the sm75 row it has no row (and says why) rather than another row.
+  const PrefillSelection forced =
+      choose_prefill(presets::h200, DType::fp16, 128, SelectOptions{75, KVSource::paged_vllm}, kKnownTargets);
+  EXPECT_EQ(forced.error, NoRow::forced_does_not_fit);
+  EXPECT_NE(describe(forced).find("paged vLLM"), std::string::npos) << describe(forced);
+  // Contiguous calls are unchanged.
+  EXPECT_EQ(choose_prefill(presets::t4, DType::fp16, 128, SelectOptions{}, kKnownTargets).target, 75);
 }
 
 TEST(PagedPrefillPlan, NeverSplitsAndKeepsTheShape) {

@@ -41,6 +41,7 @@ __device__ __forceinline__ int paged_kv_len(const PrefillPagedKV& p, int b) {
 // The K/V rows of one (sequence, kv head) in a paged cache of layout L.
 template <class T, KVLayout L>
 struct PagedKvRows {
+  static constexpr KVLayout kLayout = L;
   static constexpr int kX = 16 / static_cast<int>(sizeof(T));  // elements per 16 bytes (vLLM's x)
   const T* k = nullptr;        // this head's part of page 0
   const T* v = nullptr;

@@ -62,17 +62,16 @@
 
 namespace muh::kernels {
 
-// The body's K/V copy groups: views of its variables (contiguous), or the paged rows of sequence
-// b, kv head kvh (values).
+// The paged K/V copy groups of sequence b, kv head kvh (an empty value for contiguous K/V, where
+// the body's own view is the one used).
 template <class Sh>
-__device__ __forceinline__ KvGroupsOf<Sh> kv_groups(const typename Sh::T* const& gK, const typename Sh::T* const& gV,
-                                                    const long long& ldk, const int& sk, const int& kt_end,
-                                                    const int& n_tiles, const PrefillPagedKV* pkv, int b, int kvh) {
+__device__ __forceinline__ PagedKvGroups<Sh> paged_kv_groups(const PrefillPagedKV* pkv, int b, int kvh, int sk,
+                                                             int kt_end, int n_tiles) {
   if constexpr (Sh::kPaged)
-    return PagedKvGroups<Sh>{PagedKvRows<typename Sh::T, KVLayout::nhd>::template make<Sh::kD>(*pkv, b, kvh), sk,
-                             kt_end, n_tiles};
+    return {PagedKvRows<typename Sh::T, paged_layout(Sh::kSource)>::template make<Sh::kD>(*pkv, b, kvh), sk, kt_end,
+            n_tiles};
   else
-    return KvGroups<Sh>{gK, gV, ldk, sk, kt_end, n_tiles};
+    return {};
 }
 
 // One q tile (`linear`, tile_of order): kPiece = false, the whole tile, writing out and lse;
@@ -118,7 +117,16 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const int n_tiles = kPiece ? (kt_end > kt_lo ? kt_end - kt_lo : 0) : kt_vis;
 
   typename Sh::KvStage kv_stage;  // the sm75 agent's register stage (unused by the sm80 agent)
-  const KvGroupsOf<Sh> kv = kv_groups<Sh>(gK, gV, ldk, sk, kt_end, n_tiles, pkv, tc.b, kvh);
+  // The copy groups: the view of contiguous K/V declared exactly as before paging existed, the
+  // paged groups beside it (an empty value for contiguous K/V), and kv the one of them the source
+  // uses — chosen by a pointer, not by a function returning a reference: that (and a function
+  // building the view) made ptxas order the addresses differently (+24 instructions in the
+  // contiguous hd-128 kernel), and the contiguous kernels' SASS is the one before paging.
+  const KvGroups<Sh> kv_view{gK, gV, ldk, sk, kt_end, n_tiles};
+  const PagedKvGroups<Sh> kv_paged = paged_kv_groups<Sh>(pkv, tc.b, kvh, sk, kt_end, n_tiles);
+  const KvGroupsOf<Sh>* kv_ptr;
+  if constexpr (Sh::kPaged) kv_ptr = &kv_paged; else kv_ptr = &kv_view;
+  const KvGroupsOf<Sh>& kv = *kv_ptr;
   Sm80Pipeline<Sh> pipe(kv, sKV, tid, bars, warp, kv_stage);
   if constexpr (Sh::kRegStage) {
     // Q's loads and group 0's in flight together. Here rather than in the pipeline's start():
@@ -225,11 +233,11 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
 }
 
-// K/V from a paged NHD cache: CTA i computes q tile i whole (paged calls are never split).
+// K/V from a paged cache: CTA i computes q tile i whole (paged calls are never split).
 template <class Getter, DType DT, int D, KVSource kSrc>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
-  static_assert(kSrc == KVSource::paged_nhd, "the tensor-core agents read paged NHD K/V");
+  static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_kernel");
   if constexpr (sm80::agent_has_ptx(Getter{}().agent))
     prefill_sm80_body<Getter, DT, D, false, kSrc>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
 }

@@ -41,12 +41,12 @@ struct KvGroups {
   __device__ __forceinline__ const T* src(int j, int n0) const { return ((j & 1) ? gV : gK) + n0 * ldk; }
 };
 
-// The same groups over a paged NHD cache (kernels/prefill_kv.cuh): rows through the block table.
+// The same groups over a paged cache (kernels/prefill_kv.cuh): rows through the block table.
 // Values, not views: nothing of the contiguous kernels' SASS depends on them.
 template <class Sh>
 struct PagedKvGroups {
   using T = typename Sh::T;
-  PagedKvRows<T, KVLayout::nhd> rows;
+  PagedKvRows<T, paged_layout(Sh::kSource)> rows;
   int sk;
   int kt_end;
   int n_tiles;
@@ -85,8 +85,11 @@ struct CpAsyncCopy {
     if (kv.has(j)) {
       const int n0 = kv.first_key(j);
       if constexpr (Sh::kPaged) {
-        sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.base(j), kv.rows, n0,
-                                                     kv.sk - n0, tid);
+        T* dst = sKV + (j % Sh::S) * Sh::BN * Sh::kD;
+        if (Sh::kSource == KVSource::paged_vllm && (j & 1))
+          sm80_load_v_transposed<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+        else
+          sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
         if (j & 1) kv.prefetch_blocks(j + 1, tid);
       } else
         sm80_load_tile<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.src(j, n0), kv.ldk, kv.sk - n0, tid);

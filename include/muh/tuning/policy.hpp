@@ -21,13 +21,12 @@ enum class Agent : unsigned char {
   sm90 = 3,      // Hopper-specific (TMA / wgmma) — reserved for a later issue
 };
 
-// The K/V sources a prefill agent reads (paged_kv.hpp). The portable agent reads all three; the
-// tensor-core agents (sm80, sm75) read contiguous and paged NHD K/V — the vLLM layout's value
-// pages are token-minor ([page, head, dim, slot]) and would need a transposing copy into their
-// ldmatrix tiles, which they do not have yet, so the selection (select.hpp) walks a paged-vLLM
-// call on to the portable row.
+// The K/V sources a prefill agent reads (paged_kv.hpp). The portable and sm80 agents read all
+// three (the vLLM layout's token-minor value pages through a transposing copy); the sm75 agent
+// reads contiguous and paged NHD K/V — its register stage has no transposing variant yet, so the
+// selection (select.hpp) walks a paged-vLLM call on past its rows.
 constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
-  return agent == Agent::portable || s != KVSource::paged_vllm;
+  return agent == Agent::portable || agent == Agent::sm80 || s != KVSource::paged_vllm;
 }
 
 constexpr std::string_view agent_name(Agent a) {
