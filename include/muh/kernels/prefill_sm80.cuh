@@ -34,6 +34,11 @@
 // pipelines do. Its rows have one shared-memory buffer (one stage without async copy, the seed's
 // rule); the registers are the second buffer.
 //
+// Paged K/V (chunked prefill, prefix reuse; kernels/prefill_kv.cuh): the same body, its K/V copies
+// reading rows through the block table — cp.async per row for NHD pages and vLLM key pages, a
+// transposing copy through registers for vLLM's token-minor value pages (sm80 agent only) — and
+// the next tile's block-table entries prefetched into L1. Paged calls are never tail-split.
+//
 // Tiles, warps and stages come from the policy (Getter); nothing in the body depends on a
 // particular head dim or dtype beyond the template parameters.
 //
@@ -79,8 +84,9 @@ __device__ __forceinline__ PagedKvGroups<Sh> paged_kv_groups(const PrefillPagedK
 // tail tile, writing a normalised (o, lse) partial to its workspace slot: piece_o [block_m][D] and
 // piece_lse [block_m] fp32 (prefill_common.cuh, PrefillTail). The whole-tile body never sees the
 // piece's arguments, so the whole-tile kernel compiles as it did before the split existed.
-// kSrc: where K/V come from (contiguous: a's k, v, cu_seqlens_k; paged NHD: *pkv, through the
-// block table — kernels/prefill_kv.cuh); only the K/V copies differ (prefill_sm80_pipeline.cuh).
+// kSrc: where K/V come from (contiguous: a's k, v, cu_seqlens_k; paged NHD or vLLM: *pkv, through
+// the block table — kernels/prefill_kv.cuh); only the K/V copies differ (prefill_sm80_pipeline.cuh,
+// prefill_sm80_tile.cuh). The sm75 agent reads contiguous and paged NHD K/V.
 template <class Getter, DType DT, int D, bool kPiece = false, KVSource kSrc = KVSource::contiguous>
 __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
                                                   int kt_hi = 0, float* piece_o = nullptr,

@@ -42,7 +42,8 @@ struct KvGroups {
 };
 
 // The same groups over a paged cache (kernels/prefill_kv.cuh): rows through the block table.
-// Values, not views: nothing of the contiguous kernels' SASS depends on them.
+// Values, not views: nothing of the contiguous kernels' SASS depends on them. (The vLLM layout:
+// sm80 agent only — the sm75 register stage has no transposing fetch.)
 template <class Sh>
 struct PagedKvGroups {
   using T = typename Sh::T;
@@ -86,10 +87,12 @@ struct CpAsyncCopy {
       const int n0 = kv.first_key(j);
       if constexpr (Sh::kPaged) {
         T* dst = sKV + (j % Sh::S) * Sh::BN * Sh::kD;
-        if (Sh::kSource == KVSource::paged_vllm && (j & 1))
-          sm80_load_v_transposed<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
-        else
-          sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
+        bool transposed = false;  // vLLM value pages are token-minor: V goes through registers
+        if constexpr (Sh::kSource == KVSource::paged_vllm) {
+          transposed = (j & 1) != 0;
+          if (transposed) sm80_load_v_transposed<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+        }
+        if (!transposed) sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
         if (j & 1) kv.prefetch_blocks(j + 1, tid);
       } else
         sm80_load_tile<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.src(j, n0), kv.ldk, kv.sk - n0, tid);
