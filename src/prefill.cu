@@ -15,6 +15,12 @@
 // sync), then cu[0] == 0, non-decreasing, cu[batch] == total_q / total_k, and every length <=
 // max_seqlen_q/k. Zero-length sequences are valid (they produce nothing); a batch of 0 or total_q
 // of 0 launches nothing and returns ok.
+// Paged K/V (PrefillParams::kv_source): the same checks (the shape's paged part and the cache
+// pointers in check_prefill_call), then, with debug_checks, one device→host copy of
+// cu_seqlens_q, seqused_k and the block table (check_paged_tables_host: monotonic cu_seqlens_q
+// from 0 to total_q, seqused_k in [q length, max_seqlen_k], every used block id in
+// [0, num_pages)); the (dtype, head_dim) paged instance (prefill_paged_*.cu) launches the plan's
+// policy with the source's accessor. Paged plans never split, so no workspace is read.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
