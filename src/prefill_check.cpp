@@ -26,12 +26,7 @@ Status check_prefill_shape(const PrefillParams& p, const char* where_) {
                             num(p.num_kv_heads) + ")");
   if (p.batch < 0 || p.total_q < 0 || p.total_k < 0 || p.max_seqlen_q < 0 || p.max_seqlen_k < 0)
     return invalid_argument(where + "batch, total_q, total_k, max_seqlen_q and max_seqlen_k must be >= 0");
-  if (is_paged(p.kv_source)) {
-    MUH_TRY(check_paged_prefill_shape(p, where));
-  } else if (p.kv_source != KVSource::contiguous) {
-    return invalid_argument(where + "kv_source " + num(static_cast<int>(p.kv_source)) +
-                            " is not contiguous, paged_nhd or paged_vllm");
-  }
+  if (is_paged(p.kv_source)) MUH_TRY(check_paged_prefill_shape(p, where));  // (any other value: not a layout)
   if (p.max_seqlen_q > p.total_q || (!is_paged(p.kv_source) && p.max_seqlen_k > p.total_k))
     return invalid_argument(where + "max_seqlen_q (" + num(p.max_seqlen_q) + ") / max_seqlen_k (" +
                             num(p.max_seqlen_k) + ") exceed total_q (" + num(p.total_q) + ") / total_k (" +
