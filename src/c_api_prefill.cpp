@@ -1,4 +1,4 @@
-// c_api_prefill.cpp — muh_prefill() and muh_prefill_workspace_size() of the C ABI (muh.h): raw
+// c_api_prefill.cpp — muh_prefill(), muh_paged_prefill() and their workspace sizes of the C ABI (muh.h): raw
 // device pointers → plan_prefill() on the current device's cached profile → muh::prefill().
 #include "c_api_common.hpp"
 #include "muh/attention.hpp"
@@ -86,6 +86,81 @@ extern "C" int muh_prefill_workspace_size_on_stream(int dtype, int batch, int to
   *workspace_bytes = 0;
   const muh::PrefillParams p =
       shape(dtype, batch, total_q, total_k, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal);
+  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
+  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
+  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
+  muh::PrefillPlan plan;
+  const muh::Status s = current_plan(p, force_target, true, static_cast<cudaStream_t>(stream), &plan);
+  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
+  return muh::capi::report(s);
+}
+
+// ---- Paged prefill: K/V from the paged cache (muh::PrefillParams::kv_source) ------------------
+
+namespace {
+
+muh::Status paged_shape(int dtype, int layout, int batch, int total_q, int max_seqlen_q, int max_seqlen_k,
+                        int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
+                        int max_blocks_per_seq, int causal, const char* fn, muh::PrefillParams* p) {
+  MUH_TRY(check_dtype(dtype, fn));
+  if (layout != MUH_KV_NHD && layout != MUH_KV_VLLM)
+    return muh::invalid_argument(std::string(fn) + ": layout " + std::to_string(layout) +
+                                 " is not MUH_KV_NHD or MUH_KV_VLLM");
+  *p = shape(dtype, batch, total_q, 0, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal);
+  p->kv_source = muh::paged_source(static_cast<muh::KVLayout>(layout));
+  p->page_size = page_size;
+  p->num_pages = num_pages;
+  p->max_blocks_per_seq = max_blocks_per_seq;
+  return muh::Status::Ok();
+}
+
+}  // namespace
+
+extern "C" int muh_paged_prefill(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
+                                 void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
+                                 const int* seqused_k, int batch, int total_q, int max_seqlen_q, int max_seqlen_k,
+                                 int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                 int max_blocks_per_seq, float softmax_scale, int causal, void* workspace,
+                                 size_t workspace_bytes, int force_target, int debug_checks, void* stream) {
+  muh::PrefillParams p;
+  if (muh::Status s = paged_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                  head_dim, page_size, num_pages, max_blocks_per_seq, causal, "muh_paged_prefill", &p);
+      !s.ok())
+    return muh::capi::report(s);
+  p.q = q;
+  p.out = out;
+  p.lse = lse;
+  p.cu_seqlens_q = cu_seqlens_q;
+  p.k_cache = k_cache;
+  p.v_cache = v_cache;
+  p.block_table = block_table;
+  p.seqused_k = seqused_k;
+  p.softmax_scale = softmax_scale;
+  if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
+  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
+  muh::PrefillPlan plan;
+  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, static_cast<cudaStream_t>(stream), &plan);
+      !s.ok())
+    return muh::capi::report(s);
+  muh::RunOptions opt;
+  opt.stream = static_cast<cudaStream_t>(stream);
+  opt.debug_checks = debug_checks != 0;
+  return muh::capi::report(muh::detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt));
+}
+
+extern "C" int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total_q, int max_seqlen_q,
+                                                int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                                                int page_size, int num_pages, int max_blocks_per_seq, int causal,
+                                                int force_target, void* stream, size_t* workspace_bytes) {
+  const char* fn = "muh_paged_prefill_workspace_size";
+  if (workspace_bytes == nullptr)
+    return muh::capi::report(muh::invalid_argument(std::string(fn) + ": workspace_bytes must not be null"));
+  *workspace_bytes = 0;
+  muh::PrefillParams p;
+  if (muh::Status s = paged_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                  head_dim, page_size, num_pages, max_blocks_per_seq, causal, fn, &p);
+      !s.ok())
+    return muh::capi::report(s);
   if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
   if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
   if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);

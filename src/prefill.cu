@@ -18,6 +18,12 @@
 // RunOptions::input_errors (the library's flags by default; check_input_errors() reads them).
 // Zero-length sequences are valid (they produce nothing); a batch of 0 or total_q
 // of 0 launches nothing and returns ok.
+// Paged K/V (PrefillParams::kv_source): the same checks (the shape's paged part and the cache
+// pointers in check_prefill_call), then, with debug_checks, one device→host copy of
+// cu_seqlens_q, seqused_k and the block table (check_paged_tables_host: monotonic cu_seqlens_q
+// from 0 to total_q, seqused_k in [q length, max_seqlen_k], every used block id in
+// [0, num_pages)); the (dtype, head_dim) paged instance (prefill_paged_*.cu) launches the plan's
+// policy with the source's accessor. Paged plans never split, so no workspace is read.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -48,6 +54,23 @@ using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels:
 #define MUH_PREFILL_INSTANCE_ENTRY(t, d) InstanceEntry<PrefillInstanceFn>{DType::t, d, &prefill_instance<DType::t, d>},
 constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_PREFILL_INSTANCE_ENTRY)};
 #undef MUH_PREFILL_INSTANCE_ENTRY
+
+#if MUH_PAGED_PREFILL
+#define MUH_DECLARE_PREFILL_PAGED_INSTANCE(t, d)                                                             \
+  template <>                                                                                              \
+  Status prefill_paged_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, \
+                                             int, cudaStream_t);
+MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_PAGED_INSTANCE)
+#undef MUH_DECLARE_PREFILL_PAGED_INSTANCE
+
+using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, int,
+                                          cudaStream_t);
+#define MUH_PREFILL_PAGED_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<PrefillPagedInstanceFn>{DType::t, d, &prefill_paged_instance<DType::t, d>},
+constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
+    MUH_FOR_EACH_INSTANCE(MUH_PREFILL_PAGED_INSTANCE_ENTRY)};
+#undef MUH_PREFILL_PAGED_INSTANCE_ENTRY
+#endif
 
 #define MUH_DECLARE_PREFILL_OCCUPANCY(t, d) \
   template <>                               \
@@ -122,6 +145,25 @@ Status check_cu_seqlens(const PrefillParams& p, cudaStream_t stream) {
   return check(ck, p.total_k, p.max_seqlen_k, "cu_seqlens_k");
 }
 
+// debug_checks of a paged call: cu_seqlens_q, seqused_k and the block table to the host;
+// cu_seqlens_q from 0 to total_q, non-decreasing, lengths <= max_seqlen_q; every seqused_k in
+// [0, max_seqlen_k] (max_seqlen_k <= max_blocks_per_seq · page_size is a shape check) and >= its
+// q length; every block id a sequence uses in [0, num_pages).
+Status check_paged_tables(const PrefillParams& p, cudaStream_t stream) {
+  std::vector<int> cq(p.batch + 1), used(p.batch);
+  std::vector<int> bt(static_cast<std::size_t>(p.batch) * p.max_blocks_per_seq);
+  cudaError_t e = cudaMemcpyAsync(cq.data(), p.cu_seqlens_q, sizeof(int) * cq.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(int) * used.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(bt.data(), p.block_table, sizeof(int) * bt.size(), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    return {StatusCode::cuda_error, std::string("prefill: reading cu_seqlens_q / seqused_k / block_table: ") +
+                                        cudaGetErrorString(e)};
+  return check_paged_tables_host(p, cq.data(), used.data(), bt.data());
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -138,6 +180,18 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   MUH_TRY(detail::check_workspace("prefill: ", "the tail split", plan.workspace_bytes, workspace, workspace_bytes));
   HardwareCapability hw;
   MUH_TRY(detail::check_device(plan, &hw));
+  if (is_paged(p.kv_source)) {
+#if !MUH_PAGED_PREFILL
+    return {StatusCode::not_compiled, "prefill: paged K/V are not compiled into this build (MUH_PAGED_PREFILL=OFF)"};
+#else
+    if (opt.debug_checks) MUH_TRY(detail::check_paged_tables(p, opt.stream));
+    kernels::PrefillArgs a = detail::make_prefill_args(p);
+    a.input_errors = opt.input_errors;  // the kernels' guard flags (cu_seqlens_q, seqused_k, block ids)
+    if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
+    return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(
+        a, detail::make_prefill_paged_kv(p), p.kv_source, plan.target, opt.stream);
+#endif
+  }
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
 
   kernels::PrefillArgs a = detail::make_prefill_args(p);

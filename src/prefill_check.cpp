@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pointer_checks.hpp"
+#include "muh/build_config.hpp"
 #include "muh/instances.hpp"
 #include "muh/shapes.hpp"
 
@@ -25,13 +26,14 @@ Status check_prefill_shape(const PrefillParams& p, const char* where_) {
                             num(p.num_kv_heads) + ")");
   if (p.batch < 0 || p.total_q < 0 || p.total_k < 0 || p.max_seqlen_q < 0 || p.max_seqlen_k < 0)
     return invalid_argument(where + "batch, total_q, total_k, max_seqlen_q and max_seqlen_k must be >= 0");
-  if (p.max_seqlen_q > p.total_q || p.max_seqlen_k > p.total_k)
+  if (is_paged(p.kv_source)) MUH_TRY(check_paged_prefill_shape(p, where));  // (any other value: not a layout)
+  if (p.max_seqlen_q > p.total_q || (!is_paged(p.kv_source) && p.max_seqlen_k > p.total_k))
     return invalid_argument(where + "max_seqlen_q (" + num(p.max_seqlen_q) + ") / max_seqlen_k (" +
                             num(p.max_seqlen_k) + ") exceed total_q (" + num(p.total_q) + ") / total_k (" +
                             num(p.total_k) + ")");
   if (p.batch > 0 && p.total_q > 0 && p.max_seqlen_q == 0)
     return invalid_argument(where + "max_seqlen_q is 0 but total_q is " + num(p.total_q));
-  if (p.batch > 0 && p.total_k > 0 && p.max_seqlen_k == 0)
+  if (!is_paged(p.kv_source) && p.batch > 0 && p.total_k > 0 && p.max_seqlen_k == 0)
     return invalid_argument(where + "max_seqlen_k is 0 but total_k is " + num(p.total_k));
   if (p.batch == 0 && (p.total_q > 0 || p.total_k > 0))
     return invalid_argument(where + "batch is 0 but total_q / total_k are not");
@@ -43,7 +45,71 @@ Status check_prefill_shape(const PrefillParams& p, const char* where_) {
   return Status::Ok();
 }
 
+Status check_paged_prefill_shape(const PrefillParams& p, const std::string& where) {
+  auto num = [](long long v) { return std::to_string(v); };
+  if (p.kv_source != KVSource::paged_nhd && p.kv_source != KVSource::paged_vllm)
+    return invalid_argument(where + "kv_source " + num(static_cast<int>(p.kv_source)) + " is not a paged layout");
+  if (p.total_k != 0)
+    return invalid_argument(where + "total_k must be 0 for paged K/V (the keys are counted by seqused_k), not " +
+                            num(p.total_k));
+  // 16-byte rows of keys: a page holds whole 16-byte groups of slots (the vLLM value layout is
+  // token-minor, read 16 bytes = 8 slots at a time), so page_size is a multiple of 16 / elem.
+  const int group = 16 / static_cast<int>(dtype_size(p.dtype));
+  if (p.page_size <= 0 || p.page_size % group != 0)
+    return invalid_argument(where + "page_size " + num(p.page_size) + " must be > 0 and a multiple of " +
+                            num(group) + " for " + std::string(dtype_name(p.dtype)));
+  if (p.num_pages < 1 || p.max_blocks_per_seq < 1)
+    return invalid_argument(where + "num_pages (" + num(p.num_pages) + ") and max_blocks_per_seq (" +
+                            num(p.max_blocks_per_seq) + ") must be >= 1");
+  const long long covered = static_cast<long long>(p.max_blocks_per_seq) * p.page_size;
+  if (p.max_seqlen_k > covered)
+    return invalid_argument(where + "max_seqlen_k " + num(p.max_seqlen_k) + " exceeds what the block table covers: " +
+                            num(p.max_blocks_per_seq) + " blocks x page_size " + num(p.page_size) + " = " + num(covered));
+  if (p.max_seqlen_k > 0x7fffffffLL - p.page_size)
+    return invalid_argument(where + "max_seqlen_k " + num(p.max_seqlen_k) + " is too large");
+  // Causal (bottom-right): a chunk's keys include its own tokens. Not causal, q may be longer than
+  // the keys (context_attention_fwd's prefix part: a chunk against a shorter cached prefix).
+  if (p.causal && p.max_seqlen_q > p.max_seqlen_k)
+    return invalid_argument(where + "max_seqlen_q (" + num(p.max_seqlen_q) + ") exceeds max_seqlen_k (" +
+                            num(p.max_seqlen_k) + "): a causal paged call's keys include its queries' own tokens");
+  return Status::Ok();
+}
+
+Status check_paged_tables_host(const PrefillParams& p, const int* cq, const int* used, const int* bt) {
+  const std::string where = "prefill: ";
+  auto num = [](long long v) { return std::to_string(v); };
+  if (cq[0] != 0) return invalid_argument(where + "cu_seqlens_q[0] is " + num(cq[0]) + ", not 0");
+  for (int b = 0; b < p.batch; ++b) {
+    const int sq = cq[b + 1] - cq[b];
+    if (sq < 0) return invalid_argument(where + "cu_seqlens_q is not monotonic at " + num(b + 1));
+    if (sq > p.max_seqlen_q)
+      return invalid_argument(where + "sequence " + num(b) + " has " + num(sq) + " queries, above max_seqlen_q " +
+                              num(p.max_seqlen_q));
+    const int sk = used[b];
+    if (sk < 0 || sk > p.max_seqlen_k)
+      return invalid_argument(where + "seqused_k[" + num(b) + "] is " + num(sk) + ", outside [0, max_seqlen_k " +
+                              num(p.max_seqlen_k) + "] (the block table covers " +
+                              num(static_cast<long long>(p.max_blocks_per_seq) * p.page_size) + " keys)");
+    if (p.causal && sq > sk)
+      return invalid_argument(where + "sequence " + num(b) + " has " + num(sq) + " queries but seqused_k " + num(sk) +
+                              ": a causal call's keys include its queries' own tokens");
+    const int blocks = (sk + p.page_size - 1) / p.page_size;
+    for (int i = 0; i < blocks; ++i) {
+      const int id = bt[static_cast<std::size_t>(b) * p.max_blocks_per_seq + i];
+      if (id < 0 || id >= p.num_pages)
+        return invalid_argument(where + "block_table[" + num(b) + "][" + num(i) + "] is " + num(id) +
+                                ", outside [0, num_pages " + num(p.num_pages) + ")");
+    }
+  }
+  if (cq[p.batch] != p.total_q)
+    return invalid_argument(where + "cu_seqlens_q[batch] is " + num(cq[p.batch]) + ", not total_q " + num(p.total_q));
+  return Status::Ok();
+}
+
 Status check_prefill_compiled(const PrefillParams& p) {
+  if (is_paged(p.kv_source) && !MUH_PAGED_PREFILL)
+    return {StatusCode::not_compiled,
+            "prefill: paged K/V are not compiled into this build; rebuild with MUH_PAGED_PREFILL=ON"};
   if (is_compiled_instance(p.dtype, p.head_dim)) return Status::Ok();
   return {StatusCode::not_compiled, "prefill: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                         std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
@@ -61,6 +127,17 @@ Status check_prefill_call(const PrefillParams& p) {
 Status check_prefill_pointers(const PrefillParams& p) {
   const std::string where = "prefill: ";
   if (p.q == nullptr || p.out == nullptr) return invalid_argument(where + "q and out must not be null");
+  if (is_paged(p.kv_source)) {
+    if (p.k_cache == nullptr || p.v_cache == nullptr || p.block_table == nullptr || p.seqused_k == nullptr ||
+        p.cu_seqlens_q == nullptr)
+      return invalid_argument(where + "k_cache, v_cache, block_table, seqused_k and cu_seqlens_q must not be null");
+    if (!is_aligned(p.q, 16) || !is_aligned(p.out, 16) || !is_aligned(p.k_cache, 16) || !is_aligned(p.v_cache, 16))
+      return invalid_argument(where + "q, k_cache, v_cache and out must be 16-byte aligned");
+    if (!is_aligned(p.cu_seqlens_q, 4) || !is_aligned(p.block_table, 4) || !is_aligned(p.seqused_k, 4) ||
+        (p.lse && !is_aligned(p.lse, 4)))
+      return invalid_argument(where + "cu_seqlens_q, block_table, seqused_k and lse must be 4-byte aligned");
+    return Status::Ok();
+  }
   if (p.total_k > 0 && (p.k == nullptr || p.v == nullptr))
     return invalid_argument(where + "k and v must not be null when total_k > 0");
   if (p.cu_seqlens_q == nullptr || p.cu_seqlens_k == nullptr)

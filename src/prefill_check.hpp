@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "muh/attention.hpp"
 #include "muh/params.hpp"
@@ -17,6 +18,18 @@ namespace muh::detail {
 // (dtype, head_dim) instance is compiled, and the pointers, are prefill()'s business (a plan is a
 // host value, made for any supported shape).
 Status check_prefill_shape(const PrefillParams& p, const char* where);
+
+// The paged part of check_prefill_shape() (kv_source paged): layout, total_k 0, page_size (> 0, a
+// multiple of 16 bytes of elements), num_pages and max_blocks_per_seq >= 1, max_seqlen_k covered
+// by the block table, max_seqlen_q <= max_seqlen_k.
+Status check_paged_prefill_shape(const PrefillParams& p, const std::string& where);
+
+// The debug_checks of a paged call on host copies of its device tables: cu_seqlens_q [batch + 1]
+// (0 .. total_q, non-decreasing, lengths <= max_seqlen_q), seqused_k [batch] (in [0,
+// max_seqlen_k], >= the sequence's q length) and block_table [batch, max_blocks_per_seq] (the
+// ids of the blocks a sequence uses in [0, num_pages)). prefill() copies them (a stream sync).
+Status check_paged_tables_host(const PrefillParams& p, const int* cu_seqlens_q, const int* seqused_k,
+                               const int* block_table);
 
 // The (dtype, head_dim) instance is compiled into this build (MUH_DTYPES × MUH_HEAD_DIMS).
 Status check_prefill_compiled(const PrefillParams& p);

@@ -54,6 +54,9 @@ int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, 
 
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) {
   if (policy.agent != Agent::sm80 && policy.agent != Agent::sm75) return false;
+  // Paged K/V: the tail kernel is not instantiated for them (a paged call's sequences are of
+  // different lengths in practice: prefix + chunk, and a chunk's CTAs are few).
+  if (is_paged(p.kv_source)) return false;
   if (p.causal || p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
   return static_cast<long long>(p.batch) * p.max_seqlen_q == p.total_q &&
          static_cast<long long>(p.batch) * p.max_seqlen_k == p.total_k;
@@ -108,7 +111,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   if (opt.tail_chunk < -1) return invalid_argument(w + "tail_chunk must be -1 (auto), 0 (off) or a key-tile count");
   if (hw.sm_count < 1) return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs");
 
-  const PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
+  const PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target, p.kv_source});
   MUH_TRY(selection_status(sel, w, hw));
   PrefillPlan r;
   r.target = sel.target;

@@ -79,6 +79,19 @@ void gather_kv(const float* k_cache, const float* v_cache, const PagedKVShape& k
   }
 }
 
+void paged_prefill(const float* q, const float* k_cache, const float* v_cache, const PagedKVShape& kv,
+                   const int* block_table, int max_blocks, const int* cu_q, const int* seqused_k, int batch,
+                   int hq, float scale, bool causal, float* out, float* lse) {
+  std::vector<int> cu_k(std::size_t(batch) + 1, 0);
+  for (int b = 0; b < batch; ++b) cu_k[b + 1] = cu_k[b] + seqused_k[b];
+  const std::size_t row = std::size_t(kv.num_kv_heads) * kv.head_dim;
+  std::vector<float> k(std::size_t(cu_k[batch]) * row), v(k.size());
+  for (int b = 0; b < batch; ++b)
+    gather_kv(k_cache, v_cache, kv, block_table + std::int64_t(b) * max_blocks, seqused_k[b],
+              k.data() + std::size_t(cu_k[b]) * row, v.data() + std::size_t(cu_k[b]) * row);
+  prefill(q, k.data(), v.data(), cu_q, cu_k.data(), batch, hq, kv.num_kv_heads, kv.head_dim, scale, causal, out, lse);
+}
+
 void paged_decode(const float* q, const float* k_cache, const float* v_cache,
                   const PagedKVShape& kv, const int* block_table, int max_blocks, const int* seq_lens,
                   int num_seqs, int hq, float scale, float* out, float* lse, int kv_begin, int kv_end) {

@@ -20,6 +20,7 @@ std::string why_passed(const Passed& p) {
     case Pass::smem: return t + " " + grouped(p.need_bytes) + " B > " + grouped(p.have_bytes) + " B";
     case Pass::no_async_copy: return t + " agent needs cp.async, which the profile lacks";
     case Pass::no_tensor_cores: return t + " agent needs the dtype's tensor cores, which the profile lacks";
+    case Pass::kv_source: return t + " agent does not read paged vLLM-layout K/V";
   }
   return t + " row does not fit";
 }

@@ -1,5 +1,6 @@
 // attention.hpp — muh's public host API, plan/run for both families:
-//   plan_prefill() → prefill(params, plan, workspace)       (flash attention over a varlen batch)
+//   plan_prefill() → prefill(params, plan, workspace)       (flash attention over a varlen batch,
+//                                                            K/V contiguous or from a paged cache)
 //   plan_decode()  → paged_decode(params, plan, workspace)  (one query token per sequence, paged KV)
 // A plan is a host value made from a device profile (device_profile() below, or a preset); it
 // names the dispatch target and policy (select.hpp), the split and the workspace. Runs take only
@@ -39,12 +40,36 @@ struct RunOptions {
 // aligned) must hold plan.workspace_bytes, or be null when that is 0. The result differs from an
 // unsplit plan's (PrefillPlanOptions::tail_chunk = kPrefillTailOff) only by fp32 rounding, and is
 // the same on every run on one device.
+// K/V from a paged cache (chunked prefill, prefix reuse; PrefillParams::kv_source, params.hpp)
+// take the same entry points: set kv_source, k_cache / v_cache / block_table / seqused_k and
+// page_size / num_pages / max_blocks_per_seq, leave k / v / cu_seqlens_k null and total_k 0 —
+// make_paged_prefill() below does it. Paged plans never split the tail (workspace 0).
 Status prefill(const PrefillParams& p, const PrefillPlan& plan, void* workspace, std::size_t workspace_bytes,
                const RunOptions& opt = {});
 
 // The one-call form: plans on the current device's profile with every q tile whole (no
 // workspace), then runs. A caller that repeats a shape, or wants the tail split, plans once.
 Status prefill(const PrefillParams& p, const RunOptions& opt = {});
+
+// The paged form of a prefill call's parameters: `shape` carries the sizes of q, the heads, dtype,
+// causal and max_seqlen_q / max_seqlen_k; the rest names the cache. (A convenience: it sets the
+// fields of PrefillParams listed above and nothing else.)
+inline PrefillParams make_paged_prefill(PrefillParams shape, KVLayout layout, const void* k_cache, const void* v_cache,
+                                        const int* block_table, const int* seqused_k, int page_size, int num_pages,
+                                        int max_blocks_per_seq) {
+  shape.kv_source = paged_source(layout);
+  shape.k = shape.v = nullptr;
+  shape.cu_seqlens_k = nullptr;
+  shape.total_k = 0;
+  shape.k_cache = k_cache;
+  shape.v_cache = v_cache;
+  shape.block_table = block_table;
+  shape.seqused_k = seqused_k;
+  shape.page_size = page_size;
+  shape.num_pages = num_pages;
+  shape.max_blocks_per_seq = max_blocks_per_seq;
+  return shape;
+}
 
 // CTAs per SM the runtime grants the plan's kernel on the current device
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor), for comparison with the plan's estimate

@@ -7,6 +7,7 @@
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/numeric.cuh"
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 #include "muh/params.hpp"
 #include "muh/plan.hpp"
 
@@ -34,6 +35,20 @@ inline kernels::PrefillArgs make_prefill_args(const PrefillParams& p) {
   a.total_k = p.total_k;
   a.max_seqlen_k = p.max_seqlen_k;
   return a;
+}
+
+// A paged prefill's K/V (p.kv_source paged): the kernels' second argument.
+inline kernels::PrefillPagedKV make_prefill_paged_kv(const PrefillParams& p) {
+  kernels::PrefillPagedKV kv;
+  kv.k_cache = p.k_cache;
+  kv.v_cache = p.v_cache;
+  kv.block_table = p.block_table;
+  kv.seqused_k = p.seqused_k;
+  kv.page_size = p.page_size;
+  kv.max_blocks_per_seq = p.max_blocks_per_seq;
+  kv.num_kv_heads = p.num_kv_heads;
+  kv.num_pages = p.num_pages;
+  return kv;
 }
 
 // Decode's kernel arguments for `plan` (src/decode.cu); `workspace` holds the V2 partials.

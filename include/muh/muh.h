@@ -55,6 +55,29 @@ int muh_prefill_workspace_size_on_stream(int dtype, int batch, int total_q, int 
                                          int num_kv_heads, int head_dim, int causal,
                                          int force_target, void* stream, size_t* workspace_bytes);
 
+/* Prefill whose K/V are read from a paged KV cache (chunked prefill, prefix reuse); see
+ * muh::PrefillParams (kv_source). layout: MUH_KV_NHD or MUH_KV_VLLM (the cache's, as in
+ * muh_paged_decode). q / out [total_q, num_q_heads, head_dim] with cu_seqlens_q [batch + 1];
+ * block_table [batch, max_blocks_per_seq] int32, seqused_k [batch] int32 (keys of each sequence:
+ * cached prefix + new tokens, which are already in the cache); max_seqlen_k bounds seqused_k.
+ * Causal is bottom-right aligned. lse [num_q_heads, total_q] fp32 or null. workspace may be null
+ * (muh_paged_prefill_workspace_size() says 0 today). debug_checks != 0: block ids, seqused_k and
+ * cu_seqlens_q are copied to the host and checked first (a stream sync). */
+int muh_paged_prefill(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
+                      void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
+                      const int* seqused_k, int batch, int total_q, int max_seqlen_q,
+                      int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                      int page_size, int num_pages, int max_blocks_per_seq, float softmax_scale,
+                      int causal, void* workspace, size_t workspace_bytes, int force_target,
+                      int debug_checks, void* stream);
+
+/* The workspace muh_paged_prefill() can use for this shape on the SMs of `stream` (0: none). */
+int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total_q,
+                                     int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                     int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                     int max_blocks_per_seq, int causal, int force_target,
+                                     void* stream, size_t* workspace_bytes);
+
 /* Decode workspace size for a plan of this shape (V2 partials); 0 for V1. */
 int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads,
                               int num_kv_heads, int head_dim, int page_size, int max_seq_len,

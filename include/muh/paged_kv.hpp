@@ -15,6 +15,17 @@ namespace muh {
 
 enum class KVLayout : unsigned char { nhd = 0, vllm = 1 };
 
+// Where a prefill call's K and V come from (params.hpp, PrefillParams::kv_source): contiguous
+// varlen tensors, or a paged cache in one of the two layouts above.
+enum class KVSource : unsigned char { contiguous = 0, paged_nhd = 1, paged_vllm = 2 };
+
+constexpr bool is_paged(KVSource s) { return s != KVSource::contiguous; }
+constexpr KVLayout paged_layout(KVSource s) { return s == KVSource::paged_vllm ? KVLayout::vllm : KVLayout::nhd; }
+constexpr KVSource paged_source(KVLayout l) { return l == KVLayout::vllm ? KVSource::paged_vllm : KVSource::paged_nhd; }
+inline const char* kv_source_name(KVSource s) {
+  return s == KVSource::contiguous ? "contiguous" : s == KVSource::paged_nhd ? "paged NHD" : "paged vLLM";
+}
+
 struct PagedKVShape {
   KVLayout layout = KVLayout::nhd;
   int page_size = 16;

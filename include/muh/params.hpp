@@ -14,10 +14,25 @@
 namespace muh {
 
 // ---- Prefill ------------------------------------------------------------------------------------
+// Where a prefill call's K and V come from:
+//   contiguous  k, v [total_k, num_kv_heads, head_dim] and cu_seqlens_k (FlashAttention's varlen)
+//   paged_nhd   k_cache, v_cache [num_pages, page_size, num_kv_heads, head_dim]
+//   paged_vllm  k_cache [num_pages, num_kv_heads, head_dim / x, page_size, x] (x = 16 B / elem),
+//               v_cache [num_pages, num_kv_heads, head_dim, page_size]   (paged_kv.hpp)
+// A paged call reads sequence b's keys 0 .. seqused_k[b] − 1 through block_table row b (key j in
+// page block_table[b][j / page_size], slot j % page_size): the cached prefix and the new tokens of
+// the chunk, which the caller wrote into the cache first (reshape_and_cache). Chunked prefill and
+// prefix reuse are such calls. (KVSource is in paged_kv.hpp, which the kernels read too.)
 // q   [total_q, num_q_heads, head_dim]         k, v [total_k, num_kv_heads, head_dim]
 // out [total_q, num_q_heads, head_dim]         lse  [num_q_heads, total_q] fp32, or nullptr
 // cu_seqlens_q / cu_seqlens_k: device int32 [batch + 1], FlashAttention's varlen convention.
 // Causal masks are bottom-right aligned (query i sees keys j <= i + len_k − len_q).
+// Paged (kv_source != contiguous): k, v, cu_seqlens_k are not read and total_k must be 0; len_k
+// of sequence b is seqused_k[b] (device int32 [batch]), at most max_seqlen_k, the host-known bound
+// that sizes the plan, which must fit the block table (max_seqlen_k <= max_blocks_per_seq ·
+// page_size); every len_q <= its len_k. block_table is device int32 [batch, max_blocks_per_seq]
+// holding page ids in [0, num_pages). page_size: a multiple of 16 bytes' worth of elements
+// (8 for 16-bit dtypes, 4 for fp32), not necessarily a power of two (e.g. 528).
 // The sizes and flags of a prefill call: all a plan depends on (prefill_plan.hpp), so a plan is
 // made for a PrefillShape and taken by exactly the calls of that shape.
 struct PrefillShape {
@@ -31,11 +46,19 @@ struct PrefillShape {
   int num_kv_heads = 0;
   int head_dim = 0;
   bool causal = false;
+  // Paged K/V (see above); page_size, num_pages and max_blocks_per_seq are read only when paged.
+  KVSource kv_source = KVSource::contiguous;
+  int page_size = 0;
+  int num_pages = 0;           // pages in the cache (block ids are checked against it with debug_checks)
+  int max_blocks_per_seq = 0;  // columns of block_table
 
   friend bool operator==(const PrefillShape& a, const PrefillShape& b) {
     return a.dtype == b.dtype && a.batch == b.batch && a.total_q == b.total_q && a.total_k == b.total_k &&
            a.max_seqlen_q == b.max_seqlen_q && a.max_seqlen_k == b.max_seqlen_k && a.num_q_heads == b.num_q_heads &&
-           a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.causal == b.causal;
+           a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.causal == b.causal &&
+           a.kv_source == b.kv_source &&
+           (!is_paged(a.kv_source) || (a.page_size == b.page_size && a.num_pages == b.num_pages &&
+                                       a.max_blocks_per_seq == b.max_blocks_per_seq));
   }
   friend bool operator!=(const PrefillShape& a, const PrefillShape& b) { return !(a == b); }
 };
@@ -50,6 +73,11 @@ struct PrefillParams : PrefillShape {
   const int* cu_seqlens_q = nullptr;
   const int* cu_seqlens_k = nullptr;
   float softmax_scale = 0.f;  // 0 → 1/sqrt(head_dim)
+  // Paged K/V (kv_source != contiguous):
+  const void* k_cache = nullptr;     // in kv_source's layout
+  const void* v_cache = nullptr;
+  const int* block_table = nullptr;  // [batch, max_blocks_per_seq]
+  const int* seqused_k = nullptr;    // [batch]: keys of each sequence (cached prefix + new tokens)
 };
 
 // ---- Decode -------------------------------------------------------------------------------------

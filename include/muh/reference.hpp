@@ -22,6 +22,17 @@ void prefill(const float* q, const float* k, const float* v, const int* cu_seqle
              const int* cu_seqlens_k, int batch, int num_q_heads, int num_kv_heads, int head_dim,
              float softmax_scale, bool causal, float* out, float* lse);
 
+// Paged prefill (PrefillParams::kv_source paged): q varlen with cu_seqlens_q [batch + 1];
+// sequence b's keys 0 .. seqused_k[b] − 1 are read through block_table row b from the paged
+// cache (kv.layout), gathered into dense K/V and handed to prefill() above — so a paged call and
+// a dense call over the gathered K/V give the same answer by construction, and what the tests
+// check against it is the kernels' paging. Causal is bottom-right aligned (the last query of a
+// sequence sees all its keys).
+void paged_prefill(const float* q, const float* k_cache, const float* v_cache, const PagedKVShape& kv,
+                   const int* block_table, int max_blocks_per_seq, const int* cu_seqlens_q,
+                   const int* seqused_k, int batch, int num_q_heads, float softmax_scale, bool causal,
+                   float* out, float* lse);
+
 // Paged decode: one query token per sequence.
 //   q [num_seqs, num_q_heads, head_dim], block_table [num_seqs, max_blocks_per_seq],
 //   seq_lens [num_seqs], k_cache / v_cache in kv.layout, out [num_seqs, num_q_heads, head_dim],

@@ -23,6 +23,7 @@
 #include "muh/dispatch.hpp"
 #include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
+#include "muh/paged_kv.hpp"
 #include "muh/shapes.hpp"
 #include "muh/status.hpp"
 #include "muh/tuning/selectors.hpp"
@@ -55,6 +56,7 @@ enum class Pass : unsigned char {
   smem,             // its footprint exceeds the profile's shared memory per block (need > have)
   no_async_copy,    // its agent pipelines with cp.async; the profile has none
   no_tensor_cores,  // its agent multiplies on the dtype's tensor cores; the profile has none
+  kv_source,        // its agent does not read the call's K/V source (prefill: a paged layout)
 };
 
 struct Passed {
@@ -76,6 +78,7 @@ enum class NoRow : unsigned char {
 
 struct SelectOptions {
   int force_target = -1;  // -1: walk; else exactly this target's row, or no row
+  KVSource kv_source = KVSource::contiguous;  // prefill: where K/V come from (params.hpp)
 };
 
 template <class Policy>
@@ -121,9 +124,9 @@ constexpr bool agent_runs_on(Agent agent, DType t, const HardwareCapability& hw,
   return true;
 }
 
-template <class Policy, class Row, class Bytes>
+template <class Policy, class Row, class Bytes, class Reads>
 constexpr Selection<Policy> choose(const HardwareCapability& hw, DType t, int head_dim, const SelectOptions& opt,
-                                   const TargetSet& set, Row row, Bytes bytes) {
+                                   const TargetSet& set, Row row, Bytes bytes, Reads reads) {
   Selection<Policy> s;
   if (!is_supported_head_dim(head_dim)) {
     s.error = NoRow::bad_head_dim;
@@ -152,7 +155,9 @@ constexpr Selection<Policy> choose(const HardwareCapability& hw, DType t, int he
   for (int i = 0; i < n; ++i) {
     const Policy p = row(cand[i]);
     Passed why{cand[i], Pass::smem, bytes(p), hw.smem_limit()};
-    if (agent_runs_on(p.agent, t, hw, &why.why) && why.need_bytes <= why.have_bytes) {
+    const bool reads_source = reads(p);
+    if (!reads_source) why.why = Pass::kv_source;
+    if (reads_source && agent_runs_on(p.agent, t, hw, &why.why) && why.need_bytes <= why.have_bytes) {
       s.policy = p;
       s.target = cand[i];
       return s;
@@ -170,7 +175,8 @@ constexpr PrefillSelection choose_prefill(const HardwareCapability& hw, DType t,
                                           const TargetSet& set = compiled_target_set()) {
   return detail::choose<PrefillPolicy>(
       hw, t, head_dim, opt, set, [t, head_dim](int target) { return prefill_policy(target, t, head_dim); },
-      [t, head_dim](const PrefillPolicy& p) { return prefill_smem_bytes(p, t, head_dim); });
+      [t, head_dim](const PrefillPolicy& p) { return prefill_smem_bytes(p, t, head_dim); },
+      [&opt](const PrefillPolicy& p) { return prefill_agent_reads(p.agent, opt.kv_source); });
 }
 
 constexpr DecodeSelection choose_decode(const HardwareCapability& hw, DType t, int head_dim,
@@ -178,7 +184,8 @@ constexpr DecodeSelection choose_decode(const HardwareCapability& hw, DType t, i
                                         const TargetSet& set = compiled_target_set()) {
   return detail::choose<DecodePolicy>(
       hw, t, head_dim, opt, set, [t, head_dim](int target) { return decode_policy(target, t, head_dim); },
-      [t, head_dim](const DecodePolicy& p) { return decode_smem_bytes(p, t, head_dim); });
+      [t, head_dim](const DecodePolicy& p) { return decode_smem_bytes(p, t, head_dim); },
+      [](const DecodePolicy&) { return true; });
 }
 
 // Calls f(PrefillSelector<T, D>{}, DecodeSelector<T, D>{}) for a runtime (dtype, head_dim): the

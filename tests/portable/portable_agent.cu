@@ -2,7 +2,8 @@
 // for a second CUDA compiler: clang's CUDA front end (tests/portable/CMakeLists.txt compiles it
 // to PTX for sm_80 in the CPU label). The BI-V100's toolchain is clang-based; what only nvcc
 // accepts (an nvcc extension, a header nvcc pre-includes) fails here first.
-// The kernels: prefill, decode for both KV layouts, and the V2 merge the decode agent ends with.
+// The kernels: prefill (contiguous and paged, both layouts), decode for both KV layouts, and the
+// V2 merge the decode agent ends with.
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_portable.cuh"
 #include "muh/kernels/prefill_portable.cuh"
@@ -22,6 +23,11 @@ using DecodeTr = decode::PortableTraits<DecodeRow, kT, kD>;
 }  // namespace
 
 template __global__ void prefill_portable_kernel<PrefillRow, kT, kD>(const PrefillArgs);
+// Paged prefill, both layouts (the seed's chunked prefill reads vLLM's layout).
+template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSource::paged_nhd>(const PrefillArgs,
+                                                                                                const PrefillPagedKV);
+template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSource::paged_vllm>(const PrefillArgs,
+                                                                                                 const PrefillPagedKV);
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_merge_kernel<storage_t<kT>, kD>(const decode::DecodeArgs);

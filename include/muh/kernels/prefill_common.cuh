@@ -189,14 +189,16 @@ __host__ __device__ __forceinline__ std::uint32_t seqlens_errors(int lo, int hi,
 // offsets in cu_seqlens_q and cu_seqlens_k are good; otherwise the CTA writes nothing (its rows
 // could lie outside q/k/out, or past the rows the grid covers: max_seqlen_q sizes it) and its
 // thread 0 flags what it saw. Four loads the CTA makes anyway (the same addresses, read again
-// right after) and ten compares.
+// right after) and ten compares. kContiguousK = false (K/V from a paged cache: no cu_seqlens_k;
+// paged_sequence_ok in prefill_kv.cuh guards seqused_k and the block ids) checks cu_seqlens_q only.
 #if defined(__CUDACC__)  // (device code: the CPU tests include this header for the schedule)
+template <bool kContiguousK = true>
 __device__ __forceinline__ bool prefill_sequence_ok(const PrefillArgs& a, int b) {
-  const std::uint32_t e =
-      seqlens_errors(a.cu_seqlens_q[b], a.cu_seqlens_q[b + 1], b, a.batch, a.total_q, a.max_seqlen_q,
-                     InputError::cu_seqlens_q_start) |
-      seqlens_errors(a.cu_seqlens_k[b], a.cu_seqlens_k[b + 1], b, a.batch, a.total_k, a.max_seqlen_k,
-                     InputError::cu_seqlens_k_start);
+  std::uint32_t e = seqlens_errors(a.cu_seqlens_q[b], a.cu_seqlens_q[b + 1], b, a.batch, a.total_q,
+                                   a.max_seqlen_q, InputError::cu_seqlens_q_start);
+  if constexpr (kContiguousK)
+    e |= seqlens_errors(a.cu_seqlens_k[b], a.cu_seqlens_k[b + 1], b, a.batch, a.total_k, a.max_seqlen_k,
+                        InputError::cu_seqlens_k_start);
   if (e == 0) return true;
   if (threadIdx.x == 0) flag_input_errors(a.input_errors, e);
   return false;

@@ -7,6 +7,7 @@
 
 #include "muh/dtype.hpp"
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 #include "muh/status.hpp"
 
 namespace muh::detail {
@@ -17,6 +18,13 @@ namespace muh::detail {
 template <DType T, int D>
 Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTail& tail, int target, int device_cc,
                         cudaStream_t stream);
+
+// The same with K/V from a paged cache (source paged_nhd or paged_vllm); generated from
+// src/instances/prefill_paged_instance.cu.in into files of their own, so that the paged kernels
+// compile in parallel with the contiguous ones.
+template <DType T, int D>
+Status prefill_paged_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv, KVSource source,
+                              int target, cudaStream_t stream);
 
 // CTAs per SM the runtime grants the kernel of target's policy on the present device
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor at its block size and shared memory).

@@ -38,6 +38,12 @@ struct PrefillKernel {
   }
   // The tail of a split launch (tensor-core agents only).
   static constexpr auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
+  // K/V from a paged cache in source S (a source the agent reads: prefill_agent_reads).
+  template <KVSource S>
+  static auto paged_function() {
+    if constexpr (tensor_cores) return &prefill_sm80_paged_kernel<Getter, DT, D, S>;
+    else return &prefill_portable_paged_kernel<Getter, DT, D, S>;
+  }
 };
 
 // Launches one prefill over `a` (validated by src/prefill.cu; muh/launch_args.cuh) on `stream`. The kernel's max
@@ -103,6 +109,26 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
     }
   }
   return Status::Ok();
+}
+
+// Launches one prefill whose K/V come from the paged cache `kv` in source S (validated by
+// src/prefill.cu): every q tile whole, one CTA each (paged plans never split the tail). A source
+// the policy's agent does not read is an internal error (the selection never plans it).
+template <class Getter, DType DT, int D, KVSource S>
+Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream) {
+  using K = PrefillKernel<Getter, DT, D>;
+  static_assert(is_paged(S), "launch_prefill runs contiguous K/V");
+  if constexpr (!prefill_agent_reads(K::policy.agent, S)) {
+    return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
+  } else {
+    a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
+    const long long tiles = prefill_grid_size(a);
+    if (tiles == 0) return Status::Ok();
+    auto kernel = K::template paged_function<S>();
+    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged prefill"));
+    kernel<<<static_cast<unsigned>(tiles), K::threads, K::smem_bytes, stream>>>(a, kv);
+    return launch_status("paged prefill launch");
+  }
 }
 
 // CTAs of the policy's kernel one SM of the present device holds (prefill_plan.hpp estimates it

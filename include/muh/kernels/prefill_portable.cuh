@@ -2,6 +2,8 @@
 // cp.async, one synchronous stage), for the BI-V100 profile (Iluvatar's compiler takes CUDA C++,
 // not NVIDIA PTX) and every profile whose rows fall back to it (fp32 everywhere, sm_75).
 //
+// K/V come from a source (template parameter): contiguous varlen tensors, or a paged cache in
+// either layout (kernels/prefill_kv.cuh; only the K/V copies differ).
 // Shared memory is exactly prefill_smem_bytes() of policy.hpp: the Q tile and one K and one V
 // tile, (block_m + 2·block_n)·head_dim·elem — the seed's 32×32 tile at hd 256 in 16-bit is
 // (32 + 64)·256·2 = 48 KB. Scores and O stay in registers:
@@ -18,6 +20,7 @@
 #include <cstdint>
 
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
 
@@ -50,9 +53,58 @@ __device__ __forceinline__ void portable_load_tile(uint4* dst, const uint4* src,
   }
 }
 
-template <class Getter, DType DT, int D>
-__global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
-    prefill_portable_kernel(const PrefillArgs a) {
+// Paged K or V (kernels/prefill_kv.cuh): rows [0, ROWS) of the tile from key n0 → shared memory
+// in portable_load_tile's layout; rows >= valid become zeros (the slots past a sequence's last key
+// in its last page are never used, whatever they hold). NHD and the vLLM key pages give whole
+// 16-byte vectors of one key; the vLLM value pages are token-minor, so there a thread loads 16
+// bytes of one dim — VE consecutive slots, all in one page since page_size and n0 are multiples
+// of VE — and scatters its VE elements down the tile's rows (a transposing copy).
+template <int ROWS, int NV, int NT, class T, KVLayout L>
+__device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRows<T, L>& kv, bool value, int n0,
+                                                    int valid, int tid) {
+  constexpr int VE = 16 / static_cast<int>(sizeof(T));
+  if constexpr (L == KVLayout::vllm) {
+    if (value) {
+      static_assert(ROWS % VE == 0, "a tile holds whole 16-byte groups of slots");
+      constexpr int G = ROWS / VE;  // slot groups of the tile
+      T* d_el = reinterpret_cast<T*>(dst);
+      for (int idx = tid; idx < NV * VE * G; idx += NT) {
+        const int d = idx / G, r0 = (idx % G) * VE;  // neighbouring threads: neighbouring slots of one dim
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (r0 < valid) {
+          int slot;
+          const long long page = kv.page_of(n0 + r0, &slot);
+          x = *reinterpret_cast<const uint4*>(kv.v + page + static_cast<long long>(d) * kv.page_size + slot);
+        }
+        const T* e = reinterpret_cast<const T*>(&x);
+#pragma unroll
+        for (int i = 0; i < VE; ++i) {
+          const int r = r0 + i;
+          d_el[(r * NV + (d / VE + r) % NV) * VE + d % VE] = r < valid ? e[i] : from_float<T>(0.f);
+        }
+      }
+      return;
+    }
+  }
+  for (int idx = tid; idx < ROWS * NV; idx += NT) {
+    // vLLM keys: slots fastest (vector v of neighbouring slots is contiguous); NHD: dims fastest.
+    const int r = L == KVLayout::vllm ? idx % ROWS : idx / NV, v = L == KVLayout::vllm ? idx / ROWS : idx % NV;
+    uint4 x = make_uint4(0u, 0u, 0u, 0u);
+    if (r < valid) {
+      int slot;
+      const long long page = kv.page_of(n0 + r, &slot);
+      const T* src = L == KVLayout::nhd ? kv.base(value) + page + slot * kv.ldk + v * VE
+                                        : kv.k + page + (static_cast<long long>(v) * kv.page_size + slot) * VE;
+      x = *reinterpret_cast<const uint4*>(src);
+    }
+    dst[r * NV + (v + r) % NV] = x;
+  }
+}
+
+// The agent's body: one q tile of one (sequence, q head), K/V from source S (contiguous: a and
+// its cu_seqlens_k; paged: pkv, kernels/prefill_kv.cuh).
+template <class Getter, DType DT, int D, KVSource S>
+__device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, const PrefillPagedKV& pkv) {
   using T = storage_t<DT>;
   using Vec = PortableVec<T>;
   constexpr PrefillPolicy P = Getter{}();
@@ -78,11 +130,15 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
   const int tid = threadIdx.x;
   const int r = tid / TPR, c = tid % TPR;  // query row of the tile, lane within the row
   const TileCoord tc = tile_of(blockIdx.x, a);
-  if (!prefill_sequence_ok(a, tc.b)) return;  // the input guard (prefill_common.cuh)
+  constexpr bool kPaged = is_paged(S);
+  if (!prefill_sequence_ok<!kPaged>(a, tc.b)) return;  // the input guard (prefill_common.cuh)
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;
-  const int k_off = a.cu_seqlens_k[tc.b], sk = a.cu_seqlens_k[tc.b + 1] - k_off;
+  if constexpr (kPaged)
+    if (!paged_sequence_ok(pkv, tc.b, a.max_seqlen_k, a.input_errors)) return;  // (prefill_kv.cuh)
+  const int k_off = kPaged ? 0 : a.cu_seqlens_k[tc.b];
+  const int sk = kPaged ? paged_kv_len(pkv, tc.b) : a.cu_seqlens_k[tc.b + 1] - k_off;
   const int kvh = tc.h / a.group;
   const long long ldq = static_cast<long long>(a.num_q_heads) * NV;  // in vectors
   const long long ldk = static_cast<long long>(a.num_kv_heads) * NV;
@@ -90,6 +146,8 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
   const uint4* gK = static_cast<const uint4*>(a.k) + k_off * ldk + static_cast<long long>(kvh) * NV;
   const uint4* gV = static_cast<const uint4*>(a.v) + k_off * ldk + static_cast<long long>(kvh) * NV;
   const int n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+  PagedKvRows<T, paged_layout(S)> paged;
+  if constexpr (kPaged) paged = PagedKvRows<T, paged_layout(S)>::template make<D>(pkv, tc.b, kvh);
 
   portable_load_tile<BM, NV, NT>(sQ, gQ, ldq, sq - m0, tid);
 
@@ -104,8 +162,13 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int n0 = tile * BN;
     __syncthreads();  // the previous tile's K/V are no longer read
-    portable_load_tile<BN, NV, NT>(sK, gK + n0 * ldk, ldk, sk - n0, tid);
-    portable_load_tile<BN, NV, NT>(sV, gV + n0 * ldk, ldk, sk - n0, tid);
+    if constexpr (kPaged) {
+      portable_load_paged<BN, NV, NT>(sK, paged, false, n0, sk - n0, tid);
+      portable_load_paged<BN, NV, NT>(sV, paged, true, n0, sk - n0, tid);
+    } else {
+      portable_load_tile<BN, NV, NT>(sK, gK + n0 * ldk, ldk, sk - n0, tid);
+      portable_load_tile<BN, NV, NT>(sV, gV + n0 * ldk, ldk, sk - n0, tid);
+    }
     __syncthreads();
 
     // S = Q Kᵀ for keys c, c + TPR, ...
@@ -177,6 +240,20 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
     if (a.lse != nullptr && c == 0)
       *lse_slot(a, tc.h, q_off, m0, r) = run.lse(units);
   }
+}
+
+template <class Getter, DType DT, int D>
+__global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
+    prefill_portable_kernel(const PrefillArgs a) {
+  prefill_portable_body<Getter, DT, D, KVSource::contiguous>(a, PrefillPagedKV{});
+}
+
+// K/V from a paged cache (S: paged_nhd or paged_vllm).
+template <class Getter, DType DT, int D, KVSource S>
+__global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
+    prefill_portable_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
+  static_assert(is_paged(S), "the contiguous source runs prefill_portable_kernel");
+  prefill_portable_body<Getter, DT, D, S>(a, pkv);
 }
 
 }  // namespace muh::kernels

@@ -34,6 +34,11 @@
 // pipelines do. Its rows have one shared-memory buffer (one stage without async copy, the seed's
 // rule); the registers are the second buffer.
 //
+// Paged K/V (chunked prefill, prefix reuse; kernels/prefill_kv.cuh): the same body, its K/V copies
+// reading rows through the block table — cp.async per row for NHD pages and vLLM key pages, a
+// transposing copy through registers for vLLM's token-minor value pages (sm80 agent only) — and
+// the next tile's block-table entries prefetched into L1. Paged calls are never tail-split.
+//
 // Tiles, warps and stages come from the policy (Getter); nothing in the body depends on a
 // particular head dim or dtype beyond the template parameters.
 //
@@ -62,16 +67,31 @@
 
 namespace muh::kernels {
 
+// The paged K/V copy groups of sequence b, kv head kvh (an empty value for contiguous K/V, where
+// the body's own view is the one used).
+template <class Sh>
+__device__ __forceinline__ PagedKvGroups<Sh> paged_kv_groups(const PrefillPagedKV* pkv, int b, int kvh, int sk,
+                                                             int kt_end, int n_tiles) {
+  if constexpr (Sh::kPaged)
+    return {PagedKvRows<typename Sh::T, paged_layout(Sh::kSource)>::template make<Sh::kD>(*pkv, b, kvh), sk, kt_end,
+            n_tiles};
+  else
+    return {};
+}
+
 // One q tile (`linear`, tile_of order): kPiece = false, the whole tile, writing out and lse;
 // kPiece = true, its key tiles [kt_lo, kt_hi) (clipped to the keys it sees) as a piece of a split
 // tail tile, writing a normalised (o, lse) partial to its workspace slot: piece_o [block_m][D] and
 // piece_lse [block_m] fp32 (prefill_common.cuh, PrefillTail). The whole-tile body never sees the
 // piece's arguments, so the whole-tile kernel compiles as it did before the split existed.
-template <class Getter, DType DT, int D, bool kPiece = false>
+// kSrc: where K/V come from (contiguous: a's k, v, cu_seqlens_k; paged NHD or vLLM: *pkv, through
+// the block table — kernels/prefill_kv.cuh); only the K/V copies differ (prefill_sm80_pipeline.cuh,
+// prefill_sm80_tile.cuh). The sm75 agent reads contiguous and paged NHD K/V.
+template <class Getter, DType DT, int D, bool kPiece = false, KVSource kSrc = KVSource::contiguous>
 __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
                                                   int kt_hi = 0, float* piece_o = nullptr,
-                                                  float* piece_lse = nullptr) {
-  using Sh = Sm80PrefillShape<Getter, DT, D, kPiece>;
+                                                  float* piece_lse = nullptr, const PrefillPagedKV* pkv = nullptr) {
+  using Sh = Sm80PrefillShape<Getter, DT, D, kPiece, kSrc>;
   using T = typename Sh::T;
   constexpr int BM = Sh::BM, BN = Sh::BN, MT = Sh::MT;
 
@@ -85,11 +105,14 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const int g = lane >> 2, t = lane & 3;          // mma fragment row group and column pair
   const int wm = warp / Sh::WN, wn = warp % Sh::WN;  // row block of this warp, its half (pairs) or 0
   const TileCoord tc = tile_of(linear, a);
-  if (!prefill_sequence_ok(a, tc.b)) return;  // the input guard (prefill_common.cuh)
+  if (!prefill_sequence_ok<!Sh::kPaged>(a, tc.b)) return;  // the input guard (prefill_common.cuh)
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
-  const int k_off = a.cu_seqlens_k[tc.b], sk = a.cu_seqlens_k[tc.b + 1] - k_off;
+  if constexpr (Sh::kPaged)
+    if (!paged_sequence_ok(*pkv, tc.b, a.max_seqlen_k, a.input_errors)) return;  // (prefill_kv.cuh)
+  const int k_off = Sh::kPaged ? 0 : a.cu_seqlens_k[tc.b];
+  const int sk = Sh::kPaged ? paged_kv_len(*pkv, tc.b) : a.cu_seqlens_k[tc.b + 1] - k_off;
   const int kvh = tc.h / a.group;
   const long long ldq = static_cast<long long>(a.num_q_heads) * D;
   const long long ldk = static_cast<long long>(a.num_kv_heads) * D;
@@ -103,7 +126,16 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const int n_tiles = kPiece ? (kt_end > kt_lo ? kt_end - kt_lo : 0) : kt_vis;
 
   typename Sh::KvStage kv_stage;  // the sm75 agent's register stage (unused by the sm80 agent)
-  const KvGroups<Sh> kv{gK, gV, ldk, sk, kt_end, n_tiles};
+  // The copy groups: the view of contiguous K/V declared exactly as before paging existed, the
+  // paged groups beside it (an empty value for contiguous K/V), and kv the one of them the source
+  // uses — chosen by a pointer, not by a function returning a reference: that (and a function
+  // building the view) made ptxas order the addresses differently (+24 instructions in the
+  // contiguous hd-128 kernel), and the contiguous kernels' SASS is the one before paging.
+  const KvGroups<Sh> kv_view{gK, gV, ldk, sk, kt_end, n_tiles};
+  const PagedKvGroups<Sh> kv_paged = paged_kv_groups<Sh>(pkv, tc.b, kvh, sk, kt_end, n_tiles);
+  const KvGroupsOf<Sh>* kv_ptr;
+  if constexpr (Sh::kPaged) kv_ptr = &kv_paged; else kv_ptr = &kv_view;
+  const KvGroupsOf<Sh>& kv = *kv_ptr;
   Sm80Pipeline<Sh> pipe(kv, sKV, tid, bars, warp, kv_stage);
   if constexpr (Sh::kRegStage) {
     // Q's loads and group 0's in flight together. Here rather than in the pipeline's start():
@@ -208,6 +240,15 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
+}
+
+// K/V from a paged cache: CTA i computes q tile i whole (paged calls are never split).
+template <class Getter, DType DT, int D, KVSource kSrc>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
+  static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_kernel");
+  if constexpr (sm80::agent_has_ptx(Getter{}().agent))
+    prefill_sm80_body<Getter, DT, D, false, kSrc>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
 }
 
 template <class Getter, DType DT, int D>

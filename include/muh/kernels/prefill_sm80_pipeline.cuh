@@ -41,14 +41,42 @@ struct KvGroups {
   __device__ __forceinline__ const T* src(int j, int n0) const { return ((j & 1) ? gV : gK) + n0 * ldk; }
 };
 
+// The same groups over a paged cache (kernels/prefill_kv.cuh): rows through the block table.
+// Values, not views: nothing of the contiguous kernels' SASS depends on them. (The vLLM layout:
+// sm80 agent only — the sm75 register stage has no transposing fetch.)
+template <class Sh>
+struct PagedKvGroups {
+  using T = typename Sh::T;
+  PagedKvRows<T, paged_layout(Sh::kSource)> rows;
+  int sk;
+  int kt_end;
+  int n_tiles;
+  __device__ __forceinline__ bool has(int j) const { return (j >> 1) < n_tiles; }
+  __device__ __forceinline__ int first_key(int j) const { return (kt_end - 1 - (j >> 1)) * Sh::BN; }
+  __device__ __forceinline__ const T* base(int j) const { return rows.base(j & 1); }
+  // After V of a key tile is issued: the block-table entries of the tile of group j (the next
+  // K), fetched into L1 by the first few threads, so that its copies' row addresses wait on an
+  // L1 hit rather than on L2 — the entries' latency overlaps the GEMMs in between.
+  __device__ __forceinline__ void prefetch_blocks(int j, int tid) const {
+    if (!has(j)) return;
+    const int n0 = first_key(j);
+    const int last = (n0 + Sh::BN < sk ? n0 + Sh::BN : sk) - 1;
+    const int first_blk = n0 / rows.page_size;
+    if (tid <= last / rows.page_size - first_blk) sm80::prefetch_l1(rows.blocks + first_blk + tid);
+  }
+};
+
+template <class Sh>
+using KvGroupsOf = std::conditional_t<Sh::kPaged, PagedKvGroups<Sh>, KvGroups<Sh>>;
+
 // The sm80 agent's copies: cp.async straight into the buffer.
 template <class Sh>
 struct CpAsyncCopy {
   using T = typename Sh::T;
-  const KvGroups<Sh>& kv;
+  const KvGroupsOf<Sh>& kv;
   T* const& sKV;  // [S][BN][D]: the ring
   const int& tid;
-  __device__ __forceinline__ CpAsyncCopy(const KvGroups<Sh>& kv_, T* const& sKV_, const int& tid_,
+  __device__ __forceinline__ CpAsyncCopy(const KvGroupsOf<Sh>& kv_, T* const& sKV_, const int& tid_,
                                          typename Sh::KvStage&)
       : kv(kv_), sKV(sKV_), tid(tid_) {}
   __device__ __forceinline__ void load_q(T* sQ, const T* gQ, long long ldq, int valid) {
@@ -57,7 +85,17 @@ struct CpAsyncCopy {
   __device__ __forceinline__ void copy(int j) {
     if (kv.has(j)) {
       const int n0 = kv.first_key(j);
-      sm80_load_tile<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.src(j, n0), kv.ldk, kv.sk - n0, tid);
+      if constexpr (Sh::kPaged) {
+        T* dst = sKV + (j % Sh::S) * Sh::BN * Sh::kD;
+        bool transposed = false;  // vLLM value pages are token-minor: V goes through registers
+        if constexpr (Sh::kSource == KVSource::paged_vllm) {
+          transposed = (j & 1) != 0;
+          if (transposed) sm80_load_v_transposed<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+        }
+        if (!transposed) sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
+        if (j & 1) kv.prefetch_blocks(j + 1, tid);
+      } else
+        sm80_load_tile<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.src(j, n0), kv.ldk, kv.sk - n0, tid);
     }
   }
 };
@@ -70,17 +108,21 @@ struct CpAsyncCopy {
 template <class Sh>
 struct RegisterStageCopy {
   using T = typename Sh::T;
-  const KvGroups<Sh>& kv;
+  const KvGroupsOf<Sh>& kv;
   T* const& sKV;
   const int& tid;
   typename Sh::KvStage& stage;  // the next group, fetched ahead (the body's registers)
-  __device__ __forceinline__ RegisterStageCopy(const KvGroups<Sh>& kv_, T* const& sKV_, const int& tid_,
+  __device__ __forceinline__ RegisterStageCopy(const KvGroupsOf<Sh>& kv_, T* const& sKV_, const int& tid_,
                                                typename Sh::KvStage& st)
       : kv(kv_), sKV(sKV_), tid(tid_), stage(st) {}
   __device__ __forceinline__ void fetch(int j) {
     if (kv.has(j)) {
       const int n0 = kv.first_key(j);
-      stage.fetch(kv.src(j, n0), kv.ldk, kv.sk - n0, tid);
+      if constexpr (Sh::kPaged) {
+        stage.fetch_paged(kv.base(j), kv.rows, n0, kv.sk - n0, tid);
+        if (j & 1) kv.prefetch_blocks(j + 1, tid);
+      } else
+        stage.fetch(kv.src(j, n0), kv.ldk, kv.sk - n0, tid);
     }
   }
   __device__ __forceinline__ void copy(int j) {
@@ -107,7 +149,7 @@ struct RegisterStageCopy {
 template <class Sh, class Copy>
 struct BarrierRing {
   Copy copy;
-  __device__ __forceinline__ BarrierRing(const KvGroups<Sh>& kv, typename Sh::T* const& sKV, const int& tid,
+  __device__ __forceinline__ BarrierRing(const KvGroupsOf<Sh>& kv, typename Sh::T* const& sKV, const int& tid,
                                          const std::uint32_t&, const int&, typename Sh::KvStage& st)
       : copy(kv, sKV, tid, st) {}
   __device__ __forceinline__ void issue(int j) {  // copy group j, committed even past the last tile
@@ -176,7 +218,7 @@ struct PingPongRing {
   const std::uint32_t& bar_full;  // [S] mbarriers, then the S empty ones
   const int& warp;
   int wg;  // this thread's half: set by first_turn(), after the prologue (computed before it, the SASS changed)
-  __device__ __forceinline__ PingPongRing(const KvGroups<Sh>& kv, typename Sh::T* const& sKV, const int& tid,
+  __device__ __forceinline__ PingPongRing(const KvGroupsOf<Sh>& kv, typename Sh::T* const& sKV, const int& tid,
                                           const std::uint32_t& bars, const int& warp_, typename Sh::KvStage& st)
       : copy(kv, sKV, tid, st), bar_full(bars), warp(warp_) {}
   __device__ __forceinline__ std::uint32_t bar_empty() const { return bar_full + 8 * Sh::S; }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
 #include "muh/tuning/policy.hpp"
 
@@ -109,6 +110,86 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
   }
 }
 
+// A paged K or V tile (kernels/prefill_kv.cuh): rows n0 .. n0 + ROWS − 1 of the sequence into
+// sm80_load_tile's swizzled layout with cp.async — NHD K or V (chunk c of row n at
+// page + slot·ldk + 8c) or vLLM K (chunk c at page + (c·page_size + slot)·8: its 16-byte x
+// groups are whole chunks);
+// rows >= valid are zero-filled and their block-table entries not read. Each thread keeps one
+// chunk column and walks its rows with a PageCursor (one division per tile, not per row); the
+// page of each row is a block-table read, which the copy of the tile before prefetched into L1
+// (PagedKvGroups::prefetch_blocks, prefill_sm80_pipeline.cuh).
+template <int ROWS, int D, int NT, class T, class Rows>
+__device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
+  constexpr int kChunks = D / 8;
+  if constexpr (NT % kChunks == 0) {
+    constexpr int kRowStep = NT / kChunks;
+    const int c = tid % kChunks, r0 = tid / kChunks;
+    PageCursor cur(n0 + r0, kv.page_size);
+    for (int r = r0; r < ROWS; r += kRowStep, cur.advance(kRowStep, kv.page_size)) {
+      const bool ok = r < valid;
+      const T* src = base;
+      if (ok)
+        src = base + static_cast<long long>(kv.blocks[cur.blk]) * kv.page_elems +
+              (Rows::kLayout == KVLayout::nhd ? cur.slot * kv.ldk + c * 8
+                                              : (static_cast<long long>(c) * kv.page_size + cur.slot) * 8);
+      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
+    }
+  } else {
+    constexpr int kTotal = ROWS * kChunks;
+    for (int idx = tid; idx < kTotal; idx += NT) {
+      const int r = idx / kChunks, c = idx % kChunks;
+      const bool ok = r < valid;
+      const T* src = base;
+      if (ok) {
+        int slot;
+        const long long page = kv.page_of(n0 + r, &slot);
+        src = base + page + (Rows::kLayout == KVLayout::nhd ? slot * kv.ldk + c * 8
+                                                            : (static_cast<long long>(c) * kv.page_size + slot) * 8);
+      }
+      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
+    }
+  }
+}
+
+// A paged vLLM value tile: the pages are token-minor ([page, head, D, slot]), the tile is
+// key-major ([ROWS][D], swizzled, as ldmatrix.trans reads it), so cp.async cannot move it. A
+// transposing copy through registers instead: each thread takes 8 × 8 blocks (8 slots × 8 dims),
+// loads 8 × 16 bytes (8 consecutive slots of one dim each: one page, since page_size and the
+// tile's first key are multiples of 8), transposes the 16-bit elements in registers
+// (__byte_perm: slot s of dims 2k, 2k + 1 into one word) and stores 8 × 16 bytes — one whole
+// swizzle chunk (8 dims) of each of the 8 rows. Rows >= valid become zeros. Synchronous, so the
+// loads' latency is not hidden as cp.async's is (a fetch-ahead stage is future work).
+template <int ROWS, int D, int NT, class T, class Rows>
+__device__ __forceinline__ void sm80_load_v_transposed(T* dst, const Rows& kv, int n0, int valid, int tid) {
+  static_assert(sizeof(T) == 2 && ROWS % 8 == 0 && D % 8 == 0, "8 × 8 blocks of 16-bit elements");
+  constexpr int G = ROWS / 8, kBlocks = G * (D / 8);
+  for (int b = tid; b < kBlocks; b += NT) {
+    const int r0 = (b % G) * 8, c = b / G;  // neighbouring threads: neighbouring slots of the same dims
+    uint4 x[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (r0 < valid) {
+      int slot;
+      const long long page = kv.page_of(n0 + r0, &slot);
+      const T* src = kv.v + page + static_cast<long long>(c) * 8 * kv.page_size + slot;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) x[i] = *reinterpret_cast<const uint4*>(src + static_cast<long long>(i) * kv.page_size);
+    }
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const unsigned sel = (s & 1) ? 0x7632u : 0x5410u;  // the high or low halves of word s / 2
+      auto word = [&](const uint4& v) { return s / 2 == 0 ? v.x : s / 2 == 1 ? v.y : s / 2 == 2 ? v.z : v.w; };
+      uint4 y;
+      y.x = __byte_perm(word(x[0]), word(x[1]), sel);
+      y.y = __byte_perm(word(x[2]), word(x[3]), sel);
+      y.z = __byte_perm(word(x[4]), word(x[5]), sel);
+      y.w = __byte_perm(word(x[6]), word(x[7]), sel);
+      if (r0 + s >= valid) y = make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(dst + Sm80Swizzle<D>::offset(r0 + s, c)) = y;
+    }
+  }
+}
+
 // The sm75 agent's copies (no cp.async before sm_80): a ROWS × D tile goes global → registers
 // (fetch: all of a thread's 16-byte loads issued back to back; rows >= valid become zeros and are
 // not read) → swizzled shared memory in sm80_load_tile's layout (deposit). Fully unrolled, so the
@@ -139,6 +220,29 @@ struct Sm75TileStage {
       }
     }
   }
+  // A paged NHD tile (rows n0 .. of kv, as sm80_load_tile_paged reads them) into the registers.
+  template <class Rows>
+  __device__ __forceinline__ void fetch_paged(const T* base, const Rows& kv, int n0, int valid, int tid) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) v[i] = make_uint4(0, 0, 0, 0);
+    if constexpr (NT % kChunks == 0) {
+      constexpr int kRowStep = NT / kChunks;
+      const int r0 = tid / kChunks, c = tid % kChunks;
+      PageCursor cur(n0 + r0, kv.page_size);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i, cur.advance(kRowStep, kv.page_size))
+        if (r0 + i * kRowStep < valid)
+          v[i] = *reinterpret_cast<const uint4*>(base + static_cast<long long>(kv.blocks[cur.blk]) * kv.page_elems +
+                                                 cur.slot * kv.ldk + c * 8);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int idx = tid + i * NT, r = idx / kChunks, c = idx % kChunks;
+        if ((kTotal % NT == 0 || idx < kTotal) && r < valid)
+          v[i] = *reinterpret_cast<const uint4*>(base + kv.row_offset(n0 + r) + c * 8);
+      }
+    }
+  }
   __device__ __forceinline__ void deposit(T* dst, int tid) const {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
@@ -151,10 +255,13 @@ struct Sm75TileStage {
 
 // The tile shape of one policy, and the modes it selects. One CTA computes O for BM query rows;
 // each of the W warps owns whole m16 tiles of them.
-template <class Getter, DType DT, int D, bool kPiece>
+template <class Getter, DType DT, int D, bool kPiece, KVSource kSrc = KVSource::contiguous>
 struct Sm80PrefillShape {
   using T = storage_t<DT>;
   static constexpr PrefillPolicy P = Getter{}();
+  static constexpr KVSource kSource = kSrc;  // where K/V come from (kernels/prefill_kv.cuh)
+  static constexpr bool kPaged = is_paged(kSrc);
+  static_assert(prefill_agent_reads(P.agent, kSrc), "the sm75 agent reads contiguous and paged NHD K/V");
   static constexpr Agent kAgent = P.agent;
   static constexpr DType kDType = DT;
   static constexpr int kD = D;
@@ -195,7 +302,9 @@ struct Sm80PrefillShape {
   // Ping-pong (policy.hpp, PrefillPolicy::ping_pong): whole tiles on sm_90 code. Elsewhere (the
   // split's pieces, older archs, where a t90 row never runs) the row takes the CTA-barrier ring.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage;
+  // Not for paged vLLM K/V: their V tiles are stored by the threads, not by cp.async, which the
+  // ring's full mbarriers would not wait for.
+  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage && kSrc != KVSource::paged_vllm;
 #else
   static constexpr bool kPingPong = false;
 #endif

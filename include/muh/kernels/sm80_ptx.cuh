@@ -56,6 +56,14 @@ __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src) 
 #endif
 }
 
+// Brings the line holding p into L1 ahead of its use, with no register to wait on (the paged
+// prefill's next block-table entries: prefill_sm80_pipeline.cuh). Plain PTX of every arch.
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
+#endif
+}
+
 __device__ __forceinline__ void cp_async_commit() {
 #if MUH_SM80_PTX
   asm volatile("cp.async.commit_group;\n" ::);

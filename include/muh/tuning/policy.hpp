@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "muh/dtype.hpp"
+#include "muh/paged_kv.hpp"
 
 namespace muh {
 
@@ -19,6 +20,14 @@ enum class Agent : unsigned char {
   sm80 = 2,      // Ampere/Ada (and Hopper for now): mma.sync m16n8k16, ldmatrix, cp.async pipeline
   sm90 = 3,      // Hopper-specific (TMA / wgmma) — reserved for a later issue
 };
+
+// The K/V sources a prefill agent reads (paged_kv.hpp). The portable and sm80 agents read all
+// three (the vLLM layout's token-minor value pages through a transposing copy); the sm75 agent
+// reads contiguous and paged NHD K/V — its register stage has no transposing variant yet, so the
+// selection (select.hpp) walks a paged-vLLM call on past its rows.
+constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
+  return agent == Agent::portable || agent == Agent::sm80 || s != KVSource::paged_vllm;
+}
 
 constexpr std::string_view agent_name(Agent a) {
   switch (a) {

@@ -1,0 +1,235 @@
+// paged_prefill_check.hpp — one paged-prefill case (K/V read from a paged KV cache through the
+// block table: chunked prefill, prefix reuse) run on the GPU under a forced dispatch target and
+// held against the CPU reference, in prefill_check.hpp's way: the same inputs, reference, naive
+// error and tolerance (make_prefill_inputs over the case's q lengths = new tokens and k lengths
+// = cached prefix + new tokens), outputs pre-filled with NaN, two runs bitwise equal. What is
+// new: the dense K/V are written into a paged cache of the case's layout and page size, pages in
+// random order, and everything else in the cache — the unused slots of each sequence's last page
+// included — is NaN, so a kernel that reads a slot past a sequence's keys shows it.
+// Host code only (CUDA runtime API); no gtest.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device_buffer.hpp"
+#include "muh/attention.hpp"
+#include "muh/reference.hpp"
+#include "prefill_check.hpp"
+
+namespace muh::check {
+
+struct PagedPrefillCase {
+  std::string name;
+  std::vector<int> prefix;  // cached keys per sequence
+  std::vector<int> chunk;   // new tokens (queries) per sequence
+  int num_q_heads, num_kv_heads;
+  int page_size;
+  bool causal = true;
+  float softmax_scale = 0.f;
+};
+
+// The host side of one (case, layout, dtype, head_dim): the dense inputs and reference
+// (PrefillInputs), and the paged cache holding its K/V.
+struct PagedPrefillInputs {
+  PagedPrefillCase pc;
+  PrefillCase dense;  // the PrefillCase make_prefill_inputs() was given (in.c points here)
+  std::unique_ptr<PrefillInputs> in;
+  KVLayout layout = KVLayout::nhd;
+  PagedKVShape shape;
+  int num_pages = 0, max_blocks = 0;
+  std::vector<int> block_table, seqused_k;
+  std::vector<float> k_cache, v_cache;  // NaN where no key lives
+};
+
+inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const PagedPrefillCase& c, KVLayout layout,
+                                                                     DType t, int head_dim, unsigned seed) {
+  auto r = std::make_unique<PagedPrefillInputs>();
+  r->pc = c;
+  r->layout = layout;
+  r->dense = PrefillCase{"paged", c.chunk, {}, c.num_q_heads, c.num_kv_heads, c.causal, c.softmax_scale};
+  for (std::size_t b = 0; b < c.chunk.size(); ++b) r->dense.len_k.push_back(c.prefix[b] + c.chunk[b]);
+  r->in = make_prefill_inputs(r->dense, t, head_dim, seed);
+  const int B = int(c.chunk.size()), H = c.num_kv_heads, D = head_dim, P = c.page_size;
+  r->seqused_k = r->dense.len_k;
+  r->max_blocks = 1;
+  for (int L : r->seqused_k) r->max_blocks = std::max(r->max_blocks, (L + P - 1) / P);
+  r->num_pages = B * r->max_blocks + 3;  // a few pages nobody uses
+  std::vector<int> perm(r->num_pages);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(seed ^ 0x5eedu));
+  r->block_table.assign(perm.begin(), perm.begin() + std::size_t(B) * r->max_blocks);
+  r->shape.layout = layout;
+  r->shape.page_size = P;
+  r->shape.num_kv_heads = H;
+  r->shape.head_dim = D;
+  r->shape.x = 16 / int(dtype_size(t));
+  const std::size_t elems = std::size_t(r->num_pages) * P * H * D;
+  r->k_cache.assign(elems, std::numeric_limits<float>::quiet_NaN());
+  r->v_cache.assign(elems, std::numeric_limits<float>::quiet_NaN());
+  for (int b = 0; b < B; ++b)
+    for (int j = 0; j < r->seqused_k[b]; ++j) {
+      const int page = r->block_table[std::size_t(b) * r->max_blocks + j / P], slot = j % P;
+      for (int h = 0; h < H; ++h)
+        for (int d = 0; d < D; ++d) {
+          const std::size_t src = (std::size_t(r->in->cu_k[b] + j) * H + h) * D + d;
+          r->k_cache[r->shape.k_offset(page, slot, h, d)] = r->in->k[src];
+          r->v_cache[r->shape.v_offset(page, slot, h, d)] = r->in->v[src];
+        }
+    }
+  return r;
+}
+
+// The device copies of one case's inputs; outputs pre-filled with NaN by fresh_outputs().
+struct PagedPrefillDevice {
+  DevBuf q, k_cache, v_cache, block_table, seqused_k, cu_q, out, lse;
+  Status status;
+
+  explicit PagedPrefillDevice(const PagedPrefillInputs& pi) {
+    const PrefillInputs& in = *pi.in;
+    const DType t = in.dtype;
+    const std::size_t e = dtype_size(t), nl = std::size_t(in.total_q) * in.c->num_q_heads;
+    const auto hq = ref::to_storage(in.q, t), hk = ref::to_storage(pi.k_cache, t), hv = ref::to_storage(pi.v_cache, t);
+    bool ok = q.alloc(hq.size()) && k_cache.alloc(hk.size()) && v_cache.alloc(hv.size()) &&
+              block_table.alloc(pi.block_table.size() * 4) && seqused_k.alloc(pi.seqused_k.size() * 4) &&
+              cu_q.alloc(in.cu_q.size() * 4) && out.alloc(in.q.size() * e) && lse.alloc(nl * 4);
+    if (!ok) {
+      set_error("cudaMalloc failed");
+      return;
+    }
+    cudaError_t err = cudaMemcpy(q.p, hq.data(), hq.size(), cudaMemcpyHostToDevice);
+    if (err == cudaSuccess) err = cudaMemcpy(k_cache.p, hk.data(), hk.size(), cudaMemcpyHostToDevice);
+    if (err == cudaSuccess) err = cudaMemcpy(v_cache.p, hv.data(), hv.size(), cudaMemcpyHostToDevice);
+    if (err == cudaSuccess)
+      err = cudaMemcpy(block_table.p, pi.block_table.data(), pi.block_table.size() * 4, cudaMemcpyHostToDevice);
+    if (err == cudaSuccess)
+      err = cudaMemcpy(seqused_k.p, pi.seqused_k.data(), pi.seqused_k.size() * 4, cudaMemcpyHostToDevice);
+    if (err == cudaSuccess) err = cudaMemcpy(cu_q.p, in.cu_q.data(), in.cu_q.size() * 4, cudaMemcpyHostToDevice);
+    if (err != cudaSuccess) set_error(std::string("copying inputs: ") + cudaGetErrorString(err));
+  }
+  void set_error(std::string what) {
+    Status s(StatusCode::cuda_error, std::move(what));
+    std::swap(status, s);  // (assigning a [[nodiscard]] Status warns under nvcc)
+  }
+  cudaError_t fresh_outputs() {
+    cudaError_t err = out.n ? cudaMemset(out.p, 0xFF, out.n) : cudaSuccess;  // NaN in every dtype
+    if (err == cudaSuccess && lse.n) err = cudaMemset(lse.p, 0xFF, lse.n);
+    return err;
+  }
+  PrefillParams params(const PagedPrefillInputs& pi) const {
+    const PrefillInputs& in = *pi.in;
+    PrefillParams p;
+    p.dtype = in.dtype;
+    p.q = q.p;
+    p.out = out.p;
+    p.lse = static_cast<float*>(lse.p);
+    p.cu_seqlens_q = static_cast<const int*>(cu_q.p);
+    p.batch = int(in.cu_q.size()) - 1;
+    p.total_q = in.total_q;
+    p.max_seqlen_q = in.max_q;
+    p.max_seqlen_k = in.max_k;
+    p.num_q_heads = in.c->num_q_heads;
+    p.num_kv_heads = in.c->num_kv_heads;
+    p.head_dim = in.head_dim;
+    p.softmax_scale = in.c->softmax_scale;
+    p.causal = in.c->causal;
+    return make_paged_prefill(p, pi.layout, k_cache.p, v_cache.p, static_cast<const int*>(block_table.p),
+                              static_cast<const int*>(seqused_k.p), pi.shape.page_size, pi.num_pages, pi.max_blocks);
+  }
+};
+
+// Device output → host floats (out) and lse.
+inline cudaError_t read_outputs(const PagedPrefillDevice& dev, DType t, std::vector<float>* out,
+                                std::vector<float>* lse) {
+  std::vector<unsigned char> raw(dev.out.n);
+  cudaError_t err = raw.empty() ? cudaSuccess : cudaMemcpy(raw.data(), dev.out.p, raw.size(), cudaMemcpyDeviceToHost);
+  out->resize(raw.size() / dtype_size(t));
+  for (std::size_t i = 0; i < out->size(); ++i) (*out)[i] = ref::from_storage(raw.data(), i, t);
+  lse->resize(dev.lse.n / 4);
+  if (err == cudaSuccess && !lse->empty()) err = cudaMemcpy(lse->data(), dev.lse.p, dev.lse.n, cudaMemcpyDeviceToHost);
+  return err;
+}
+
+// Compares out / lse against the reference as run_prefill_case() does (prefill_check.hpp).
+inline void compare_prefill(const PrefillInputs& in, const std::vector<float>& out, const std::vector<float>& lse,
+                            PrefillResult* r) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(out[i])) {
+      ++r->nonfinite;
+      continue;
+    }
+    r->max_err = std::max(r->max_err, double(std::fabs(out[i] - in.ref_out[i])));
+  }
+  for (std::size_t i = 0; i < lse.size(); ++i) {
+    const float want = in.ref_lse[i], got = lse[i];
+    if (std::isinf(want) || std::isinf(got) || std::isnan(got)) {
+      if (!(got == want)) ++r->lse_mismatch;
+      continue;
+    }
+    const double d = std::fabs(double(got) - want);
+    r->max_lse_err = std::max(r->max_lse_err, d);
+    if (d > 1e-3 * (1.0 + std::fabs(want))) ++r->lse_mismatch;
+  }
+  r->tol = 2.0 * std::max(in.naive_err, ref::unit_roundoff(in.dtype) * in.max_ref);
+  r->pass = r->nonfinite == 0 && r->lse_mismatch == 0 && r->deterministic && r->max_err <= r->tol;
+  if (!r->pass) {
+    if (r->nonfinite) r->note += std::to_string(r->nonfinite) + " non-finite outputs; ";
+    if (r->lse_mismatch) r->note += std::to_string(r->lse_mismatch) + " lse mismatches; ";
+    if (!r->deterministic) r->note += "two runs differ bitwise; ";
+    if (r->max_err > r->tol)
+      r->note += "max error " + std::to_string(r->max_err) + " > tol " + std::to_string(r->tol) + "; ";
+  }
+}
+
+// Plans `pi` with target forced (-1: the selection walks) on this device and runs it twice
+// (debug_checks on: the tables are checked too); status is the plan's or the run's.
+inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int target, PrefillPlan* plan_out = nullptr,
+                                            std::vector<float>* out_copy = nullptr) {
+  PrefillResult r;
+  PagedPrefillDevice dev(pi);
+  auto fail = [&](Status s) {
+    std::swap(r.status, s);
+    r.note = r.status.message();
+    return r;
+  };
+  if (!dev.status.ok()) return fail(dev.status);
+  const PrefillParams p = dev.params(pi);
+  PrefillPlan plan;
+  {
+    HardwareCapability hw;
+    Status s = device_profile(-1, &hw);
+    if (!s.ok()) return fail(std::move(s));
+    Status planned = plan_prefill(p, hw, PrefillPlanOptions{target, kPrefillTailAuto}, &plan);
+    if (!planned.ok()) return fail(std::move(planned));
+  }
+  if (plan_out) *plan_out = plan;
+  RunOptions opt;
+  opt.debug_checks = true;
+  std::vector<float> out[2], lse[2];
+  for (int run = 0; run < 2; ++run) {
+    cudaError_t err = dev.fresh_outputs();
+    if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, cudaGetErrorString(err)));
+    Status s = prefill(p, plan, nullptr, 0, opt);
+    if (!s.ok()) return fail(std::move(s));
+    if ((err = cudaDeviceSynchronize()) == cudaSuccess) err = read_outputs(dev, pi.in->dtype, &out[run], &lse[run]);
+    if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, std::string("paged prefill: ") + cudaGetErrorString(err)));
+  }
+  // Bitwise: compare the bytes (NaN != NaN as floats).
+  r.deterministic = out[0].size() == out[1].size() && lse[0].size() == lse[1].size() &&
+                    std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4) == 0 &&
+                    std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * 4) == 0;
+  compare_prefill(*pi.in, out[0], lse[0], &r);
+  if (out_copy) *out_copy = out[0];
+  return r;
+}
+
+}  // namespace muh::check

@@ -1,0 +1,320 @@
+// test_paged_prefill.cu — prefill whose K/V are read from a paged KV cache (chunked prefill,
+// prefix reuse), every compiled policy forced, against the CPU reference
+// (check/paged_prefill_check.hpp: tolerance 2× a naive same-precision implementation, outputs
+// pre-filled with NaN, the cache NaN wherever no key lives — the unused slots of each sequence's
+// last page included —, random page order, lse, two runs bitwise equal, debug_checks on).
+//
+// One gtest case per (target, dtype, head_dim, layout, shape): targets from MUH_TARGETS, (dtype,
+// head_dim) from MUH_FOR_EACH_INSTANCE, both layouts, the shapes below at page sizes 16 and 528
+// (and 8, 32, 64 on one shape). A forced sm75-agent target on the vLLM layout has no row: the
+// case checks that plan_prefill says so (and that the unforced selection runs a row that reads it).
+// Then: chunked prefill of one sequence == one dense prefill of the whole sequence; q_len 1 rows
+// == the paged decode path; bad tables refused with debug_checks and nothing written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
+#include "muh/tuning/policy_io.hpp"
+#include "muh/tuning/selectors.hpp"
+#include "paged_prefill_check.hpp"
+
+namespace muh {
+namespace {
+
+using testing::device_cc;
+
+// Shapes: prefix lengths 0, 1, page − 1, page, many pages; chunk lengths 1, 2, 7, 16, 511;
+// GQA 1, 4, 6, 8; a mixed batch of single-token decodes and a chunk.
+std::vector<check::PagedPrefillCase> shapes_for_page(int P) {
+  const std::string p = "_p" + std::to_string(P);
+  return {
+      {"prefix0_chunk511_gqa4" + p, {0}, {511}, 8, 2, P},
+      {"prefix1_chunk1_gqa6" + p, {1}, {1}, 6, 1, P},
+      {"prefix_page_minus1_chunk7_gqa8" + p, {P - 1}, {7}, 8, 1, P},
+      {"prefix_page_chunk16_gqa1" + p, {P}, {16}, 4, 4, P},
+      {"many_pages_varlen_gqa6" + p, {5 * P + 3, 0, 2 * P}, {2, 16, 7}, 12, 2, P},
+      {"mixed_decodes_and_chunk_gqa4" + p, {1000, 37, 0, 3 * P}, {1, 1, 64, 1}, 8, 2, P},
+  };
+}
+
+const std::vector<check::PagedPrefillCase>& cases() {
+  static const std::vector<check::PagedPrefillCase> all = [] {
+    std::vector<check::PagedPrefillCase> v;
+    for (int P : {16, 528})
+      for (auto& c : shapes_for_page(P)) v.push_back(c);
+    for (int P : {8, 32, 64}) v.push_back(shapes_for_page(P)[4]);
+    // Non-causal over a prefix (cross-attention-like use; the mask is the only difference).
+    check::PagedPrefillCase nc{"noncausal_prefix_p16", {40, 3}, {9, 30}, 4, 1, 16, false, 0.7f};
+    v.push_back(nc);
+    return v;
+  }();
+  return all;
+}
+
+struct Param {
+  int target;
+  DType dtype;
+  int head_dim;
+  KVLayout layout;
+  std::size_t case_index;
+};
+
+std::string param_name(const Param& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + cases()[p.case_index].name + "_" +
+         std::string(agent_name(prefill_policy(p.target, p.dtype, p.head_dim).agent));
+}
+void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
+
+std::vector<Param> all_params() {
+  std::vector<Param> v;
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    for (const auto& [t, d] : kCompiledInstances)
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (std::size_t c = 0; c < cases().size(); ++c) v.push_back({compiled_targets::values[ti], t, d, l, c});
+  return v;
+}
+
+class PagedPrefillForced : public ::testing::TestWithParam<Param> {};
+
+TEST_P(PagedPrefillForced, MatchesReference) {
+  MUH_REQUIRE_GPU();
+  const Param prm = GetParam();
+  if (prm.target > device_cc())
+    GTEST_SKIP() << "target " << prm.target << " is newer than the device (sm_" << device_cc() << ")";
+  const auto pi = check::make_paged_prefill_inputs(cases()[prm.case_index], prm.layout, prm.dtype, prm.head_dim,
+                                                   17 + unsigned(prm.case_index));
+  const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
+  SCOPED_TRACE("policy: " + to_string(pol, prm.dtype, prm.head_dim));
+  const KVSource src = paged_source(prm.layout);
+  PrefillPlan plan;
+  const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
+  if (!prefill_agent_reads(pol.agent, src)) {
+    // No row for this layout on this agent (the sm75 agent on vLLM pages): a clear Status, and
+    // the unforced selection runs a row whose agent reads it.
+    EXPECT_EQ(r.status.code(), StatusCode::unsupported) << r.status.message();
+    EXPECT_NE(r.status.message().find("paged vLLM"), std::string::npos) << r.status.message();
+    const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
+    ASSERT_TRUE(walked.status.ok()) << walked.status.message();
+    EXPECT_TRUE(prefill_agent_reads(plan.policy.agent, src));
+    EXPECT_TRUE(walked.pass) << walked.note;
+    return;
+  }
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(plan.target, prm.target);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN; NaN in unused cache slots)";
+  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
+  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
+  EXPECT_LE(r.max_err, r.tol) << "naive error " << pi->in->naive_err << ", max |ref| " << pi->in->max_ref;
+  RecordProperty("max_err", std::to_string(r.max_err));
+  RecordProperty("tol", std::to_string(r.tol));
+}
+
+INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillForced, ::testing::ValuesIn(all_params()),
+                         [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
+
+// ---- Chunked prefill == one dense prefill of the whole sequence ----------------------------------
+// One sequence of 700 tokens: the whole of it by the contiguous prefill (GPU, the same target),
+// then in chunks [0, 100), [100, 107), [107, 618), [618, 619), [619, 700), each a paged call over
+// the cache holding keys 0 .. end − 1 (its prefix and its own tokens). Row for row the chunks
+// equal the whole within the tolerance (both are checked against the reference as well).
+struct ChunkParam {
+  int target;
+  DType dtype;
+  int head_dim;
+  KVLayout layout;
+};
+
+std::vector<ChunkParam> chunk_params() {
+  std::vector<ChunkParam> v;
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    for (const auto& [t, d] : kCompiledInstances)
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        if (prefill_agent_reads(prefill_policy(compiled_targets::values[ti], t, d).agent, paged_source(l)))
+          v.push_back({compiled_targets::values[ti], t, d, l});
+  return v;
+}
+
+class PagedPrefillChunked : public ::testing::TestWithParam<ChunkParam> {};
+
+TEST_P(PagedPrefillChunked, ChunksEqualTheWholeSequence) {
+  MUH_REQUIRE_GPU();
+  const ChunkParam prm = GetParam();
+  if (prm.target > device_cc()) GTEST_SKIP() << "target " << prm.target << " is newer than the device";
+  const int L = 700;
+  const int bounds[] = {0, 100, 107, 618, 619, 700};
+  // The whole sequence, dense, with the same q/k/v (the paged inputs of a 0-prefix, 700-token
+  // case are the dense inputs).
+  const check::PagedPrefillCase whole_case{"whole", {0}, {L}, 6, 1, 16};
+  const auto whole = check::make_paged_prefill_inputs(whole_case, prm.layout, prm.dtype, prm.head_dim, 5);
+  const std::size_t row = std::size_t(6) * prm.head_dim;
+  check::PrefillCase dense = whole->dense;
+  const auto dense_in = check::make_prefill_inputs(dense, prm.dtype, prm.head_dim, 5);  // same seed: same q/k/v
+  ASSERT_EQ(dense_in->q, whole->in->q);
+  const check::PrefillResult dr = check::run_prefill_case(*dense_in, prm.target);
+  ASSERT_TRUE(dr.status.ok()) << dr.status.message();
+  ASSERT_TRUE(dr.pass) << dr.note;
+  // The dense output, read back by running it once more into a buffer of our own.
+  std::vector<float> dense_out;
+  {
+    check::PagedPrefillDevice dev(*whole);  // reuse its q copy and output buffers
+    ASSERT_TRUE(dev.status.ok()) << dev.status.message();
+    const auto hk = ref::to_storage(dense_in->k, prm.dtype), hv = ref::to_storage(dense_in->v, prm.dtype);
+    testing::DeviceBuffer dk(hk.size()), dv(hv.size()), dck(8);
+    MUH_CUDA_CHECK(cudaMemcpy(dk.p, hk.data(), hk.size(), cudaMemcpyHostToDevice));
+    MUH_CUDA_CHECK(cudaMemcpy(dv.p, hv.data(), hv.size(), cudaMemcpyHostToDevice));
+    const int cuk[2] = {0, L};
+    MUH_CUDA_CHECK(cudaMemcpy(dck.p, cuk, 8, cudaMemcpyHostToDevice));
+    MUH_CUDA_CHECK(dev.fresh_outputs());
+    PrefillParams p = dev.params(*whole);
+    p.kv_source = KVSource::contiguous;
+    p.k = dk.p;
+    p.v = dv.p;
+    p.cu_seqlens_k = static_cast<const int*>(dck.p);
+    p.total_k = L;
+    HardwareCapability hw;
+    ASSERT_TRUE(device_profile(-1, &hw).ok());
+    PrefillPlan plan;
+    ASSERT_TRUE(plan_prefill(p, hw, PrefillPlanOptions{prm.target, kPrefillTailOff}, &plan).ok());
+    ASSERT_TRUE(prefill(p, plan, nullptr, 0).ok());
+    MUH_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> lse;
+    MUH_CUDA_CHECK(check::read_outputs(dev, prm.dtype, &dense_out, &lse));
+  }
+  for (int i = 0; i + 1 < int(std::size(bounds)); ++i) {
+    const int s = bounds[i], e = bounds[i + 1];
+    const check::PagedPrefillCase c{"chunk", {s}, {e - s}, 6, 1, 16};
+    auto pi = check::make_paged_prefill_inputs(c, prm.layout, prm.dtype, prm.head_dim, 5);
+    // The chunk's q, k, v are the whole sequence's: rows s .. e − 1 of q, keys 0 .. e − 1.
+    pi->in->q.assign(whole->in->q.begin() + std::size_t(s) * row, whole->in->q.begin() + std::size_t(e) * row);
+    for (int b = 0; b < 1; ++b)
+      for (int j = 0; j < e; ++j)
+        for (int h = 0; h < 1; ++h)
+          for (int d = 0; d < prm.head_dim; ++d) {
+            const std::size_t src = (std::size_t(j) * 1 + h) * prm.head_dim + d;
+            const int page = pi->block_table[j / 16], slot = j % 16;
+            pi->k_cache[pi->shape.k_offset(page, slot, h, d)] = whole->in->k[src];
+            pi->v_cache[pi->shape.v_offset(page, slot, h, d)] = whole->in->v[src];
+          }
+    pi->in->ref_out.assign(whole->in->ref_out.begin() + std::size_t(s) * row,
+                           whole->in->ref_out.begin() + std::size_t(e) * row);
+    std::vector<float> ref_lse;
+    for (int h = 0; h < 6; ++h)
+      for (int r = s; r < e; ++r) ref_lse.push_back(whole->in->ref_lse[std::size_t(h) * L + r]);
+    pi->in->ref_lse = ref_lse;
+    std::vector<float> out;
+    const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, nullptr, &out);
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    EXPECT_TRUE(r.pass) << "chunk [" << s << ", " << e << "): " << r.note;
+    double diff = 0;
+    for (std::size_t j = 0; j < out.size(); ++j)
+      diff = std::max(diff, double(std::fabs(out[j] - dense_out[std::size_t(s) * row + j])));
+    EXPECT_LE(diff, r.tol) << "chunk [" << s << ", " << e << ") against the dense prefill of the whole sequence";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillChunked, ::testing::ValuesIn(chunk_params()),
+                         [](const ::testing::TestParamInfo<ChunkParam>& info) {
+                           const ChunkParam& p = info.param;
+                           return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" +
+                                  std::to_string(p.head_dim) + (p.layout == KVLayout::nhd ? "_nhd" : "_vllm");
+                         });
+
+// ---- q_len 1 rows == the paged decode path -------------------------------------------------------
+TEST(PagedPrefillVsDecode, SingleTokenRowsMatchPagedDecode) {
+  MUH_REQUIRE_GPU();
+  for (const auto& [t, d] : kCompiledInstances) {
+    if (t == DType::fp32) continue;  // decode's rows are 16-bit
+    for (KVLayout l : {KVLayout::nhd, KVLayout::vllm}) {
+      const check::PagedPrefillCase c{"decodes", {0, 15, 16, 300, 1023}, {1, 1, 1, 1, 1}, 8, 2, 16};
+      const auto pi = check::make_paged_prefill_inputs(c, l, t, d, 23);
+      std::vector<float> prefill_out;
+      const check::PrefillResult r = check::run_paged_prefill_case(*pi, -1, nullptr, &prefill_out);
+      ASSERT_TRUE(r.status.ok()) << r.status.message();
+      EXPECT_TRUE(r.pass) << r.note;
+      // The same cache through paged_decode.
+      check::PagedPrefillDevice dev(*pi);
+      ASSERT_TRUE(dev.status.ok());
+      MUH_CUDA_CHECK(dev.fresh_outputs());
+      DecodeParams p;
+      p.dtype = t;
+      p.layout = l;
+      p.q = dev.q.p;
+      p.k_cache = dev.k_cache.p;
+      p.v_cache = dev.v_cache.p;
+      p.out = dev.out.p;
+      p.block_table = static_cast<const int*>(dev.block_table.p);
+      p.seq_lens = static_cast<const int*>(dev.seqused_k.p);
+      p.num_seqs = 5;
+      p.num_q_heads = 8;
+      p.num_kv_heads = 2;
+      p.head_dim = d;
+      p.page_size = 16;
+      p.num_pages = pi->num_pages;
+      p.max_blocks_per_seq = pi->max_blocks;
+      p.max_seq_len = 1024;
+      HardwareCapability hw;
+      ASSERT_TRUE(device_profile(-1, &hw).ok());
+      DecodePlan plan;
+      ASSERT_TRUE(plan_decode(p, hw, PlanOptions{}, &plan).ok());
+      testing::DeviceBuffer ws(plan.workspace_bytes);
+      const Status s = paged_decode(p, plan, ws.p, plan.workspace_bytes);
+      ASSERT_TRUE(s.ok()) << s.message();
+      MUH_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<float> decode_out, lse;
+      MUH_CUDA_CHECK(check::read_outputs(dev, t, &decode_out, &lse));
+      double diff = 0;
+      for (std::size_t j = 0; j < decode_out.size(); ++j) {
+        ASSERT_TRUE(std::isfinite(decode_out[j]));
+        diff = std::max(diff, double(std::fabs(decode_out[j] - prefill_out[j])));
+      }
+      // Each is within r.tol of the reference, so within 2·tol of each other.
+      EXPECT_LE(diff, 2 * r.tol) << dtype_name(t) << " hd " << d << (l == KVLayout::nhd ? " nhd" : " vllm");
+    }
+  }
+}
+
+// ---- Bad tables with debug_checks: a clear Status and nothing written ----------------------------
+TEST(PagedPrefillBadTables, DebugChecksRefuseAndLaunchNothing) {
+  MUH_REQUIRE_GPU();
+  const auto& [t, d] = kCompiledInstances[0];
+  const check::PagedPrefillCase c{"bad", {20, 3}, {4, 5}, 4, 1, 16};
+  struct Mut {
+    const char* says;
+    void (*f)(check::PagedPrefillInputs&);
+  };
+  const Mut muts[] = {
+      {"block_table[0][1]", [](check::PagedPrefillInputs& pi) { pi.block_table[1] = pi.num_pages; }},
+      {"seqused_k[1]", [](check::PagedPrefillInputs& pi) { pi.seqused_k[1] = pi.in->max_k + 1; }},
+      {"queries but seqused_k", [](check::PagedPrefillInputs& pi) { pi.seqused_k[1] = 4; }},
+      {"not monotonic", [](check::PagedPrefillInputs& pi) { pi.in->cu_q = {0, 5, 4}; }},
+  };
+  for (const Mut& m : muts) {
+    auto pi = check::make_paged_prefill_inputs(c, KVLayout::nhd, t, d, 3);
+    m.f(*pi);
+    check::PagedPrefillDevice dev(*pi);
+    ASSERT_TRUE(dev.status.ok());
+    MUH_CUDA_CHECK(dev.fresh_outputs());
+    RunOptions opt;
+    opt.debug_checks = true;
+    const Status s = prefill(dev.params(*pi), opt);
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument) << m.says << ": " << s.message();
+    EXPECT_NE(s.message().find(m.says), std::string::npos) << s.message();
+    MUH_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> out, lse;
+    MUH_CUDA_CHECK(check::read_outputs(dev, t, &out, &lse));
+    for (float x : out) ASSERT_TRUE(std::isnan(x)) << "a refused call wrote its output";
+  }
+}
+
+}  // namespace
+}  // namespace muh
