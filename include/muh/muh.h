@@ -100,6 +100,27 @@ int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,
                      size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
                      void* stream);
 
+/* Writes key and value [num_tokens, num_kv_heads, head_dim] into the paged cache at the slots of
+ * slot_mapping (int64 [num_tokens], -1 = padding, skipped); see muh::reshape_and_cache.
+ * layout MUH_KV_VLLM is vLLM's reshape_and_cache (key [pages, kv_heads, head_dim/x, page_size, x],
+ * value [pages, kv_heads, head_dim, page_size]), MUH_KV_NHD its reshape_and_cache_flash
+ * ([pages, page_size, kv_heads, head_dim]). Token strides in elements (0 = packed); heads and
+ * caches packed. debug_checks != 0: slot_mapping is copied to the host (a stream sync) and a slot
+ * outside [-1, num_pages * page_size) fails the call before the launch; otherwise such a slot is
+ * skipped by the kernel. */
+int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* value, void* key_cache,
+                          void* value_cache, const int64_t* slot_mapping, int num_tokens,
+                          int num_kv_heads, int head_dim, int page_size, int num_pages,
+                          int64_t key_token_stride, int64_t value_token_stride, int debug_checks,
+                          void* stream);
+
+/* vLLM's merge_attn_states: output = merge((prefix_output, prefix_lse), (suffix_output,
+ * suffix_lse)); outputs [num_tokens, num_heads, head_dim] packed, lse fp32 [num_heads,
+ * num_tokens]; output_lse may be null. See muh::merge_attn_states. */
+int muh_merge_attn_states(int dtype, void* output, float* output_lse, const void* prefix_output,
+                          const float* prefix_lse, const void* suffix_output, const float* suffix_lse,
+                          int num_tokens, int num_heads, int head_dim, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -238,3 +238,98 @@ def paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                                           -1 if max_seq_len is None else max_seq_len,
                                           softmax_scale, return_lse, num_splits)
     return (out, lse) if return_lse else out
+
+
+# ---- Cache writes and the state merge (python/src/torch_ops_cache.cpp) ---------------------------
+# vLLM's vllm/_custom_ops.py signatures, name for name: reshape_and_cache (vLLM's 5-D key / 4-D
+# value cache), reshape_and_cache_flash (NHD) and merge_attn_states. torch.ops.muh's schemas are
+# torch.ops._C's (merge_attn_states there takes output_lse second).
+
+__all__ += ["reshape_and_cache", "reshape_and_cache_flash", "merge_attn_states"]
+
+
+def _check_cache_write(op, key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, vllm_layout):
+    if kv_cache_dtype != "auto":
+        raise NotImplementedError(
+            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV cache in muh); the "
+            "caches must have key's dtype and kv_cache_dtype='auto'")
+    _check(key.dim() == 3, op, f"key must be 3-D [num_tokens, num_kv_heads, head_size], got shape {tuple(key.shape)}")
+    _check(value.shape == key.shape, op, f"value must have key's shape {tuple(key.shape)}, got {tuple(value.shape)}")
+    _check(key.dtype in (torch.float16, torch.bfloat16, torch.float32), op,
+           f"key must be float16, bfloat16 or float32, got {key.dtype}")
+    if key_cache.dtype != key.dtype or value_cache.dtype != key.dtype:
+        raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be key's ({key.dtype}); muh has "
+                                  "no fp8/quantised KV cache")
+    _check(slot_mapping.dim() == 1 and slot_mapping.dtype == torch.int64, op,
+           f"slot_mapping must be 1-D int64 [num_tokens], got {slot_mapping.dtype} {tuple(slot_mapping.shape)}")
+    if vllm_layout:
+        _check(key_cache.dim() == 5, op, "key_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, block_size, "
+               f"x], got shape {tuple(key_cache.shape)}")
+        _check(value_cache.dim() == 4, op, "value_cache must be 4-D [num_blocks, num_kv_heads, head_size, "
+               f"block_size], got shape {tuple(value_cache.shape)}")
+    else:
+        _check(key_cache.dim() == 4 and value_cache.shape == key_cache.shape, op,
+               "key_cache and value_cache must be 4-D [num_blocks, block_size, num_kv_heads, head_size] (NHD) of "
+               f"one shape, got {tuple(key_cache.shape)} and {tuple(value_cache.shape)}")
+
+
+@torch.library.register_fake("muh::reshape_and_cache.tensor_scales")
+@torch.library.register_fake("muh::reshape_and_cache")
+def _reshape_and_cache_fake(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale,
+                            v_scale) -> None:
+    _check_cache_write("reshape_and_cache", key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, True)
+
+
+@torch.library.register_fake("muh::reshape_and_cache_flash.tensor_scales")
+@torch.library.register_fake("muh::reshape_and_cache_flash")
+def _reshape_and_cache_flash_fake(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale,
+                                  v_scale) -> None:
+    _check_cache_write("reshape_and_cache_flash", key, value, key_cache, value_cache, slot_mapping,
+                       kv_cache_dtype, False)
+
+
+@torch.library.register_fake("muh::merge_attn_states")
+def _merge_attn_states_fake(output, output_lse, prefix_output, prefix_lse, suffix_output, suffix_lse) -> None:
+    op = "merge_attn_states"
+    _check(output.dim() == 3, op, f"output must be 3-D [num_tokens, num_heads, head_size], got {tuple(output.shape)}")
+    _check(prefix_output.shape == output.shape and suffix_output.shape == output.shape, op,
+           "prefix_output and suffix_output must have output's shape")
+    want = (output.shape[1], output.shape[0])
+    for name, lse in (("prefix_lse", prefix_lse), ("suffix_lse", suffix_lse), ("output_lse", output_lse)):
+        if lse is not None:
+            _check(tuple(lse.shape) == want and lse.dtype == torch.float32, op,
+                   f"{name} must be float32 [num_heads, num_tokens] = {want}, got {lse.dtype} {tuple(lse.shape)}")
+
+
+def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor,
+                      value_cache: torch.Tensor, slot_mapping: torch.Tensor, kv_cache_dtype: str,
+                      k_scale: Scale, v_scale: Scale) -> None:
+    """vLLM's ``_custom_ops.reshape_and_cache``: key/value [num_tokens, num_kv_heads, head_size]
+    (strided views such as slices of a fused qkv buffer are fine) written into key_cache
+    [num_blocks, num_kv_heads, head_size/x, block_size, x] and value_cache [num_blocks,
+    num_kv_heads, head_size, block_size] at slot_mapping's slots (int64, slot = block · block_size
+    + offset; −1 = padding, skipped). kv_cache_dtype 'auto' only; k_scale / v_scale (floats or
+    0-dim tensors) are then unread. A slot outside the cache is skipped, never written."""
+    torch.ops.muh.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+                                    k_scale, v_scale)
+
+
+def reshape_and_cache_flash(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor,
+                            value_cache: torch.Tensor, slot_mapping: torch.Tensor, kv_cache_dtype: str,
+                            k_scale: Scale, v_scale: Scale) -> None:
+    """vLLM's ``_custom_ops.reshape_and_cache_flash``: as :func:`reshape_and_cache` into NHD caches
+    [num_blocks, block_size, num_kv_heads, head_size] (packed within a block; the block stride is
+    free, as in vLLM V1's [num_blocks, 2, ...] cache). num_tokens is slot_mapping's length, which
+    may be less than key's (CUDA-graph padding)."""
+    torch.ops.muh.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+                                          k_scale, v_scale)
+
+
+def merge_attn_states(output: torch.Tensor, prefix_output: torch.Tensor, prefix_lse: torch.Tensor,
+                      suffix_output: torch.Tensor, suffix_lse: torch.Tensor,
+                      output_lse: Optional[torch.Tensor] = None) -> None:
+    """vLLM's ``merge_attn_states``: output [num_tokens, num_heads, head_size] = the merge of the
+    prefix and suffix partials by their lse (float32 [num_heads, num_tokens]); output_lse, if
+    given, receives the merged lse. An lse of +inf counts as −inf (empty); both empty gives
+    prefix_output and lse −inf, as vLLM's CUDA kernel."""
+    torch.ops.muh.merge_attn_states(output, output_lse, prefix_output, prefix_lse, suffix_output, suffix_lse)

@@ -144,6 +144,25 @@ using OnlineSoftmaxView = BasicOnlineSoftmax<float&>;
 using SoftmaxRunning = OnlineSoftmax;
 using LseMerger = OnlineSoftmax;
 
+// The weights of one merge of two partials: o = a·o_a + b·o_b, lse = log(e^lse_a + e^lse_b) —
+// the same two add()s and the same factors as merge() below, for a kernel that reads o_a, o_b in
+// its own storage type (kernels/merge_states.cuh). Both partials empty (lse −inf): a = b = 0 and
+// lse = −inf. (merge() is kept as it is, not rewritten on top of this, so that the kernels that
+// inline it compile to what they did.)
+struct MergeWeights {
+  float a;    // weight of o_a
+  float b;    // weight of o_b
+  float lse;  // the merged lse
+};
+MUH_HOST_DEVICE inline MergeWeights merge_weights(float lse_a, float lse_b) {
+  OnlineSoftmax mg;
+  float wa = 0.f, wb = 0.f;
+  mg.add(lse_a, wa);
+  const float rescale_a = mg.add(lse_b, wb);
+  const float inv = mg.inv_l();
+  return {wa * rescale_a * inv, wb * inv, mg.lse()};
+}
+
 // merge() on whole partials of length n: (o_a, lse_a) ← merge((o_a, lse_a), (o_b, lse_b)).
 MUH_HOST_DEVICE inline void merge(float* o_a, float& lse_a, const float* o_b, float lse_b, int n) {
   OnlineSoftmax mg;

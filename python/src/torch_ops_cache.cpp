@@ -1,0 +1,332 @@
+// torch_ops_cache.cpp — torch.ops.muh's cache writes and state merge, vLLM's torch.ops._C schemas
+// argument for argument (csrc/torch_bindings.cpp):
+//
+//   reshape_and_cache        key/value [num_tokens, num_kv_heads, head_size] into vLLM's cache
+//                            (key [num_blocks, num_kv_heads, head_size/x, block_size, x], value
+//                            [num_blocks, num_kv_heads, head_size, block_size])
+//   reshape_and_cache_flash  the same into NHD caches [num_blocks, block_size, num_kv_heads, head_size]
+//   merge_attn_states        (output, output_lse?, prefix_output, prefix_lse, suffix_output,
+//                            suffix_lse): _C's order (vllm/_custom_ops.py puts output_lse last;
+//                            muh/ops.py's wrapper does too)
+//
+// The default overloads take vLLM 0.6.3's float k_scale / v_scale, the .tensor_scales overloads
+// later vLLM's 0-dim tensors; with kv_cache_dtype 'auto' (the only one muh takes: no fp8 cache)
+// neither is read, as in vLLM. slot_mapping is int64; num_tokens is slot_mapping.size(0), which
+// may be less than key.size(0) (vLLM V1 pads key for CUDA graphs). key and value may be strided
+// views (slices of a fused qkv buffer): their token and head strides go to the kernel; the head
+// dim must be unit-stride. The caches must be packed within a block; the block stride is free
+// (vLLM V1's [num_blocks, 2, ...] K/V interleave).
+//
+// Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
+// NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
+// They launch on torch's current stream and never synchronise (CUDA-graph capturable).
+// The helpers here are this file's own (torch_ops.cpp keeps its own in an anonymous namespace);
+// messages are built with std::to_string only, for the reason torch_ops.cpp gives (an integer
+// through c10::str's ostream crashed this module on the H200 machine).
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "muh/cache_write.hpp"
+#include "muh/merge_states.hpp"
+
+// The message is built only when the check fails (these ops run per layer per step).
+#define MUH_CACHE_CHECK(op, cond, ...)          \
+  do {                                          \
+    if (!(cond)) (op).value_fail(__VA_ARGS__); \
+  } while (0)
+
+namespace muh::torch_ops_cache {
+namespace {
+
+std::string shape_text(c10::IntArrayRef a) {
+  std::string s = "[";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
+  return s + "]";
+}
+
+struct Op {
+  const char* name;
+  c10::Device device;
+
+  std::string w() const { return std::string("muh.") + name + ": "; }
+  [[noreturn]] void value_fail(const std::string& m) const {
+    TORCH_CHECK_VALUE(false, w() + m);
+    throw std::logic_error(m);  // TORCH_CHECK_VALUE(false, ...) always throws
+  }
+  void cuda(const at::Tensor& t, const char* arg) const {
+    MUH_CACHE_CHECK(*this, t.defined(), std::string(arg) + " is undefined");
+    MUH_CACHE_CHECK(*this, t.is_cuda(), std::string(arg) + " must be a CUDA tensor, got device " + t.device().str());
+    MUH_CACHE_CHECK(*this, t.device() == device, std::string(arg) + " is on " + t.device().str() + " but the first tensor is on " +
+                                          device.str());
+  }
+  void dim(const at::Tensor& t, const char* arg, int64_t n, const char* shape) const {
+    MUH_CACHE_CHECK(*this, t.dim() == n, std::string(arg) + " must be " + std::to_string(n) + "-D " + shape + ", got shape " +
+                                  shape_text(t.sizes()));
+  }
+  void size(const at::Tensor& t, const char* arg, int64_t d, int64_t want, const char* what) const {
+    MUH_CACHE_CHECK(*this, t.size(d) == want, std::string(arg) + ".shape[" + std::to_string(d) + "] (" + what + ") must be " +
+                                       std::to_string(want) + ", got " + std::to_string(t.size(d)) + " (shape " +
+                                       shape_text(t.sizes()) + ")");
+  }
+  DType element(const at::Tensor& t, const char* arg) const {
+    switch (t.scalar_type()) {
+      case at::kHalf: return DType::fp16;
+      case at::kBFloat16: return DType::bf16;
+      case at::kFloat: return DType::fp32;
+      default: break;
+    }
+    MUH_CACHE_CHECK(*this, false, std::string(arg) + " must be float16, bfloat16 or float32, got " + c10::toString(t.scalar_type()));
+    return DType::fp32;
+  }
+  // A cache of another dtype is a quantised cache: fp8 is not muh's.
+  void cache_dtype(const at::Tensor& cache, const char* arg, const at::Tensor& key) const {
+    TORCH_CHECK_NOT_IMPLEMENTED(cache.scalar_type() == key.scalar_type(),
+                                w() + arg + " dtype " + c10::toString(cache.scalar_type()) + " differs from key dtype " +
+                                    c10::toString(key.scalar_type()) + " (muh has no fp8/quantised KV cache)");
+  }
+  // A row stride for the C++ API, where 0 means packed: a size-1 dim's stride is irrelevant
+  // (packed); a stride of 0 over several rows (an expanded tensor) is refused.
+  int64_t stride(const at::Tensor& t, const char* arg, int64_t d, int64_t packed) const {
+    if (t.size(d) <= 1) return packed;
+    MUH_CACHE_CHECK(*this, t.stride(d) > 0, std::string(arg) + ".stride(" + std::to_string(d) + ") must be > 0, got " +
+                                     std::to_string(t.stride(d)) + " (an expanded tensor: pass a copy)");
+    return t.stride(d);
+  }
+  int to_int(int64_t v, const char* what) const {
+    MUH_CACHE_CHECK(*this, v >= INT32_MIN && v <= INT32_MAX, std::string(what) + " = " + std::to_string(v) + " does not fit in int32");
+    return static_cast<int>(v);
+  }
+  [[noreturn]] void fail(const Status& s) const {
+    const std::string m = w() + s.message();
+    if (s.code() == StatusCode::invalid_argument) TORCH_CHECK_VALUE(false, m);
+    if (s.code() == StatusCode::unsupported || s.code() == StatusCode::not_compiled) TORCH_CHECK_NOT_IMPLEMENTED(false, m);
+    TORCH_CHECK(false, m + " [" + status_code_name(s.code()) + "]");
+    throw std::logic_error(m);
+  }
+};
+
+RunOptions on_current_stream(const at::Tensor& t) {
+  RunOptions ro;
+  ro.stream = at::cuda::getCurrentCUDAStream(t.get_device()).stream();
+  return ro;
+}
+
+// ---- reshape_and_cache / reshape_and_cache_flash -----------------------------------------------
+void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const at::Tensor& value,
+                 at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping,
+                 std::string_view kv_cache_dtype) {
+  const Op a{name, key.device()};
+  TORCH_CHECK_NOT_IMPLEMENTED(kv_cache_dtype == "auto",
+                              a.w() + "kv_cache_dtype='" + std::string(kv_cache_dtype) +
+                                  "' is not supported (no fp8 KV cache in muh); the caches must have key's dtype "
+                                  "and kv_cache_dtype='auto'");
+  a.cuda(key, "key");
+  a.dim(key, "key", 3, "[num_tokens, num_kv_heads, head_size]");
+  const DType t = a.element(key, "key");
+  a.cuda(value, "value");
+  a.dim(value, "value", 3, "[num_tokens, num_kv_heads, head_size]");
+  MUH_CACHE_CHECK(a, value.scalar_type() == key.scalar_type(), std::string("value must be ") +
+                                                               c10::toString(key.scalar_type()) + ", got " +
+                                                               c10::toString(value.scalar_type()));
+  MUH_CACHE_CHECK(a, value.sizes() == key.sizes(), "value must have key's shape " + shape_text(key.sizes()) + ", got " +
+                                                  shape_text(value.sizes()));
+  MUH_CACHE_CHECK(a, key.stride(2) == 1 || key.size(2) == 1,
+                "key must have a contiguous last dimension (head_size), got strides " + shape_text(key.strides()));
+  MUH_CACHE_CHECK(a, value.stride(2) == 1 || value.size(2) == 1,
+                "value must have a contiguous last dimension (head_size), got strides " + shape_text(value.strides()));
+  const int64_t heads = key.size(1), d = key.size(2);
+
+  a.cuda(slot_mapping, "slot_mapping");
+  a.dim(slot_mapping, "slot_mapping", 1, "[num_tokens]");
+  MUH_CACHE_CHECK(a, slot_mapping.scalar_type() == at::kLong,
+                std::string("slot_mapping must be int64, got ") + c10::toString(slot_mapping.scalar_type()));
+  MUH_CACHE_CHECK(a, slot_mapping.is_contiguous(), "slot_mapping must be contiguous");
+  const int64_t num_tokens = slot_mapping.size(0);
+  MUH_CACHE_CHECK(a, num_tokens <= key.size(0), "slot_mapping has " + std::to_string(num_tokens) +
+                                               " entries but key only " + std::to_string(key.size(0)) + " tokens");
+
+  const int64_t x = 16 / key.element_size();
+  a.cuda(key_cache, "key_cache");
+  a.cache_dtype(key_cache, "key_cache", key);
+  a.cuda(value_cache, "value_cache");
+  a.cache_dtype(value_cache, "value_cache", key);
+  int64_t num_blocks = 0, block_size = 0;
+  if (layout == KVLayout::vllm) {
+    a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
+    a.dim(value_cache, "value_cache", 4, "[num_blocks, num_kv_heads, head_size, block_size]");
+    num_blocks = key_cache.size(0);
+    block_size = key_cache.size(3);
+    MUH_CACHE_CHECK(a, d % x == 0, "key's head_size (" + std::to_string(d) + ") must be a multiple of x = " + std::to_string(x));
+    a.size(key_cache, "key_cache", 1, heads, "num_kv_heads, as key");
+    a.size(key_cache, "key_cache", 2, d / x, "head_size / x");
+    a.size(key_cache, "key_cache", 4, x, "x = 16 / element size");
+    a.size(value_cache, "value_cache", 0, num_blocks, "num_blocks, as key_cache");
+    a.size(value_cache, "value_cache", 1, heads, "num_kv_heads, as key");
+    a.size(value_cache, "value_cache", 2, d, "head_size, as key");
+    a.size(value_cache, "value_cache", 3, block_size, "block_size, as key_cache");
+  } else {
+    a.dim(key_cache, "key_cache", 4, "[num_blocks, block_size, num_kv_heads, head_size] (NHD)");
+    num_blocks = key_cache.size(0);
+    block_size = key_cache.size(1);
+    a.size(key_cache, "key_cache", 2, heads, "num_kv_heads, as key");
+    a.size(key_cache, "key_cache", 3, d, "head_size, as key");
+    MUH_CACHE_CHECK(a, value_cache.sizes() == key_cache.sizes(), "value_cache must have key_cache's shape " +
+                                                                shape_text(key_cache.sizes()) + ", got " +
+                                                                shape_text(value_cache.sizes()));
+  }
+  MUH_CACHE_CHECK(a, num_blocks >= 1 && block_size >= 1, "key_cache must hold at least one block of >= 1 slot, got shape " +
+                                                        shape_text(key_cache.sizes()));
+  // Packed within a block; the block stride goes to the kernel.
+  MUH_CACHE_CHECK(a, key_cache[0].is_contiguous(), "key_cache must be packed within a block (key_cache[0] contiguous), "
+                                              "got strides " + shape_text(key_cache.strides()));
+  MUH_CACHE_CHECK(a, value_cache[0].is_contiguous(), "value_cache must be packed within a block (value_cache[0] "
+                                                "contiguous), got strides " + shape_text(value_cache.strides()));
+  const int64_t page = block_size * heads * d;
+  if (num_tokens == 0) return;
+
+  CacheWriteParams p;
+  p.dtype = t;
+  p.layout = layout;
+  p.key = key.data_ptr();
+  p.value = value.data_ptr();
+  p.key_cache = key_cache.data_ptr();
+  p.value_cache = value_cache.data_ptr();
+  p.slot_mapping = slot_mapping.data_ptr<int64_t>();
+  p.num_tokens = a.to_int(num_tokens, "num_tokens");
+  p.num_kv_heads = a.to_int(heads, "num_kv_heads");
+  p.head_dim = a.to_int(d, "head_size");
+  p.page_size = a.to_int(block_size, "block_size");
+  p.num_pages = a.to_int(num_blocks, "num_blocks");
+  p.key_token_stride = a.stride(key, "key", 0, 0);
+  p.key_head_stride = a.stride(key, "key", 1, 0);
+  p.value_token_stride = a.stride(value, "value", 0, 0);
+  p.value_head_stride = a.stride(value, "value", 1, 0);
+  p.key_cache_page_stride = a.stride(key_cache, "key_cache", 0, page);
+  p.value_cache_page_stride = a.stride(value_cache, "value_cache", 0, page);
+  const c10::cuda::CUDAGuard guard(key.device());
+  const Status s = reshape_and_cache(p, on_current_stream(key));
+  if (!s.ok()) a.fail(s);
+}
+
+// ScaleArg: double (vLLM 0.6.3) or const at::Tensor& (0-dim, later vLLM); unread with 'auto'.
+template <class ScaleArg>
+void reshape_and_cache_vllm(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache,
+                            at::Tensor& value_cache, const at::Tensor& slot_mapping, c10::string_view kv_cache_dtype,
+                            ScaleArg /*k_scale*/, ScaleArg /*v_scale*/) {
+  write_cache("reshape_and_cache", KVLayout::vllm, key, value, key_cache, value_cache, slot_mapping,
+              std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()));
+}
+
+template <class ScaleArg>
+void reshape_and_cache_flash(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache,
+                             at::Tensor& value_cache, const at::Tensor& slot_mapping, c10::string_view kv_cache_dtype,
+                             ScaleArg /*k_scale*/, ScaleArg /*v_scale*/) {
+  write_cache("reshape_and_cache_flash", KVLayout::nhd, key, value, key_cache, value_cache, slot_mapping,
+              std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()));
+}
+
+// ---- merge_attn_states ---------------------------------------------------------------------------
+void merge_attn_states(at::Tensor& output, const std::optional<at::Tensor>& output_lse,
+                       const at::Tensor& prefix_output, const at::Tensor& prefix_lse,
+                       const at::Tensor& suffix_output, const at::Tensor& suffix_lse) {
+  const Op a{"merge_attn_states", output.device()};
+  a.cuda(output, "output");
+  a.dim(output, "output", 3, "[num_tokens, num_heads, head_size]");
+  const DType t = a.element(output, "output");
+  const int64_t n = output.size(0), h = output.size(1), d = output.size(2);
+  auto rows = [&](const at::Tensor& o, const char* arg) {
+    a.cuda(o, arg);
+    MUH_CACHE_CHECK(a, o.scalar_type() == output.scalar_type(), std::string(arg) + " must be " +
+                                                               c10::toString(output.scalar_type()) + ", got " +
+                                                               c10::toString(o.scalar_type()));
+    MUH_CACHE_CHECK(a, o.sizes() == output.sizes(), std::string(arg) + " must have output's shape " +
+                                                   shape_text(output.sizes()) + ", got " + shape_text(o.sizes()));
+    MUH_CACHE_CHECK(a, (o.stride(2) == 1 || d == 1) && (o.stride(1) == d || h == 1),
+                  std::string(arg) + " must have its heads packed (strides [*, head_size, 1]), got strides " +
+                      shape_text(o.strides()));
+    return a.stride(o, arg, 0, 0);
+  };
+  auto lse = [&](const at::Tensor& l, const char* arg) {
+    a.cuda(l, arg);
+    MUH_CACHE_CHECK(a, l.scalar_type() == at::kFloat, std::string(arg) + " must be float32, got " + c10::toString(l.scalar_type()));
+    MUH_CACHE_CHECK(a, l.dim() == 2 && l.size(0) == h && l.size(1) == n,
+                  std::string(arg) + " must be [num_heads, num_tokens] = " + shape_text({h, n}) + ", got shape " +
+                      shape_text(l.sizes()));
+    MUH_CACHE_CHECK(a, l.is_contiguous(), std::string(arg) + " must be contiguous, got strides " + shape_text(l.strides()));
+  };
+  const int64_t so = rows(output, "output");
+  const int64_t sp = rows(prefix_output, "prefix_output");
+  const int64_t ss = rows(suffix_output, "suffix_output");
+  lse(prefix_lse, "prefix_lse");
+  lse(suffix_lse, "suffix_lse");
+  if (output_lse.has_value()) lse(*output_lse, "output_lse");
+  if (n == 0) return;
+
+  MergeStatesParams p;
+  p.dtype = t;
+  p.output = output.data_ptr();
+  p.output_lse = output_lse.has_value() ? output_lse->data_ptr<float>() : nullptr;
+  p.prefix_output = prefix_output.data_ptr();
+  p.prefix_lse = prefix_lse.data_ptr<float>();
+  p.suffix_output = suffix_output.data_ptr();
+  p.suffix_lse = suffix_lse.data_ptr<float>();
+  p.num_tokens = a.to_int(n, "num_tokens");
+  p.num_heads = a.to_int(h, "num_heads");
+  p.head_dim = a.to_int(d, "head_size");
+  p.output_token_stride = so;
+  p.prefix_token_stride = sp;
+  p.suffix_token_stride = ss;
+  const c10::cuda::CUDAGuard guard(output.device());
+  const Status s = muh::merge_attn_states(p, on_current_stream(output));
+  if (!s.ok()) a.fail(s);
+}
+
+}  // namespace
+}  // namespace muh::torch_ops_cache
+
+// The .tensor_scales overloads first (as torch_ops.cpp orders paged_attention's): a call tries the
+// overloads in order, and a 0-dim tensor would also convert to a float through a device sync.
+TORCH_LIBRARY_FRAGMENT(muh, m) {
+  m.def(
+      "reshape_and_cache.tensor_scales(Tensor key, Tensor value, Tensor! key_cache, Tensor! value_cache, "
+      "Tensor slot_mapping, str kv_cache_dtype, Tensor k_scale, Tensor v_scale) -> ()");
+  m.def(
+      "reshape_and_cache_flash.tensor_scales(Tensor key, Tensor value, Tensor! key_cache, Tensor! value_cache, "
+      "Tensor slot_mapping, str kv_cache_dtype, Tensor k_scale, Tensor v_scale) -> ()");
+  m.def(
+      "reshape_and_cache(Tensor key, Tensor value, Tensor! key_cache, Tensor! value_cache, "
+      "Tensor slot_mapping, str kv_cache_dtype, float k_scale, float v_scale) -> ()");
+  m.def(
+      "reshape_and_cache_flash(Tensor key, Tensor value, Tensor! key_cache, Tensor! value_cache, "
+      "Tensor slot_mapping, str kv_cache_dtype, float k_scale, float v_scale) -> ()");
+  m.def(
+      "merge_attn_states(Tensor! output, Tensor!? output_lse, Tensor prefix_output, Tensor prefix_lse, "
+      "Tensor suffix_output, Tensor suffix_lse) -> ()");
+}
+
+// CPU inputs reach the same kernels only to be told what is wrong ("key must be a CUDA tensor").
+#define MUH_CACHE_OPS_IMPL(m)                                                                              \
+  m.impl("reshape_and_cache", &muh::torch_ops_cache::reshape_and_cache_vllm<double>);                     \
+  m.impl("reshape_and_cache.tensor_scales", &muh::torch_ops_cache::reshape_and_cache_vllm<const at::Tensor&>); \
+  m.impl("reshape_and_cache_flash", &muh::torch_ops_cache::reshape_and_cache_flash<double>);               \
+  m.impl("reshape_and_cache_flash.tensor_scales",                                                          \
+         &muh::torch_ops_cache::reshape_and_cache_flash<const at::Tensor&>);                               \
+  m.impl("merge_attn_states", &muh::torch_ops_cache::merge_attn_states);
+TORCH_LIBRARY_IMPL(muh, CUDA, m) { MUH_CACHE_OPS_IMPL(m) }
+TORCH_LIBRARY_IMPL(muh, CPU, m) { MUH_CACHE_OPS_IMPL(m) }
+#undef MUH_CACHE_OPS_IMPL
+
+// No outputs to differentiate: the ops go straight to the kernels below autograd.
+TORCH_LIBRARY_IMPL(muh, Autograd, m) {
+  for (const char* op : {"reshape_and_cache", "reshape_and_cache.tensor_scales", "reshape_and_cache_flash",
+                         "reshape_and_cache_flash.tensor_scales", "merge_attn_states"})
+    m.impl(op, torch::CppFunction::makeFallthrough());
+}

@@ -1,0 +1,75 @@
+// c_api_cache.cpp — the cache-write and state-merge entry points of the C ABI (muh.h): C ints
+// range-checked, then muh::reshape_and_cache() / muh::merge_attn_states(), which validate the rest.
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "c_api_common.hpp"
+#include "muh/cache_write.hpp"
+#include "muh/merge_states.hpp"
+
+namespace muh::capi {
+namespace {
+
+// An int cast to the 8-bit enums could otherwise wrap onto a valid value.
+Status dtype_of(int dtype, const char* who, DType* t) {
+  if (dtype < MUH_FP16 || dtype > MUH_FP32)
+    return invalid_argument(std::string(who) + "dtype " + std::to_string(dtype) +
+                            " is not one of MUH_FP16, MUH_BF16, MUH_FP32");
+  *t = static_cast<DType>(dtype);
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace muh::capi
+
+extern "C" int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* value, void* key_cache,
+                                     void* value_cache, const int64_t* slot_mapping, int num_tokens, int num_kv_heads,
+                                     int head_dim, int page_size, int num_pages, int64_t key_token_stride,
+                                     int64_t value_token_stride, int debug_checks, void* stream) {
+  using namespace muh;
+  CacheWriteParams p;
+  Status s = capi::dtype_of(dtype, "reshape_and_cache: ", &p.dtype);
+  if (!s.ok()) return capi::report(s);
+  if (layout < MUH_KV_NHD || layout > MUH_KV_VLLM)
+    return capi::report(invalid_argument("reshape_and_cache: layout " + std::to_string(layout) +
+                                         " is not one of MUH_KV_NHD, MUH_KV_VLLM"));
+  p.layout = static_cast<KVLayout>(layout);
+  p.key = key;
+  p.value = value;
+  p.key_cache = key_cache;
+  p.value_cache = value_cache;
+  p.slot_mapping = slot_mapping;
+  p.num_tokens = num_tokens;
+  p.num_kv_heads = num_kv_heads;
+  p.head_dim = head_dim;
+  p.page_size = page_size;
+  p.num_pages = num_pages;
+  p.key_token_stride = key_token_stride;
+  p.value_token_stride = value_token_stride;
+  RunOptions opt;
+  opt.stream = static_cast<cudaStream_t>(stream);
+  opt.debug_checks = debug_checks != 0;
+  return capi::report(reshape_and_cache(p, opt));
+}
+
+extern "C" int muh_merge_attn_states(int dtype, void* output, float* output_lse, const void* prefix_output,
+                                     const float* prefix_lse, const void* suffix_output, const float* suffix_lse,
+                                     int num_tokens, int num_heads, int head_dim, void* stream) {
+  using namespace muh;
+  MergeStatesParams p;
+  Status s = capi::dtype_of(dtype, "merge_attn_states: ", &p.dtype);
+  if (!s.ok()) return capi::report(s);
+  p.output = output;
+  p.output_lse = output_lse;
+  p.prefix_output = prefix_output;
+  p.prefix_lse = prefix_lse;
+  p.suffix_output = suffix_output;
+  p.suffix_lse = suffix_lse;
+  p.num_tokens = num_tokens;
+  p.num_heads = num_heads;
+  p.head_dim = head_dim;
+  RunOptions opt;
+  opt.stream = static_cast<cudaStream_t>(stream);
+  return capi::report(merge_attn_states(p, opt));
+}
