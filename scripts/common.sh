@@ -17,7 +17,9 @@ muh_log() { printf '\033[1m[muh]\033[0m %s\n' "$*"; }
 
 # ---- 1. Debian packages: install only what is missing (reruns skip apt entirely) -------------
 muh_install_deps() {
-  local pkgs=(cmake g++ make libgtest-dev libcli11-dev nlohmann-json3-dev)
+  # clang-19: tests/portable compiles the portable agent with clang's CUDA front end (the
+  # BI-V100's toolchain is clang-based); Debian 12's default clang-14 cannot read CUDA 13's headers.
+  local pkgs=(cmake g++ make libgtest-dev libcli11-dev nlohmann-json3-dev clang-19)
   if ! command -v dpkg-query >/dev/null 2>&1; then
     muh_log "not a Debian system: assuming ${pkgs[*]} are installed"
     return

@@ -23,6 +23,7 @@
 #include "muh/dtype.hpp"
 #include "muh/kernels/numeric.cuh"
 #include "muh/kernels/online_softmax.hpp"
+#include "muh/kernels/warp_tile.cuh"
 #include "muh/paged_kv.hpp"
 #include "muh/tuning/policy.hpp"  // kDecodeRows
 
@@ -187,7 +188,7 @@ template <class E, int D>
 __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const DecodeArgs a) {
   constexpr int Q = D / 4;                  // threads per group (four elements each)
   constexpr int G = kMergeThreads / Q;      // groups: 16 (D 64), 10 (96), 8 (128), 4 (256)
-  __shared__ float warp_lse[kMergeThreads / 32];
+  __shared__ float warp_lse[kMergeThreads / tile32::kLanes];  // one per 32-lane tile
   __shared__ float4 group_sum[G][Q];
   const int h = blockIdx.x, seq = blockIdx.y, tid = threadIdx.x;
   // seq_lens is an input, not written by the attention kernel: read before the wait below, so
@@ -225,13 +226,12 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
     mg.add(a.part_lse[row0 + i * step], w);
   }
   float lse = mg.lse();
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) lse = lse_fold(lse, __shfl_xor_sync(0xffffffffu, lse, off));
-  if (tid % 32 == 0) warp_lse[tid / 32] = lse;
+  lse = tile32::reduce(lse, [](float x, float y) { return lse_fold(x, y); });
+  if (tile32::lane(tid) == 0) warp_lse[tile32::index(tid)] = lse;
   __syncthreads();
   lse = warp_lse[0];
 #pragma unroll
-  for (int i = 1; i < kMergeThreads / 32; ++i) lse = lse_fold(lse, warp_lse[i]);
+  for (int i = 1; i < kMergeThreads / tile32::kLanes; ++i) lse = lse_fold(lse, warp_lse[i]);
 
   // 2. Weighted sum of the partial o in partition order: the prefetched partials, then the rest.
   if (grouped) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels::decode {
@@ -21,7 +22,7 @@ struct PortableTraits {
   static constexpr int kD = D;
   static constexpr DecodePolicy kPolicy = Getter{}();
   static constexpr int kWarps = kPolicy.num_warps;
-  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kThreads = tile32::kLanes * kWarps;  // num_warps counts 32-lane tiles
   static constexpr int kTile = kPolicy.tile_tokens;     // tokens per tile, one lane each
   static constexpr int kVec = 16 / int(sizeof(E));        // elements per 16-byte load
   static constexpr int kPerWord = 4 / int(sizeof(E));     // elements per 4-byte word
@@ -41,7 +42,7 @@ struct PortableTraits {
   static_assert(kPolicy.agent == Agent::portable, "portable traits need a portable policy row");
   static_assert(validate(kPolicy, DT, D), "decode policy row does not fit its profile");
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
-  static_assert(kRows % kWarps == 0 && kTile <= 32 && kTile % kVec == 0, "tile shape");
+  static_assert(kRows % kWarps == 0 && kTile <= tile32::kLanes && kTile % kVec == 0, "tile shape");
   static_assert(kOffV % 16 == 0 && kOffQ % 16 == 0 && kOffS % 16 == 0, "16-byte aligned tiles");
 };
 
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
 
   const CtaWork w = cta_work(a);
   if (w.idle) return;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tid = threadIdx.x, warp = tile32::index(tid), lane = tile32::lane(tid);
   constexpr Log2Units<> kUnits;  // scores in log2 units (scale_log2 applied below), exp2f
 
   // Q rows of this CTA → shared memory (rows past w.rows are zero), running state reset.
@@ -183,16 +184,14 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
       const int r = warp + j * Tr::kWarps;
       const float s = lane < valid ? acc[j] * a.scale_log2 : -INFINITY;
       float mx = s;
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      mx = tile32::reduce_max(mx);
       OnlineSoftmax st{sM[r]};
       const float m_new = st.max_with(mx);  // finite: the tile holds ≥ 1 token
       const float p = kUnits.weight(s, m_new);  // masked: 2^−inf = 0
       float sum = p;
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      sum = tile32::reduce_sum(sum);
       if (lane < Tr::kTile) sS[r * Tr::kTile + lane] = p;
-      __syncwarp();
+      tile32::sync();
       if (lane == 0) {
         const float alpha = st.rescale_to(m_new, kUnits);  // first tile: 2^−inf = 0
         sAlpha[r] = alpha;

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels {
@@ -50,16 +51,16 @@ __device__ __forceinline__ void portable_load_tile(uint4* dst, const uint4* src,
 }
 
 template <class Getter, DType DT, int D>
-__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+__global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
     prefill_portable_kernel(const PrefillArgs a) {
   using T = storage_t<DT>;
   using Vec = PortableVec<T>;
   constexpr PrefillPolicy P = Getter{}();
-  constexpr int BM = P.block_m, BN = P.block_n, NT = 32 * P.num_warps;
+  constexpr int BM = P.block_m, BN = P.block_n, NT = tile32::kLanes * P.num_warps;  // num_warps counts 32-lane tiles
   static_assert(P.num_stages == 1, "the portable agent has one synchronous stage");
   static_assert(NT % BM == 0, "threads must be a multiple of block_m");
   constexpr int TPR = NT / BM;  // lanes per query row
-  static_assert(TPR <= 32 && (TPR & (TPR - 1)) == 0, "lanes per row: a power of two <= 32");
+  static_assert(tile32::kGroupWidth<TPR>, "lanes per row: a power of two <= 32, so a row's lanes share one tile");
   constexpr int VE = Vec::kElems;
   static_assert(D % VE == 0, "head_dim must fill 16-byte vectors");
   constexpr int NV = D / VE;  // 16-byte vectors per row
@@ -133,8 +134,7 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     float mx = -INFINITY;
 #pragma unroll
     for (int jj = 0; jj < SJ; ++jj) mx = fmaxf(mx, s[jj]);
-#pragma unroll
-    for (int off = TPR / 2; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off, TPR));
+    mx = tile32::reduce_max<TPR>(mx);
     const float m_new = run.max_with(mx);
     const float mu = units.stabiliser(m_new);
     const float corr = run.factor(mu, units);
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     // O += P V: p of key j lives in lane j % TPR of the row, slot j / TPR.
 #pragma unroll
     for (int j = 0; j < BN; ++j) {
-      const float p = __shfl_sync(0xffffffffu, s[j / TPR], j % TPR, TPR);
+      const float p = tile32::broadcast<TPR>(s[j / TPR], j % TPR);
 #pragma unroll
       for (int ov = 0; ov < OV; ++ov) {
         const int v = c + TPR * ov;
@@ -167,8 +167,7 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   }
 
   // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then).
-#pragma unroll
-  for (int off = TPR / 2; off > 0; off /= 2) run.accumulate(__shfl_xor_sync(0xffffffffu, run.l, off, TPR));
+  run.l = tile32::reduce_sum<TPR>(run.l);
   if (m0 + r < sq) {
     const float inv = run.inv_l();
     uint4* gO = static_cast<uint4*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * NV;
