@@ -14,6 +14,8 @@
   from a paged cache through a block table (vLLM V1's chunked prefill / prefix reuse call).
 * ``context_attention_fwd``: vLLM 0.6.3's chunked prefill over a cached prefix
   (``vllm/attention/ops/prefix_prefill.py``), argument for argument.
+* ``reshape_and_cache`` / ``reshape_and_cache_flash`` (the cache writes, vLLM's layout and NHD)
+  and ``merge_attn_states`` (two partials merged by their LSE), vLLM's ``_custom_ops`` signatures.
 
 Bad arguments raise ValueError naming the argument (NotImplementedError for what muh does not do).
 muh has no backward: with grad mode on, an input that requires grad raises NotImplementedError
