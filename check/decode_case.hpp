@@ -107,6 +107,11 @@ class DecodeProblem {
   // non-blocking stream of its own. Call before the first run().
   void set_stream(cudaStream_t stream) { external_stream_ = stream; }
 
+  // Whether run() also checks seq_lens and the used block ids on the host (RunOptions::
+  // debug_checks; on by default). Off: the kernels' own guard is all there is (the bad-input
+  // tests of tests/gpu/test_input_guard.cu).
+  void set_host_checks(bool on) { host_checks_ = on; }
+
   // Replaces the sequence lengths — each at most that sequence's original length, since only
   // those pages exist — and recomputes the reference; upload_seq_lens() moves them to the device.
   void set_seq_lens(const std::vector<int>& lens) {
@@ -179,7 +184,7 @@ class DecodeProblem {
     RunOptions opt;
     opt.stream = stream();
     if (!graph) {
-      opt.debug_checks = true;  // seq_lens and used block ids checked on the host as well
+      opt.debug_checks = host_checks_;  // seq_lens and used block ids checked on the host as well
       const Status run = paged_decode(p, plan, ws_d_.p, plan.workspace_bytes, opt);
       if (!run.ok()) return fail(r, "paged_decode: " + run.message());
     } else {
@@ -212,6 +217,7 @@ class DecodeProblem {
  private:
   DecodeCase c_;
   int max_len_ = 0, max_blocks_ = 1, num_pages_ = 1, last_splits_ = 0;
+  bool host_checks_ = true;
   PagedKVShape kv_;
   std::vector<float> q_, k_, v_, ref_out_, ref_lse_;
   std::vector<int> bt_, lens_;

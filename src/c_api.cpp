@@ -1,6 +1,7 @@
 // c_api.cpp — the parts of the C ABI (muh.h) shared by every family: errors and version.
 // Family entry points live in c_api_decode.cpp and c_api_prefill.cpp.
 #include "c_api_common.hpp"
+#include "muh/input_errors.hpp"
 
 namespace muh::capi {
 
@@ -15,3 +16,20 @@ int report(const Status& s) {
 
 extern "C" const char* muh_last_error(void) { return muh::capi::g_last_error.c_str(); }
 extern "C" const char* muh_version(void) { return MUH_VERSION_STRING; }
+
+static_assert(MUH_INPUT_ERROR_BLOCK_ID == muh::input_error_bit(muh::InputError::block_id) &&
+                  MUH_INPUT_ERROR_SEQ_LEN == muh::input_error_bit(muh::InputError::seq_len) &&
+                  MUH_INPUT_ERROR_CU_SEQLENS_Q_START == muh::input_error_bit(muh::InputError::cu_seqlens_q_start) &&
+                  MUH_INPUT_ERROR_SEQLEN_Q_MAX == muh::input_error_bit(muh::InputError::seqlen_q_max) &&
+                  MUH_INPUT_ERROR_CU_SEQLENS_K_START == muh::input_error_bit(muh::InputError::cu_seqlens_k_start) &&
+                  MUH_INPUT_ERROR_SEQLEN_K_MAX == muh::input_error_bit(muh::InputError::seqlen_k_max) &&
+                  muh::kInputErrorKinds == 12,
+              "muh.h's MUH_INPUT_ERROR_* are muh::InputError's bits");
+
+extern "C" int muh_check_input_errors(void* stream, uint32_t* mask) {
+  std::uint32_t m = 0;
+  muh::Status s = muh::read_input_errors(static_cast<cudaStream_t>(stream), &m);
+  if (mask != nullptr) *mask = m;
+  if (s.ok()) s = muh::input_errors_status(m);
+  return muh::capi::report(s);
+}

@@ -14,7 +14,9 @@
 // needs more shared memory than the device grants → unsupported. With
 // RunOptions::debug_checks, seq_lens and the block table are copied to the host (a stream sync)
 // and every seq_len must be in [0, max_seq_len] and every block id a sequence uses in
-// [0, num_pages).
+// [0, num_pages). Without them the kernels guard the same inputs themselves (muh/input_errors.hpp):
+// a bad seq_len or block id drops its sequence (out = 0, lse = −inf) and is flagged in
+// RunOptions::input_errors (the library's flags by default; check_input_errors() reads them).
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -38,13 +40,13 @@ namespace detail {
 #define MUH_DECLARE_DECODE_INSTANCE(t, d)                                                     \
   template <>                                                                                 \
   Status decode_instance<DType::t, d>(const kernels::decode::DecodeArgs&, KVLayout, int, int, \
-                                      cudaStream_t);
+                                      cudaStream_t, int*);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_DECODE_INSTANCE)
 #undef MUH_DECLARE_DECODE_INSTANCE
 
 namespace {
 
-using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t);
+using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t, int*);
 
 #define MUH_DECODE_INSTANCE_ENTRY(t, d) InstanceEntry<DecodeInstanceFn>{DType::t, d, &decode_instance<DType::t, d>},
 constexpr InstanceEntry<DecodeInstanceFn> kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
@@ -139,8 +141,10 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
                        std::to_string(hw.smem_limit()) + " B");
   if (opt.debug_checks) MUH_TRY(detail::check_device_tables(p, opt.stream));
 
+  int* flags = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
+  if (flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
   return find_instance(detail::kDecodeInstances, p.dtype, p.head_dim)(detail::make_decode_args(p, plan, workspace),
-                                                                     p.layout, plan.target, cc, opt.stream);
+                                                                     p.layout, plan.target, cc, opt.stream, flags);
 }
 
 namespace detail {

@@ -13,7 +13,10 @@
 // needs more shared memory than it grants → unsupported. cu_seqlens live on the device, so they
 // are checked only with RunOptions::debug_checks: one device→host copy of both arrays (a stream
 // sync), then cu[0] == 0, non-decreasing, cu[batch] == total_q / total_k, and every length <=
-// max_seqlen_q/k. Zero-length sequences are valid (they produce nothing); a batch of 0 or total_q
+// max_seqlen_q/k. Without them the kernels guard the same offsets themselves (muh/input_errors.hpp):
+// a sequence whose offsets are wrong writes nothing and the error is flagged in
+// RunOptions::input_errors (the library's flags by default; check_input_errors() reads them).
+// Zero-length sequences are valid (they produce nothing); a batch of 0 or total_q
 // of 0 launches nothing and returns ok.
 #include <cuda_runtime_api.h>
 
@@ -137,7 +140,9 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   MUH_TRY(detail::check_device(plan, &hw));
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
 
-  const kernels::PrefillArgs a = detail::make_prefill_args(p);
+  kernels::PrefillArgs a = detail::make_prefill_args(p);
+  a.input_errors = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
+  if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
   kernels::PrefillTail tail;
   if (plan.split.split()) {
     tail.tail_tiles = plan.split.tail_tiles;

@@ -27,6 +27,12 @@
 // Results: a table on stdout (with the ratio to FlashInfer's figures on the same H200, from the
 // issue), decode-<device>-<date>.csv and .json under --out. `--grid seed [--emulate bi-v100]` runs
 // the seed's cells instead (bench_decode_seed.cu).
+//
+// --guard-ab: the cost of the kernels' input guard (muh/input_errors.hpp) on the same grid (or the
+// --only cells), in one run: the sm90 row's kernels as the library runs them (kGuard = true) and
+// compiled without the guard (kGuard = false), launched on the same arguments, interleaved
+// (unguarded, guarded) × 3 rounds of --iters cold-L2 calls each; per cell the medians over the
+// rounds, guarded ÷ unguarded − 1, and whether the two outputs are bitwise identical. Needs sm_90.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +43,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,9 +54,12 @@
 #include "commands.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/input_errors.hpp"
 #include "muh/kernels/decode_instance.cuh"
 #include "muh/kernels/decode_launch.cuh"
 #include "muh/launch_args.cuh"
+#include "muh/tuning/selectors.hpp"
 #include "muh/tuning/tuning_sm90.hpp"
 
 namespace muh::cli {
@@ -108,6 +118,19 @@ struct PolicyCandidate {
   }
 };
 
+// --guard-ab's two arms: the device's sm90 row with and without the input guard. The guarded arm
+// flags into g_guard_flags (a device buffer of kInputErrorWords; never written on these valid inputs).
+int* g_guard_flags = nullptr;
+template <int D, bool kGuard>
+Status launch_guard_arm(const kernels::decode::DecodeArgs& a, KVLayout a_layout, cudaStream_t stream) {
+  using G = policy_getter<DecodeSelector<DType::bf16, D>, 90>;
+  return kernels::decode::launch_decode<G, DType::bf16, D, kGuard>(a, a_layout, 90, stream, g_guard_flags);
+}
+LaunchFn guard_arm(int head_dim, bool guarded) {
+  if (head_dim == 128) return guarded ? &launch_guard_arm<128, true> : &launch_guard_arm<128, false>;
+  return guarded ? &launch_guard_arm<256, true> : &launch_guard_arm<256, false>;
+}
+
 #define MUH_CAND(D, W, S, C) PolicyCandidate{D, W, S, C, &launch_candidate<Candidate<W, S, C>, D>}
 const PolicyCandidate kCandidates[] = {
     MUH_CAND(128, 4, 3, 2), MUH_CAND(128, 2, 6, 2), MUH_CAND(128, 1, 12, 2), MUH_CAND(128, 4, 6, 1),
@@ -162,7 +185,7 @@ double cell_bytes(const DecodeConfig& c, int batch, int len) {
 
 Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, int batch, int len, int force_splits,
               int iters, bench::L2Flusher& flusher, cudaStream_t stream, const PolicyCandidate* cand = nullptr,
-              PoolLayout layout = PoolLayout::interleaved, bool with_floor = false) {
+              PoolLayout layout = PoolLayout::interleaved, bool with_floor = false, LaunchFn arm = nullptr) {
   const int blocks = len / kPage;
   const std::size_t page_bytes = std::size_t(kPage) * c.kv_heads * c.head_dim * 2;  // ≤ pool.page_bytes
   const long long n = static_cast<long long>(batch) * blocks;  // the cell's pages
@@ -213,11 +236,11 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   // after the workspace has grown to the plan's).
   kernels::decode::DecodeArgs args{};
   DecodeLauncher launch;
-  if (cand)
+  if (cand || arm)
     launch = [&, made = false](const DecodePlan& plan) mutable {
       if (!made) args = detail::make_decode_args(p, plan, pool.ws.p);
       made = true;
-      return cand->launch(args, p.layout, stream);
+      return (arm ? arm : cand->launch)(args, p.layout, stream);
     };
   const TimedDecode timed = time_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first}, pool.ws,
                                         flusher, stream, iters, 3, launch);
@@ -315,6 +338,82 @@ void print_grid_tables(const std::vector<Cell>& cells, const char* lead, const s
   }
 }
 
+// --guard-ab (see the top of the file): one row per cell.
+struct GuardAbRow {
+  std::string config;
+  int batch, kv_len, splits;
+  double unguarded_us, guarded_us;
+  bool identical;
+};
+
+void run_guard_ab(const BenchDecodeOptions& o, Pool& pool, const HardwareCapability& hw, bench::L2Flusher& flusher,
+                  cudaStream_t stream, const std::string& stem) {
+  if (hw.compute_capability < 90) throw UsageError("muh bench decode --guard-ab: needs an sm_90 device (the sm90 row)");
+  bench::DeviceMemory flags;
+  flags.reset(kInputErrorWords * sizeof(int));
+  bench::cuda_check(cudaMemset(flags.p, 0, flags.n), "guard flags");
+  g_guard_flags = flags.as<int>();
+  std::vector<std::tuple<const DecodeConfig*, int, int>> grid;
+  for (const std::string& v : o.only) {
+    const OnlyCell oc = parse_only(v);
+    grid.emplace_back(oc.config, oc.batch, oc.kv_len);
+  }
+  if (o.only.empty())
+    for (const auto& c : kConfigs)
+      for (int b : kBatches)
+        for (int l : kLens) grid.emplace_back(&c, b, l);
+  std::vector<GuardAbRow> rows;
+  for (const auto& [cfg, batch, len] : grid) {
+    const std::size_t out_bytes = std::size_t(batch) * cfg->q_heads * cfg->head_dim * 2;
+    std::vector<double> us[2];
+    std::vector<unsigned char> bytes[2];
+    int splits = 0;
+    for (int round = 0; round < 3; ++round)
+      for (int guarded = 0; guarded < 2; ++guarded) {
+        const Cell c = run_cell(pool, hw, *cfg, batch, len, o.splits, o.iters, flusher, stream, nullptr,
+                                PoolLayout::interleaved, false, guard_arm(cfg->head_dim, guarded == 1));
+        us[guarded].push_back(c.median_us);
+        splits = c.splits;
+        bytes[guarded].resize(out_bytes);
+        bench::cuda_check(cudaMemcpy(bytes[guarded].data(), pool.out.p, out_bytes, cudaMemcpyDeviceToHost), "out");
+      }
+    GuardAbRow r{cfg->name, batch, len, splits, bench::median(us[0]), bench::median(us[1]), bytes[0] == bytes[1]};
+    std::fprintf(stderr, "  %s batch %3d kv %5d: unguarded %8.1f us, guarded %8.1f us (%+.2f %%)%s\n", r.config.c_str(),
+                 batch, len, r.unguarded_us, r.guarded_us, 100.0 * (r.guarded_us / r.unguarded_us - 1),
+                 r.identical ? "" : "  OUTPUTS DIFFER");
+    rows.push_back(r);
+  }
+  int host[kInputErrorWords] = {};
+  bench::cuda_check(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost), "guard flags");
+  const std::uint32_t flagged = take_input_errors(host);
+
+  std::printf("\ninput guard A/B (sm90 row, bf16, %s, page 16, cold L2; median over 3 interleaved rounds of %d calls):\n"
+              "| cell | splits | unguarded µs | guarded µs | guarded / unguarded − 1 | bitwise identical |\n"
+              "|---|---|---|---|---|---|\n", o.kv_layout.c_str(), o.iters);
+  double sum = 0, worst = -1e9;
+  bool all_identical = true;
+  for (const GuardAbRow& r : rows) {
+    const double d = 100.0 * (r.guarded_us / r.unguarded_us - 1);
+    sum += d;
+    worst = std::max(worst, d);
+    all_identical = all_identical && r.identical;
+    std::printf("| %s b%d kv%d | %d | %.1f | %.1f | %+.2f %% | %s |\n", r.config.c_str(), r.batch, r.kv_len, r.splits,
+                r.unguarded_us, r.guarded_us, d, r.identical ? "yes" : "NO");
+  }
+  std::printf("mean %+.2f %%, worst %+.2f %% over %zu cells; outputs %s; flags written: %s\n", sum / rows.size(), worst,
+              rows.size(), all_identical ? "bitwise identical in every cell" : "DIFFER",
+              flagged ? describe_input_errors(flagged).c_str() : "none");
+  std::ofstream csv(stem + "-guard-ab.csv");
+  if (!csv) throw UsageError("muh bench decode: cannot write " + stem + "-guard-ab.csv");
+  csv << "config,layout,batch,kv_len,splits,unguarded_us,guarded_us,ratio,bitwise_identical\n";
+  for (const GuardAbRow& r : rows)
+    csv << r.config << ',' << o.kv_layout << ',' << r.batch << ',' << r.kv_len << ',' << r.splits << ','
+        << r.unguarded_us << ',' << r.guarded_us << ',' << r.guarded_us / r.unguarded_us << ',' << int(r.identical)
+        << '\n';
+  std::fprintf(stderr, "wrote %s-guard-ab.csv\n", stem.c_str());
+  g_guard_flags = nullptr;
+}
+
 void run_bench_decode(const BenchDecodeOptions& o) {
   if (o.grid == "seed") return run_bench_decode_seed(o);
   if (!o.emulate.empty())
@@ -357,6 +456,12 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::shuffle(pool.perm_all.begin(), pool.perm_all.end(), rng);
   bench::cuda_check(cudaStreamSynchronize(stream), "pool fill");
   bench::L2Flusher flusher;
+  if (o.guard_ab) {
+    run_guard_ab(o, pool, hw, flusher, stream,
+                 out_dir + "/decode-" + bench::device_slug(hw.name) + "-" + bench::utc_date());
+    cudaStreamDestroy(stream);
+    return;
+  }
 
   std::vector<Cell> cells;
   // --only: exactly the listed cells, in order (probe configs included).
@@ -590,6 +695,9 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_option("--only", o.only,
                   "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
       ->check([](const std::string& v) { return parse_only(v).error; });
+  cmd->add_flag("--guard-ab", o.guard_ab,
+                "only the input guard's cost: the sm90 row with and without it on the grid (or the --only cells), "
+                "interleaved, with a bitwise comparison of the outputs (needs sm_90)");
   add_bench_decode_seed_options(*cmd, o);  // --grid, --emulate
   cmd->callback([cmd] {
     o.given = given_options(*cmd);

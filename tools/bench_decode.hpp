@@ -31,6 +31,7 @@ struct BenchDecodeOptions {
   std::vector<std::string> only;  // "hd128:1:32768" — grid cells to run (all when empty)
   std::string grid = "default";   // --grid: default or seed
   std::string emulate;            // --emulate: "" or bi-v100 (with --grid seed)
+  bool guard_ab = false;          // --guard-ab: the input guard's cost, guarded vs unguarded kernels
   std::vector<std::string> given;  // the options on the command line, e.g. "--only" (set by the parser)
 };
 

@@ -17,6 +17,7 @@
 
 #include "muh/config.hpp"
 #include "muh/hardware.hpp"
+#include "muh/input_errors.hpp"
 #include "muh/params.hpp"
 #include "muh/plan.hpp"
 #include "muh/prefill_plan.hpp"
@@ -28,6 +29,10 @@ namespace muh {
 struct RunOptions {
   cudaStream_t stream = nullptr;
   bool debug_checks = false;  // extra input checks that need a device→host copy (block ids, cu_seqlens)
+  // Where the kernels flag bad device-side inputs (muh/input_errors.hpp): kInputErrorWords int32
+  // words the device can write (device memory, or mapped pinned host memory to read without a
+  // sync: take_input_errors()). nullptr: the library's flags of the device (check_input_errors()).
+  int* input_errors = nullptr;
 };
 
 // ---- Prefill ------------------------------------------------------------------------------------

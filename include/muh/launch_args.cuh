@@ -31,6 +31,8 @@ inline kernels::PrefillArgs make_prefill_args(const PrefillParams& p) {
   a.scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
   a.scale_log2 = a.scale * kernels::kLog2e;
   a.causal = p.causal;
+  a.total_k = p.total_k;
+  a.max_seqlen_k = p.max_seqlen_k;
   return a;
 }
 

@@ -121,6 +121,30 @@ int muh_merge_attn_states(int dtype, void* output, float* output_lse, const void
                           const float* prefix_lse, const void* suffix_output, const float* suffix_lse,
                           int num_tokens, int num_heads, int head_dim, void* stream);
 
+/* Bad device-side inputs the kernels met (muh/input_errors.hpp): a decode sequence with a
+ * seq_len past its block-table row, or a block id outside [0, num_pages) within its seq_len, is
+ * computed as length 0 (out = 0, lse = -inf); a prefill sequence with wrong cu_seqlens offsets
+ * writes nothing. The kinds, as bits of a mask (muh::InputError): */
+enum muh_input_error {
+  MUH_INPUT_ERROR_BLOCK_ID = 1u << 0,           /* block_table: an id outside [0, num_pages) */
+  MUH_INPUT_ERROR_SEQ_LEN = 1u << 1,            /* seq_lens: outside [0, max_blocks_per_seq * page_size] */
+  MUH_INPUT_ERROR_CU_SEQLENS_Q_START = 1u << 2, /* cu_seqlens_q[0] != 0 */
+  MUH_INPUT_ERROR_CU_SEQLENS_Q_ORDER = 1u << 3, /* cu_seqlens_q decreases */
+  MUH_INPUT_ERROR_CU_SEQLENS_Q_END = 1u << 4,   /* cu_seqlens_q[batch] != total_q */
+  MUH_INPUT_ERROR_CU_SEQLENS_Q_RANGE = 1u << 5, /* an offset outside [0, total_q] */
+  MUH_INPUT_ERROR_SEQLEN_Q_MAX = 1u << 6,       /* a q length > max_seqlen_q */
+  MUH_INPUT_ERROR_CU_SEQLENS_K_START = 1u << 7,
+  MUH_INPUT_ERROR_CU_SEQLENS_K_ORDER = 1u << 8,
+  MUH_INPUT_ERROR_CU_SEQLENS_K_END = 1u << 9,
+  MUH_INPUT_ERROR_CU_SEQLENS_K_RANGE = 1u << 10,
+  MUH_INPUT_ERROR_SEQLEN_K_MAX = 1u << 11
+};
+
+/* Synchronises `stream`, then reads and clears the flags the calls of this library made on the
+ * current device. 0: none; MUH_INVALID_ARGUMENT: some, named by muh_last_error(), their mask in
+ * *mask (may be NULL); MUH_CUDA_ERROR / MUH_NO_DEVICE when the flags cannot be read. */
+int muh_check_input_errors(void* stream, uint32_t* mask);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,12 @@
   and ``merge_attn_states`` (two partials merged by their LSE), vLLM's ``_custom_ops`` signatures.
 
 Bad arguments raise ValueError naming the argument (NotImplementedError for what muh does not do).
+Bad device-side inputs — block ids outside [0, num_pages), seq_lens past the block table,
+cu_seqlens not from 0 / not monotonic / not ending at the total / longer than max_seqlen — are
+guarded by the kernels (the sequence concerned is not computed; nothing outside the tensors is
+read) and raise ValueError naming the input: by default at the next muh op on that device, or at
+``check_errors()``; ``MUH_VALIDATE=sync`` raises at the op itself (a sync per op), ``MUH_VALIDATE=0``
+only at ``check_errors()`` (README, "Bad device-side inputs").
 muh has no backward: with grad mode on, an input that requires grad raises NotImplementedError
 (the ops' Autograd kernel, python/src/torch_ops.cpp), for torch.ops.muh.* as for these wrappers.
 The C++ side lives in python/src/torch_ops.cpp; the fake implementations here give torch.compile
@@ -33,7 +39,7 @@ from typing import Optional, Tuple, Union
 import torch
 
 __all__ = ["paged_attention_v1", "paged_attention_v2", "flash_attn_varlen_func", "paged_decode",
-           "context_attention_fwd", "library_path"]
+           "context_attention_fwd", "check_errors", "library_path"]
 
 
 def _find_library() -> str:
@@ -416,3 +422,11 @@ def merge_attn_states(output: torch.Tensor, prefix_output: torch.Tensor, prefix_
     given, receives the merged lse. An lse of +inf counts as −inf (empty); both empty gives
     prefix_output and lse −inf, as vLLM's CUDA kernel."""
     torch.ops.muh.merge_attn_states(output, output_lse, prefix_output, prefix_lse, suffix_output, suffix_lse)
+
+
+def check_errors() -> None:
+    """Synchronises the current CUDA stream and raises ValueError naming every bad device-side
+    input (block_table, seq_lens, cu_seqlens_q/k, max_seqlen_q/k) that muh ops on the current
+    device were given since the last check; returns None when there was none. Not inside CUDA-graph
+    capture (it synchronises); a replayed graph's errors are raised by the next call of it."""
+    torch.ops.muh.check_input_errors()

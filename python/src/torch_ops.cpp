@@ -23,8 +23,12 @@
 #include <c10/core/GradMode.h>
 #include <torch/library.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <cstdint>
 #include <optional>
@@ -161,14 +165,123 @@ HardwareCapability stream_profile_of(const at::Tensor& on, const char* op) {
   return hw;
 }
 
-RunOptions run_options(const at::Tensor& on) {
+bool capturing() {
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+}
+
+// ---- Bad device-side inputs (muh/input_errors.hpp) ------------------------------------------------
+// Block ids, seq_lens and cu_seqlens are read by the kernels, which guard them (a bad one drops
+// its sequence, never reads outside the tensors) and flag the kind in 16 int32 words: here pinned
+// host memory mapped for the device, one set per device, so that the host can look at them
+// without a sync. MUH_VALIDATE (read once):
+//   1 (default)  every op first looks at its device's words (a host read, no CUDA call) and raises
+//                ValueError if an earlier launch flagged something — the error surfaces at the
+//                next muh call, or at muh.ops.check_errors() (which synchronises);
+//   sync         each op also synchronises its stream after launching and raises for its own
+//                inputs (costly: for debugging; under graph capture it behaves as 1);
+//   0            the words are not looked at by the ops (muh.ops.check_errors() still reads them).
+// Under CUDA-graph capture nothing synchronises: the captured kernels flag the same words on
+// every replay, and the next eager muh call (or check_errors()) raises.
+enum class Validate { off, deferred, sync };
+
+Validate validate_mode() {
+  static const Validate mode = [] {
+    const char* v = std::getenv("MUH_VALIDATE");
+    const std::string s = v ? v : "";
+    if (s.empty() || s == "1") return Validate::deferred;
+    if (s == "0") return Validate::off;
+    if (s == "sync") return Validate::sync;
+    TORCH_CHECK_VALUE(false, "muh: MUH_VALIDATE must be 0, 1 or sync, got '" + s + "'");
+    return Validate::deferred;
+  }();
+  return mode;
+}
+
+// The device's flag words, host view and device view; allocated on the first call outside graph
+// capture (an allocation there may be refused); {nullptr, nullptr} until then — the kernels then
+// flag the library's own words (read by check_errors()).
+struct HostFlags {
+  int* host = nullptr;
+  int* device = nullptr;
+  bool failed = false;  // the allocation was refused outside capture: not tried again
+};
+HostFlags host_flags(int device) {
+  static std::mutex mu;
+  static std::array<HostFlags, 64> flags{};
+  if (device < 0 || device >= static_cast<int>(flags.size())) return {};
+  const std::lock_guard<std::mutex> lock(mu);
+  HostFlags& f = flags[device];
+  if (f.host == nullptr && !f.failed && !capturing()) {
+    void* h = nullptr;
+    void* d = nullptr;
+    if (cudaHostAlloc(&h, kInputErrorWords * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
+        cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+      std::memset(h, 0, kInputErrorWords * sizeof(int));
+      f.host = static_cast<int*>(h);
+      f.device = static_cast<int*>(d);
+    } else {
+      cudaGetLastError();
+      if (h) cudaFreeHost(h);
+      f.failed = true;
+    }
+  }
+  return f;
+}
+
+// Raises ValueError for what `mask` holds (nothing for 0).
+void raise_input_errors(const char* op, std::uint32_t mask, bool earlier) {
+  if (mask == 0) return;
+  TORCH_CHECK_VALUE(false, cat("muh.", op, ": ", earlier ? "an earlier muh call on this device was given " : "",
+                               "bad device-side input: ", describe_input_errors(mask),
+                               earlier ? " (flagged by the kernels; that call computed no output for the sequences "
+                                         "concerned; MUH_VALIDATE=sync raises at the call itself)"
+                                       : " (flagged by the kernels; no output for the sequences concerned)"));
+}
+
+RunOptions run_options(const at::Tensor& on, const char* op) {
   RunOptions ro;
   ro.stream = at::cuda::getCurrentCUDAStream(on.get_device()).stream();
+  const HostFlags f = host_flags(on.get_device());
+  ro.input_errors = f.device;
+  if (f.host != nullptr && validate_mode() != Validate::off) raise_input_errors(op, take_input_errors(f.host), true);
   return ro;
 }
 
-bool capturing() {
-  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+// MUH_VALIDATE=sync: after the launch, its own inputs.
+void check_after_launch(const char* op, const RunOptions& ro) {
+  if (validate_mode() != Validate::sync || capturing()) return;
+  const cudaError_t e = cudaStreamSynchronize(ro.stream);
+  TORCH_CHECK(e == cudaSuccess, cat("muh.", op, ": ", cudaGetErrorString(e)));
+  std::uint32_t mask = 0;
+  if (ro.input_errors != nullptr) {
+    int device = 0;
+    cudaGetDevice(&device);
+    mask = take_input_errors(host_flags(device).host);
+  } else {
+    const Status s = read_input_errors(ro.stream, &mask);
+    if (!s.ok()) throw_status(s, op);
+  }
+  raise_input_errors(op, mask, false);
+}
+
+// torch.ops.muh.check_input_errors() (muh.ops.check_errors()): synchronises the current stream of
+// the current device and raises for every kind flagged since the last look — on the ops' words and
+// on the library's own (flagged by calls made before the ops' words existed, e.g. under capture).
+void check_input_errors_op() {
+  constexpr const char* op = "check_errors";
+  int device = 0, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return;  // no device: nothing can have been flagged
+  }
+  TORCH_CHECK(!capturing(), "muh.check_errors synchronises: call it outside CUDA-graph capture");
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(device).stream();
+  std::uint32_t mask = 0;
+  const Status s = read_input_errors(stream, &mask);  // synchronises `stream`
+  if (!s.ok()) throw_status(s, op);
+  const HostFlags f = host_flags(device);
+  if (f.host != nullptr) mask |= take_input_errors(f.host);
+  raise_input_errors(op, mask, false);
 }
 
 // Plans and runs one decode. `workspace_hint` (vLLM v2's tmp_out) is used as muh's workspace when
@@ -196,8 +309,10 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
       ws_bytes = plan.workspace_bytes;
     }
   }
-  s = paged_decode(p, plan, ws, ws_bytes, run_options(query));
+  const RunOptions ro = run_options(query, op);
+  s = paged_decode(p, plan, ws, ws_bytes, ro);
   if (!s.ok()) throw_status(s, op);
+  check_after_launch(op, ro);
 }
 
 // ---- vLLM's paged_attention_v1 / v2 --------------------------------------------------------------
@@ -349,6 +464,21 @@ void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_l
   run_decode(op, p, PlanOptions{}, q, &tmp_out);  // muh's plan picks the split count
 }
 
+// Plans and runs one prefill (contiguous or paged K/V) on torch's current stream with `ro`
+// (run_options(): the stream, the input-guard words). The plan is made on the device's cached
+// profile; the tail split's scratch (muh/prefill_plan.hpp) comes from torch's caching allocator:
+// no cudaMalloc per call, and freed back to the pool on return (stream-ordered).
+void run_prefill(const char* op, const PrefillParams& p, const at::Tensor& on, const RunOptions& ro) {
+  PrefillPlan plan;
+  Status s = plan_prefill(p, stream_profile_of(on, op), PrefillPlanOptions{}, &plan);
+  if (!s.ok()) throw_status(s, op);
+  at::Tensor ws;
+  if (plan.workspace_bytes > 0)
+    ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, on.options().dtype(at::kByte));
+  s = prefill(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, ro);
+  if (!s.ok()) throw_status(s, op);
+}
+
 // ---- FlashAttention-style varlen prefill ---------------------------------------------------------
 std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
     const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
@@ -405,30 +535,10 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   p.softmax_scale = scale;
   p.causal = causal;
   const c10::cuda::CUDAGuard guard(q.device());
-  // The plan on the device's cached profile, and the tail split's scratch (muh/prefill_plan.hpp)
-  // from torch's caching allocator: no cudaMalloc per call, and freed back to the pool on return
-  // (stream-ordered).
-  PrefillPlan plan;
-  Status s = plan_prefill(p, stream_profile_of(q, a.op), PrefillPlanOptions{}, &plan);
-  if (!s.ok()) throw_status(s, a.op);
-  at::Tensor ws;
-  if (plan.workspace_bytes > 0) ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, q.options().dtype(at::kByte));
-  s = prefill(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, run_options(q));
-  if (!s.ok()) throw_status(s, a.op);
+  const RunOptions ro = run_options(q, a.op);
+  run_prefill(a.op, p, q, ro);
+  check_after_launch(a.op, ro);
   return {out, lse};
-}
-
-// Plans and runs one prefill (contiguous or paged K/V) on torch's current stream; the tail
-// split's scratch, when the plan wants one, comes from torch's caching allocator.
-void run_prefill(const char* op, const PrefillParams& p, const at::Tensor& on) {
-  PrefillPlan plan;
-  Status s = plan_prefill(p, stream_profile_of(on, op), PrefillPlanOptions{}, &plan);
-  if (!s.ok()) throw_status(s, op);
-  at::Tensor ws;
-  if (plan.workspace_bytes > 0)
-    ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, on.options().dtype(at::kByte));
-  s = prefill(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, run_options(on));
-  if (!s.ok()) throw_status(s, op);
 }
 
 // The cache of a paged prefill: NHD (k_cache and v_cache 4-D [num_pages, page_size, kv_heads, d])
@@ -529,7 +639,9 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
       seqused_k.data_ptr<int>(), a.to_int(c.page_size, "page_size"), a.to_int(c.num_pages, "num_pages"),
       a.to_int(block_table.size(1), "max_blocks_per_seq"));
   const c10::cuda::CUDAGuard guard(q.device());
-  run_prefill(a.op, p, q);
+  const RunOptions ro = run_options(q, a.op);
+  run_prefill(a.op, p, q, ro);
+  check_after_launch(a.op, ro);
   return lse;
 }
 
@@ -595,6 +707,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   if (batch == 0 || q.size(0) == 0) return;
 
   const c10::cuda::CUDAGuard guard(q.device());
+  const RunOptions ro = run_options(q, a.op);
   // vLLM 0.6.3 passes query_start_loc, [batch + 1]; its kernel reads only the first batch entries
   // and derives each chunk's length from b_seq_len − b_ctx_len. With [batch], the chunks are packed
   // back to back and the last one ends at num_tokens.
@@ -627,7 +740,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   chunk.total_k = base.total_q;
   chunk.max_seqlen_k = base.max_seqlen_q;
   chunk.causal = true;
-  run_prefill(a.op, chunk, q);
+  run_prefill(a.op, chunk, q, ro);
 
   // The prefix: paged, every new token sees all of it.
   at::Tensor prefix_out = at::empty(q.sizes(), q.options());
@@ -640,7 +753,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   prefix = make_paged_prefill(prefix, KVLayout::vllm, k_cache.data_ptr(), v_cache.data_ptr(), b_loc.data_ptr<int>(),
                               b_ctx_len.data_ptr<int>(), a.to_int(c.page_size, "block_size"),
                               a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
-  run_prefill(a.op, prefix, q);
+  run_prefill(a.op, prefix, q, ro);
 
   MergeStatesParams m;
   m.dtype = t;
@@ -652,8 +765,9 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   m.num_tokens = base.total_q;
   m.num_heads = base.num_q_heads;
   m.head_dim = base.head_dim;
-  const Status s = merge_attn_states(m, run_options(q));
+  const Status s = merge_attn_states(m, ro);
   if (!s.ok()) throw_status(s, a.op);
+  check_after_launch(a.op, ro);
 }
 
 // ---- muh's own decode: NHD cache, muh's plan -------------------------------------------------------
@@ -796,6 +910,8 @@ TORCH_LIBRARY(muh, m) {
       "paged_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, Tensor seq_lens, "
       "int max_seq_len=-1, float? softmax_scale=None, bool return_lse=False, int num_splits=0) "
       "-> (Tensor, Tensor)");
+  // No tensor arguments: one kernel for every dispatch key (muh.ops.check_errors()).
+  m.def("check_input_errors() -> ()", &muh::torch_ops::check_input_errors_op);
 }
 
 // The same kernels serve CPU inputs only to say what is wrong ("query must be a CUDA tensor")

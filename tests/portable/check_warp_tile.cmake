@@ -24,13 +24,15 @@ if(NOT DEFINED FILES)
       muh/kernels/prefill_common.cuh     # prefill args, schedule, causal ranges
       muh/kernels/numeric.cuh            # element types and conversions
       muh/kernels/online_softmax.hpp     # the (m, l) state and its merge
+      muh/kernels/input_guard.cuh        # the flag stores of the device-side input guard
       muh/kernels/warp_tile.cuh)         # the tiles (exempt)
 endif()
 # Headers from outside kernels/ that the agent includes: host-side tables and types, checked for
 # the intrinsics, warpSize and masks but not for lane arithmetic (their 32s are tile sizes and
 # head-dim multiples, e.g. tuning/policy.hpp's validate()).
 if(NOT DEFINED HOST_FILES)
-  set(HOST_FILES muh/tuning/policy.hpp muh/dtype.hpp muh/paged_kv.hpp muh/host_device.hpp)
+  set(HOST_FILES muh/tuning/policy.hpp muh/dtype.hpp muh/paged_kv.hpp muh/host_device.hpp muh/input_errors.hpp
+                 muh/status.hpp)
 endif()
 
 set(intrinsic_patterns

@@ -22,8 +22,8 @@ using DecodeTr = decode::PortableTraits<DecodeRow, kT, kD>;
 }  // namespace
 
 template __global__ void prefill_portable_kernel<PrefillRow, kT, kD>(const PrefillArgs);
-template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd>(const decode::DecodeArgs);
-template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm>(const decode::DecodeArgs);
+template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd>(const decode::DecodeArgs, int*);
+template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_merge_kernel<storage_t<kT>, kD>(const decode::DecodeArgs);
 
 }  // namespace muh::kernels

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "muh/dtype.hpp"
+#include "muh/kernels/input_guard.cuh"
 #include "muh/kernels/numeric.cuh"
 #include "muh/kernels/online_softmax.hpp"
 #include "muh/kernels/warp_tile.cuh"
@@ -63,8 +64,48 @@ struct DecodeArgs {
   int partition_tokens = 0;         // tokens per partition (multiple of 16) when num_splits > 1
   int l2_evict_first = 1;           // sm80 agent: K/V copies with an L2 evict-first policy (DecodePlan)
   float scale_log2 = 0.f;           // softmax_scale · log2(e)
-  int num_pages = 0;                // pages of the cache (the extent of the sm80 agent's TMA maps)
+  int num_pages = 0;                // pages of the cache (the extent of the sm80 agent's TMA maps; the guard's bound)
 };
+// The attention kernels also take `int* input_errors` ([kInputErrorWords] flags, input_errors.hpp,
+// or nullptr) as a parameter of its own: as a field it grew DecodeArgs past 128 bytes, and with
+// that alone ptxas gave the sm90 vLLM-layout kernel 228 registers instead of 174.
+
+// ---- The guard of the device-side inputs (issue 19; muh/input_errors.hpp) ----------------------
+// A sequence is computed as one of length 0 (out = 0, lse = −inf) when its seq_len lies outside
+// [0, max_blocks · page_size] — past its block-table row — or when its block-table row holds,
+// within seq_len, an id outside [0, num_pages): nothing is read through either, and the kind is
+// flagged. Dropping the whole sequence rather than the bad page's tokens costs one compare and
+// select per page the agents load anyway (the bad page is read as page 0, then the CTA's result
+// is replaced at the end, one CTA-wide vote through the barrier the epilogue has anyway), and the
+// result does not depend on the plan: a V2 partition that met a bad id writes kPoisonedLse as
+// its partial lse, and the merge drops the sequence when it reads one.
+// The flags are the kernels' `input_errors` parameter (nullptr: not flagged).
+// kGuard = false compiles the agents without it: today's kernels, for the A/B of the guard's cost
+// (`muh bench decode --guard-ab`); the library runs kGuard = true only.
+//
+// The partial lse of a poisoned partition: a NaN with a payload no arithmetic produces (the
+// device's NaN results are the canonical 0x7fffffff), so a NaN input stays a NaN output.
+inline constexpr unsigned kPoisonedLseBits = 0x7fc0de19u;
+__device__ __forceinline__ bool is_poisoned_lse(float lse) { return __float_as_uint(lse) == kPoisonedLseBits; }
+
+__device__ __forceinline__ bool seq_len_in_range(const DecodeArgs& a, int len) {
+  return len >= 0 && static_cast<long long>(len) <= (static_cast<long long>(a.max_blocks) << a.page_shift);
+}
+__device__ __forceinline__ bool block_id_in_range(const DecodeArgs& a, int page) {
+  return static_cast<unsigned>(page) < static_cast<unsigned>(a.num_pages);
+}
+// A block id read from the table, as the agents use it: itself, or (out of range) page 0 with
+// `bad` set — one compare and one select.
+template <bool kGuard>
+__device__ __forceinline__ int guarded_page(const DecodeArgs& a, int page, bool& bad) {
+  if constexpr (kGuard) {
+    const bool ok = block_id_in_range(a, page);
+    bad |= !ok;
+    return ok ? page : 0;
+  } else {
+    return page;
+  }
+}
 
 // The work of one CTA. Grid: x = kv_head · head_chunks + chunk, y = partition, z = sequence —
 // the CTAs of one (sequence, partition) for all heads are neighbours and read the same pages.
@@ -79,7 +120,14 @@ struct CtaWork {
   bool idle;     // a partition past the end of its sequence: nothing to do, nothing to write
 };
 
-__device__ __forceinline__ CtaWork cta_work(const DecodeArgs& a) {
+// A seq_len as the CTA uses it: itself, or (outside the range) 0, flagged by the CTA's thread 0.
+__device__ __forceinline__ int guarded_seq_len(const DecodeArgs& a, int len, int* input_errors) {
+  if (seq_len_in_range(a, len)) return len;
+  if (threadIdx.x == 0) flag_input_error(input_errors, InputError::seq_len);
+  return 0;
+}
+template <bool kGuard>
+__device__ __forceinline__ CtaWork cta_work(const DecodeArgs& a, int* input_errors) {
   CtaWork w;
   const int chunk = blockIdx.x % a.head_chunks;
   w.kv_head = blockIdx.x / a.head_chunks;
@@ -87,7 +135,7 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeArgs& a) {
   w.rows = min(kRows, a.group - chunk * kRows);
   w.split = blockIdx.y;
   w.seq = blockIdx.z;
-  const int len = a.seq_lens[w.seq];
+  const int len = kGuard ? guarded_seq_len(a, a.seq_lens[w.seq], input_errors) : a.seq_lens[w.seq];
   if (a.num_splits == 1) {
     w.kv_begin = 0;
     w.kv_end = len;
@@ -184,7 +232,7 @@ __device__ __forceinline__ float lse_fold(float a, float b) {  // log(e^a + e^b)
   return m.lse();
 }
 
-template <class E, int D>
+template <class E, int D, bool kGuard = true>
 __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const DecodeArgs a) {
   constexpr int Q = D / 4;                  // threads per group (four elements each)
   constexpr int G = kMergeThreads / Q;      // groups: 16 (D 64), 10 (96), 8 (128), 4 (256)
@@ -193,7 +241,9 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
   const int h = blockIdx.x, seq = blockIdx.y, tid = threadIdx.x;
   // seq_lens is an input, not written by the attention kernel: read before the wait below, so
   // that its round trip overlaps the attention kernel's end instead of preceding the partials'.
-  const int n = used_splits(a, a.seq_lens[seq]);
+  int len = a.seq_lens[seq];
+  if constexpr (kGuard) len = seq_len_in_range(a, len) ? len : 0;  // as cta_work: length 0 (flagged there)
+  const int n = used_splits(a, len);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched with programmatic stream serialization where the device allows it: wait until the
   // attention kernel has finished and its partials are visible.
@@ -219,16 +269,26 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
     }
   }
 
-  // 1. Merged lse.
+  // 1. Merged lse (guard: and whether a partition met a bad block id).
   OnlineSoftmax mg;
+  bool poisoned = false;
   for (int i = tid; i < n; i += kMergeThreads) {
     float w;
-    mg.add(a.part_lse[row0 + i * step], w);
+    const float lse_i = a.part_lse[row0 + i * step];
+    if constexpr (kGuard) poisoned |= is_poisoned_lse(lse_i);
+    mg.add(lse_i, w);
   }
   float lse = mg.lse();
   lse = tile32::reduce(lse, [](float x, float y) { return lse_fold(x, y); });
   if (tile32::lane(tid) == 0) warp_lse[tile32::index(tid)] = lse;
-  __syncthreads();
+  if constexpr (kGuard) {
+    if (__syncthreads_or(poisoned)) {  // the sequence is dropped: out = 0, lse = −inf
+      if (tid < Q) store_out<E, 4>(a, seq, h, tid * 4, D, {0.f, 0.f, 0.f, 0.f}, -INFINITY);
+      return;
+    }
+  } else {
+    __syncthreads();
+  }
   lse = warp_lse[0];
 #pragma unroll
   for (int i = 1; i < kMergeThreads / tile32::kLanes; ++i) lse = lse_fold(lse, warp_lse[i]);
@@ -272,10 +332,13 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
 // Final combine of per-thread-group partial states into the CTA's rows. Each of `parts` partial
 // states (running max m in log2 units, sum l, unnormalised o) of every row lives in shared
 // memory: m[p·16 + r], l[p·16 + r], o[(p·16 + r)·D + d]. Threads take four elements at a time.
+// poisoned (the guard: the CTA met a bad block id): the rows are stored as a sequence of length
+// 0 would be (V1: out = 0, lse = −inf), or as a poisoned partial (V2: o = 0, kPoisonedLse).
 template <class E, int D>
 __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const CtaWork& w, int parts,
                                                   const float* m, const float* l, const float* o,
-                                                  int tid, int nthreads) {
+                                                  int tid, int nthreads, bool poisoned = false) {
+  if (poisoned) parts = 0;
   constexpr Log2Units<> kUnits;
   for (int idx = tid * 4; idx < w.rows * D; idx += nthreads * 4) {
     const int r = idx / D, d = idx % D;
@@ -299,7 +362,7 @@ __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const Cta
     if (a.num_splits == 1)
       store_out<E, 4>(a, w.seq, w.head0 + r, d, D, out, lse);
     else
-      store_partial<4>(a, w, w.head0 + r, d, D, out, lse);
+      store_partial<4>(a, w, w.head0 + r, d, D, out, poisoned ? __uint_as_float(kPoisonedLseBits) : lse);
   }
 }
 

@@ -18,8 +18,9 @@ namespace muh::detail {
 
 // Runs the decode policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D) on a
 // device of compute capability `device_cc`; not_compiled when the target is not in this build.
+// The kernels flag bad device-side inputs in input_errors (muh/input_errors.hpp; nullptr: not).
 template <DType T, int D>
 Status decode_instance(const kernels::decode::DecodeArgs& a, KVLayout layout, int target, int device_cc,
-                       cudaStream_t stream);
+                       cudaStream_t stream, int* input_errors);
 
 }  // namespace muh::detail

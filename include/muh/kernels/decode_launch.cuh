@@ -21,7 +21,8 @@ namespace muh::kernels::decode {
 
 // The attention kernel a policy runs (per KV layout), its block size and dynamic shared memory
 // (the policy footprint, which each agent's traits static_assert).
-template <class Getter, DType DT, int D>
+// kGuard: the input guard (decode_common.cuh); false only for the guard's A/B benchmark.
+template <class Getter, DType DT, int D, bool kGuard = true>
 struct DecodeKernel {
   static constexpr DecodePolicy policy = Getter{}();
   static_assert(validate(policy, DT, D), "decode policy row does not fit its profile's shared memory");
@@ -32,11 +33,11 @@ struct DecodeKernel {
 
   static auto function(KVLayout layout) {
     if constexpr (policy.agent == Agent::sm80 && DT != DType::fp32) {
-      using Tr = Sm80Traits<Getter, DT, D>;
+      using Tr = Sm80Traits<Getter, DT, D, kGuard>;
       return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd>
                                      : &decode_sm80_kernel<Tr, KVLayout::vllm>;
     } else {
-      using Tr = PortableTraits<Getter, DT, D>;
+      using Tr = PortableTraits<Getter, DT, D, kGuard>;
       return layout == KVLayout::nhd ? &decode_portable_kernel<Tr, KVLayout::nhd>
                                      : &decode_portable_kernel<Tr, KVLayout::vllm>;
     }
@@ -64,17 +65,19 @@ inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D,
 
 // Launches one decode over `a` (validated by src/decode.cu, shaped by the plan) on `stream`:
 // the attention kernel over (KV heads × head chunks, partitions, sequences), then — for V2 —
-// the merge over (query heads, sequences).
-template <class Getter, DType DT, int D>
-Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream) {
-  using K = DecodeKernel<Getter, DT, D>;
+// the merge over (query heads, sequences). The attention kernel flags bad device-side inputs in
+// input_errors ([kInputErrorWords], muh/input_errors.hpp; nullptr: not flagged, still guarded).
+template <class Getter, DType DT, int D, bool kGuard = true>
+Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream,
+                     int* input_errors = nullptr) {
+  using K = DecodeKernel<Getter, DT, D, kGuard>;
   using E = storage_t<DT>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
   bool launched = false;
   if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && D % 64 == 0) {
     // The policy's TMA copies where this call allows them; else the cp.async kernel below.
-    constexpr auto tma_kernel = &decode_sm80_tma_kernel<Sm80Traits<Getter, DT, D>>;
+    constexpr auto tma_kernel = &decode_sm80_tma_kernel<Sm80Traits<Getter, DT, D, kGuard>>;
     const bool tma_code = runs_sm90_code_once<tma_kernel>(device_cc);
     CUtensorMap tk, tv;
     const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
@@ -82,14 +85,14 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
         make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
         make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows)) {
       MUH_TRY(set_max_dynamic_smem(tma_kernel, K::smem_bytes, "paged_decode"));
-      tma_kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv);
+      tma_kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv, input_errors);
       launched = true;
     }
   }
   if (!launched) {
     auto kernel = K::function(layout);
     MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode"));
-    kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a);
+    kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, input_errors);
   }
   MUH_TRY(launch_status("paged_decode launch"));
   if (a.num_splits == 1) return Status::Ok();
@@ -99,7 +102,8 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   // attention kernel does not trigger early: releasing the merge at its start (its CTAs resident
   // and waiting) was 0.3–0.8 µs slower on every batch-1 V2 cell of the H200 grid
   // (bench/results/h200-2026-11-30-549f0e4.md), so the merge starts as the attention CTAs exit.
-  const bool pdl = runs_sm90_code_once<&decode_merge_kernel<E, D>>(device_cc);
+  constexpr auto merge = &decode_merge_kernel<E, D, kGuard>;
+  const bool pdl = runs_sm90_code_once<merge>(device_cc);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(a.num_q_heads), static_cast<unsigned>(a.num_seqs));
   cfg.blockDim = dim3(kMergeThreads);
@@ -110,7 +114,7 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl ? 1 : 0;
-  return launch_status(cudaLaunchKernelEx(&cfg, decode_merge_kernel<E, D>, a), "paged_decode merge launch");
+  return launch_status(cudaLaunchKernelEx(&cfg, merge, a), "paged_decode merge launch");
 }
 
 }  // namespace muh::kernels::decode

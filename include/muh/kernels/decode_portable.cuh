@@ -16,9 +16,10 @@
 
 namespace muh::kernels::decode {
 
-template <class Getter, DType DT, int D>
+template <class Getter, DType DT, int D, bool kGuardInputs = true>
 struct PortableTraits {
   using E = storage_t<DT>;
+  static constexpr bool kGuard = kGuardInputs;  // the input guard (decode_common.cuh)
   static constexpr int kD = D;
   static constexpr DecodePolicy kPolicy = Getter{}();
   static constexpr int kWarps = kPolicy.num_warps;
@@ -59,9 +60,10 @@ __device__ __forceinline__ void word_to_float(const __nv_bfloat16* p, float (&f)
 }
 __device__ __forceinline__ void word_to_float(const float* p, float (&f)[1]) { f[0] = *p; }
 
+// bad_page (the guard): set when a block id read is outside [0, num_pages); page 0 is read instead.
 template <class Tr, KVLayout L>
 __device__ __forceinline__ void portable_load_kv_tile(const DecodeArgs& a, const CtaWork& w,
-                                                      int t0, unsigned char* smem) {
+                                                      int t0, unsigned char* smem, bool& bad_page) {
   using E = typename Tr::E;
   constexpr int D = Tr::kD;
   E* sK = reinterpret_cast<E*>(smem + Tr::kOffK);
@@ -76,7 +78,7 @@ __device__ __forceinline__ void portable_load_kv_tile(const DecodeArgs& a, const
     const int t = i / kCPT, c = i % kCPT, tok = t0 + t;
     uint4 kx = make_uint4(0, 0, 0, 0), vx = make_uint4(0, 0, 0, 0);
     if (tok < w.kv_end) {
-      const std::int64_t page = bt[tok >> a.page_shift];
+      const std::int64_t page = guarded_page<Tr::kGuard>(a, bt[tok >> a.page_shift], bad_page);
       const int slot = tok & (ps - 1);
       if constexpr (L == KVLayout::nhd) {
         const std::int64_t off = ((page * ps + slot) * Hkv + w.kv_head) * D + c * Tr::kVec;
@@ -103,7 +105,7 @@ __device__ __forceinline__ void portable_load_kv_tile(const DecodeArgs& a, const
       const int d = i / kGroups, g = i % kGroups, tok0 = t0 + g * Tr::kVec;
       uint4 vx = make_uint4(0, 0, 0, 0);
       if (tok0 < w.kv_end) {
-        const std::int64_t page = bt[tok0 >> a.page_shift];
+        const std::int64_t page = guarded_page<Tr::kGuard>(a, bt[tok0 >> a.page_shift], bad_page);
         const int slot0 = tok0 & (ps - 1);
         vx = *reinterpret_cast<const uint4*>(vc + ((page * Hkv + w.kv_head) * D + d) * ps + slot0);
       }
@@ -116,7 +118,7 @@ __device__ __forceinline__ void portable_load_kv_tile(const DecodeArgs& a, const
 }
 
 template <class Tr, KVLayout L>
-__global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const DecodeArgs a) {
+__global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const DecodeArgs a, int* input_errors) {
   using E = typename Tr::E;
   constexpr int D = Tr::kD;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -128,8 +130,9 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
   float* sM = reinterpret_cast<float*>(smem + Tr::kOffM);
   float* sL = reinterpret_cast<float*>(smem + Tr::kOffL);
 
-  const CtaWork w = cta_work(a);
+  const CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
   if (w.idle) return;
+  bool bad_page = false;  // the guard: this thread met a block id outside [0, num_pages)
   const int tid = threadIdx.x, warp = tile32::index(tid), lane = tile32::lane(tid);
   constexpr Log2Units<> kUnits;  // scores in log2 units (scale_log2 applied below), exp2f
 
@@ -154,7 +157,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
 
   for (int t0 = w.kv_begin; t0 < w.kv_end; t0 += Tr::kTile) {
     __syncthreads();  // the previous tile's P V is done with sV / sS (and Q is in place)
-    portable_load_kv_tile<Tr, L>(a, w, t0, smem);
+    portable_load_kv_tile<Tr, L>(a, w, t0, smem, bad_page);
     __syncthreads();
     const int valid = min(Tr::kTile, w.kv_end - t0);
 
@@ -215,7 +218,15 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
       }
     }
   }
-  __syncthreads();
+  // The guard: did any thread meet a bad block id? Then the CTA's rows are dropped (a V1 row as
+  // of length 0, a V2 partial poisoned for the merge), and its thread 0 flags it.
+  bool poisoned = false;
+  if constexpr (Tr::kGuard) {
+    poisoned = __syncthreads_or(bad_page);
+    if (poisoned && tid == 0) flag_input_error(input_errors, InputError::block_id);
+  } else {
+    __syncthreads();
+  }
 
   // Epilogue: normalise and write the output (V1) or the (o, lse) partial (V2).
 #pragma unroll
@@ -223,7 +234,7 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
     const int idx = tid + s * Tr::kThreads, r = idx / D, d = idx % D;
     if (r >= w.rows) continue;
     const float l = sL[r];
-    const float val[1] = {l > 0.f ? o[s] / l : 0.f};
+    const float val[1] = {l > 0.f && !poisoned ? o[s] / l : 0.f};
     const int h = w.head0 + r;
     if (a.num_splits == 1)
       store_elems<E, 1>(out_row<E>(a, w.seq, h, D) + d, val);
@@ -232,9 +243,9 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
     if (d == 0) {  // the row's lse, computed by this thread alone
       const float lse = OnlineSoftmax{sM[r], l}.lse(kUnits);
       if (a.num_splits == 1) {
-        if (a.lse != nullptr) *lse_slot(a, w.seq, h) = lse;
+        if (a.lse != nullptr) *lse_slot(a, w.seq, h) = poisoned ? -INFINITY : lse;
       } else {
-        a.part_lse[part_row(a, w, h)] = lse;
+        a.part_lse[part_row(a, w, h)] = poisoned ? __uint_as_float(kPoisonedLseBits) : lse;
       }
     }
   }

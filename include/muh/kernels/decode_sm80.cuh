@@ -137,9 +137,10 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 
 }  // namespace ptx
 
-template <class Getter, DType DT, int D>
+template <class Getter, DType DT, int D, bool kGuardInputs = true>
 struct Sm80Traits {
   using E = storage_t<DT>;
+  static constexpr bool kGuard = kGuardInputs;  // the input guard (decode_common.cuh)
   static constexpr DType kDType = DT;
   static constexpr DecodePolicy kPolicy = Getter{}();
   static constexpr int kD = D;
@@ -214,7 +215,8 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
 
 // The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (NHD only).
 template <class Tr, KVLayout L, bool kTma>
-__device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv) {
+__device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv,
+                                                 int* input_errors) {
   static_assert(!kTma || (L == KVLayout::nhd && Tr::kD % 64 == 0), "TMA tiles: NHD, head_dim % 64 == 0");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   // Compiled for an older arch only so that the build links; never launched there (paged_decode
@@ -241,8 +243,9 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   };
   const int early0 = early_page(0), early1 = early_page(1);
 
-  const CtaWork w = cta_work(a);
+  const CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
   if (w.idle) return;
+  bool bad_page = false;  // the guard: this lane met a block id outside [0, num_pages)
   E* stages = sQ + Tr::kQElems + warp * S * Tr::kStageElems;  // this warp's [S][K tile | V tile]
   // TMA: this warp's [S][K tile | V tile] of dense swizzled [D/64][16][64] tiles, and its S
   // mbarriers (one phase per use of a stage).
@@ -312,7 +315,15 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
   // table is in HBM too: one 32-byte sector serves 8 pages).
   auto in_range = [&](int j) { return j < my_tiles && tile_start(j) + (lane & 15) < w.kv_end; };
-  auto load_page = [&](int j) { return in_range(j) ? __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)) : 0; };
+  // (The guard's two forms are two statements, so that without it the lambda captures nothing
+  // new and the kernel compiles exactly as before the guard.)
+  auto load_page = [&](int j) {
+    if constexpr (Tr::kGuard)
+      return in_range(j) ? guarded_page<true>(a, __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)), bad_page)
+                         : 0;
+    else
+      return in_range(j) ? __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)) : 0;
+  };
   auto prefetch_pages = [&](int j) {
     const int tok = tile_start(j);
     if (lane == 0 && j < my_tiles && tok < w.kv_end) ptx::prefetch_l2(bt + (tok >> a.page_shift));
@@ -321,6 +332,10 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // Tile j into stage j % S, and the block-table pipeline one tile on (the page of tile j + 1
   // becomes current, j + 2's is loaded, j + 8's sector prefetched).
   int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
+  if constexpr (Tr::kGuard) {
+    page = guarded_page<true>(a, page, bad_page);
+    page_next = guarded_page<true>(a, page_next, bad_page);
+  }
   auto issue = [&](int j) {
     if constexpr (kTma)
       issue_tma(j % S, tile_start(j), page);
@@ -488,7 +503,15 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     __syncwarp();  // all lanes are done with stage j % S before it is refilled
   }
   if constexpr (!kTma) sm80::cp_async_wait<0>();
-  __syncthreads();  // every warp is done with its stages: the combine reuses them
+  // Every warp is done with its stages: the combine reuses them. (The guard: and did any lane
+  // meet a bad block id? Then the CTA's rows are dropped, and its thread 0 flags it.)
+  bool poisoned = false;
+  if constexpr (Tr::kGuard) {
+    poisoned = __syncthreads_or(bad_page);
+    if (poisoned && tid == 0) flag_input_error(input_errors, InputError::block_id);
+  } else {
+    __syncthreads();
+  }
 
   // Combine the warps' states (m, l, unnormalised O) through shared memory, then store.
   float* sO = reinterpret_cast<float*>(sQ + Tr::kQElems);  // [W][16][D]
@@ -513,21 +536,22 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     *reinterpret_cast<float2*>(sO + (warp * kRows + r0 + 8) * D + col) = make_float2(o[jj][2], o[jj][3]);
   }
   __syncthreads();
-  combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads);
+  combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
 #endif
 }
 
 template <class Tr, KVLayout L>
-__global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeArgs a) {
-  decode_sm80_body<Tr, L, false>(a, nullptr, nullptr);
+__global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeArgs a, int* input_errors) {
+  decode_sm80_body<Tr, L, false>(a, nullptr, nullptr, input_errors);
 }
 
 // The TMA variant; the maps are kernel parameters (__grid_constant__: the TMA reads them from
 // parameter memory, no copy to global).
 template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads)
-    decode_sm80_tma_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv) {
-  decode_sm80_body<Tr, KVLayout::nhd, true>(a, &tk, &tv);
+    decode_sm80_tma_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+                           int* input_errors) {
+  decode_sm80_body<Tr, KVLayout::nhd, true>(a, &tk, &tv, input_errors);
 }
 
 }  // namespace muh::kernels::decode

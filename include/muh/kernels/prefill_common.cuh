@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "muh/dtype.hpp"
+#include "muh/kernels/input_guard.cuh"
 #include "muh/kernels/numeric.cuh"
 
 namespace muh::kernels {
@@ -39,6 +40,10 @@ struct PrefillArgs {
   float scale = 0.f;           // softmax scale (natural-log units, for lse)
   float scale_log2 = 0.f;      // scale · log2(e): p = exp2(s · scale_log2 − m · scale_log2)
   bool causal = false;         // bottom-right aligned: query i sees keys j <= i + len_k − len_q
+  // The bounds the input guard holds cu_seqlens to (prefill_sequence_ok), and where it flags.
+  int total_k = 0;
+  int max_seqlen_k = 0;
+  int* input_errors = nullptr;  // [kInputErrorWords] flags (muh/input_errors.hpp) or nullptr
 };
 
 // The tail split of a launch (prefill_plan.hpp chooses it; tail_tiles = 0: none), a kernel
@@ -160,6 +165,46 @@ template <class... Q>
 __device__ __forceinline__ float* lse_slot(const PrefillArgs& a, int h, Q... q) {
   return a.lse + ((static_cast<long long>(h) * a.total_q) + ... + q);
 }
+
+// ---- The guard of cu_seqlens (issue 19; muh/input_errors.hpp) ---------------------------------
+// The offsets [lo, hi) of sequence b of `batch` in a cu_seqlens array over `total` rows, as one
+// CTA sees them: the errors they show (InputError bits; `first` is the kind of <x>_start, the
+// others follow it in InputError's order). The first and last sequences also check cu[0] == 0 and
+// cu[batch] == total, so every bad array is flagged by some CTA.
+__host__ __device__ __forceinline__ std::uint32_t seqlens_errors(int lo, int hi, int b, int batch, int total,
+                                                                 int max_len, InputError first) {
+  const int k = static_cast<int>(first);
+  std::uint32_t e = 0;
+  if (b == 0 && lo != 0) e |= 1u << k;                            // <x>_start
+  if (hi < lo) e |= 1u << (k + 1);                                // <x>_order
+  if (b == batch - 1 && hi != total) e |= 1u << (k + 2);          // <x>_end
+  if (static_cast<unsigned>(lo) > static_cast<unsigned>(total) ||
+      static_cast<unsigned>(hi) > static_cast<unsigned>(total))
+    e |= 1u << (k + 3);                                           // <x>_range (total >= 0)
+  else if (hi - lo > max_len) e |= 1u << (k + 4);                 // seqlen_<x>_max
+  return e;
+}
+
+// Called first by every prefill CTA (and the tail merge) for its sequence b: true when its
+// offsets in cu_seqlens_q and cu_seqlens_k are good; otherwise the CTA writes nothing (its rows
+// could lie outside q/k/out, or past the rows the grid covers: max_seqlen_q sizes it) and its
+// thread 0 flags what it saw. Four loads the CTA makes anyway (the same addresses, read again
+// right after) and ten compares.
+#if defined(__CUDACC__)  // (device code: the CPU tests include this header for the schedule)
+__device__ __forceinline__ bool prefill_sequence_ok(const PrefillArgs& a, int b) {
+  const std::uint32_t e =
+      seqlens_errors(a.cu_seqlens_q[b], a.cu_seqlens_q[b + 1], b, a.batch, a.total_q, a.max_seqlen_q,
+                     InputError::cu_seqlens_q_start) |
+      seqlens_errors(a.cu_seqlens_k[b], a.cu_seqlens_k[b + 1], b, a.batch, a.total_k, a.max_seqlen_k,
+                     InputError::cu_seqlens_k_start);
+  if (e == 0) return true;
+  if (threadIdx.x == 0) flag_input_errors(a.input_errors, e);
+  return false;
+}
+#endif
+static_assert(static_cast<int>(InputError::seqlen_q_max) == static_cast<int>(InputError::cu_seqlens_q_start) + 4 &&
+                  static_cast<int>(InputError::seqlen_k_max) == static_cast<int>(InputError::cu_seqlens_k_start) + 4,
+              "seqlens_errors: start, order, end, range, max in InputError's order");
 
 // Keys [0, result) that any query row of [m0, m0 + rows) may see.
 __host__ __device__ __forceinline__ int visible_keys(int m0, int rows, int sq, int sk, bool causal) {

@@ -32,13 +32,15 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
   const int lane = threadIdx.x & 31;
   const int r = static_cast<int>(blockIdx.y) * kPrefillMergeWarps + (threadIdx.x >> 5);  // row in the tile
   const TileCoord tc = tile_of(static_cast<long long>(t.main_tiles) + u, a);
+  const bool seq_ok = prefill_sequence_ok(a, tc.b);  // the input guard: its pieces wrote nothing then
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;  // inputs: before the wait
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched dependent on the tail kernel where the device allows: wait for its partials.
   cudaGridDependencySynchronize();
 #endif
   const int m0 = tc.m_block * block_m;
-  if (r >= block_m || m0 + r >= sq) return;  // the pieces wrote nothing there either
+  // After the wait, so that the merge never ends before the tail kernel (prefill_launch.cuh).
+  if (!seq_ok || r >= block_m || m0 + r >= sq) return;  // the pieces wrote nothing there either
   const TailPieces tp = tail_pieces(t, u);
   const int pieces = tp.count;
   const long long row0 = static_cast<long long>(tp.first + u) * block_m + r;  // piece i: row0 + i·block_m

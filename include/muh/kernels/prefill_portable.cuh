@@ -78,6 +78,7 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
   const int tid = threadIdx.x;
   const int r = tid / TPR, c = tid % TPR;  // query row of the tile, lane within the row
   const TileCoord tc = tile_of(blockIdx.x, a);
+  if (!prefill_sequence_ok(a, tc.b)) return;  // the input guard (prefill_common.cuh)
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;

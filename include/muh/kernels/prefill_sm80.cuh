@@ -85,6 +85,7 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const int g = lane >> 2, t = lane & 3;          // mma fragment row group and column pair
   const int wm = warp / Sh::WN, wn = warp % Sh::WN;  // row block of this warp, its half (pairs) or 0
   const TileCoord tc = tile_of(linear, a);
+  if (!prefill_sequence_ok(a, tc.b)) return;  // the input guard (prefill_common.cuh)
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
