@@ -10,6 +10,12 @@
   defaults and return convention; what muh cannot honour raises NotImplementedError naming it.
 * ``paged_decode``: one query token per sequence over an NHD cache
   ``[num_pages, page_size, num_kv_heads, head_dim]``, split as muh's decode plan decides.
+* ``flash_attn_varlen_func(..., block_table=, seqused_k=, out=)``: prefill whose K/V are read
+  from a paged cache through a block table (vLLM V1's chunked prefill / prefix reuse call).
+* ``context_attention_fwd``: vLLM 0.6.3's chunked prefill over a cached prefix
+  (``vllm/attention/ops/prefix_prefill.py``), argument for argument.
+* ``reshape_and_cache`` / ``reshape_and_cache_flash`` (the cache writes, vLLM's layout and NHD)
+  and ``merge_attn_states`` (two partials merged by their LSE), vLLM's ``_custom_ops`` signatures.
 
 Bad arguments raise ValueError naming the argument (NotImplementedError for what muh does not do).
 Bad device-side inputs — block ids outside [0, num_pages), seq_lens past the block table,
@@ -33,7 +39,7 @@ from typing import Optional, Tuple, Union
 import torch
 
 __all__ = ["paged_attention_v1", "paged_attention_v2", "flash_attn_varlen_func", "paged_decode",
-           "check_errors", "library_path"]
+           "context_attention_fwd", "check_errors", "library_path"]
 
 
 def _find_library() -> str:
@@ -147,6 +153,35 @@ def _paged_decode_fake(q, k_cache, v_cache, block_table, seq_lens, max_seq_len=-
     return out, lse
 
 
+@torch.library.register_fake("muh::paged_prefill")
+def _paged_prefill_fake(out, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
+                        max_seqlen_k, softmax_scale=None, causal=False, return_lse=False):
+    op = "flash_attn_varlen_func"
+    _check(q.dim() == 3, op, f"q must be 3-D [total_q, num_heads, head_dim], got shape {tuple(q.shape)}")
+    _check(out.shape == q.shape, op, f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
+    _check(k_cache.dim() in (4, 5), op, "k (the key cache) must be 4-D [num_pages, page_size, num_kv_heads, "
+           f"head_dim] (NHD) or 5-D in vLLM's layout, got shape {tuple(k_cache.shape)}")
+    _check(block_table.dtype == torch.int32 and seqused_k.dtype == torch.int32 and cu_seqlens_q.dtype == torch.int32,
+           op, "cu_seqlens_q, seqused_k and block_table must be int32")
+    return (q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32) if return_lse
+            else q.new_empty((0,), dtype=torch.float32))
+
+
+@torch.library.register_fake("muh::context_attention_fwd")
+def _context_attention_fwd_fake(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc, b_seq_len,
+                                b_ctx_len, max_input_len, k_scale=1.0, v_scale=1.0, alibi_slopes=None,
+                                sliding_window=None, sm_scale=None) -> None:
+    op = "context_attention_fwd"
+    if alibi_slopes is not None:
+        raise NotImplementedError(f"muh.{op}: alibi_slopes is not supported (muh has no ALiBi); pass None")
+    if kv_cache_dtype != "auto":
+        raise NotImplementedError(f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV "
+                                  "cache in muh); pass 'auto' with a cache of q's dtype")
+    _check(o.shape == q.shape, op, f"o must have q's shape {tuple(q.shape)}, got {tuple(o.shape)}")
+    _check(k_cache.dim() == 5, op, "k_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, block_size, x] "
+           f"(vLLM's layout), got shape {tuple(k_cache.shape)}")
+
+
 # ---- Python entry points -------------------------------------------------------------------------
 
 # vLLM 0.6.3's vllm/_custom_ops.py signatures, name for name and default for default (the seed's
@@ -193,12 +228,14 @@ def _refuse(op: str, cond: bool, what: str) -> None:
 
 
 def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                           cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
-                           max_seqlen_q: int, max_seqlen_k: int, dropout_p: float = 0.0,
-                           softmax_scale: Optional[float] = None, causal: bool = False,
-                           window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
-                           alibi_slopes: Optional[torch.Tensor] = None, deterministic: bool = False,
-                           return_attn_probs: bool = False, block_table: Optional[torch.Tensor] = None
+                           cu_seqlens_q: torch.Tensor, cu_seqlens_k: Optional[torch.Tensor] = None,
+                           max_seqlen_q: Optional[int] = None, max_seqlen_k: Optional[int] = None,
+                           dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
+                           causal: bool = False, window_size: Tuple[int, int] = (-1, -1),
+                           softcap: float = 0.0, alibi_slopes: Optional[torch.Tensor] = None,
+                           deterministic: bool = False, return_attn_probs: bool = False,
+                           block_table: Optional[torch.Tensor] = None, *,
+                           seqused_k: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None
                            ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """FlashAttention's ``flash_attn_varlen_func``: its positional order, defaults and return
     convention. q [total_q, num_heads, head_dim], k/v [total_k, num_kv_heads, head_dim] (GQA when
@@ -207,8 +244,17 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     as FlashAttention does at dropout_p 0: softmax_lse [num_heads, total_q] fp32 and S_dmask an
     empty tensor (FlashAttention fills it only under dropout).
 
+    Paged K/V (``block_table`` int32 [batch, max_blocks_per_seq]): k and v are the caches, NHD
+    [num_pages, page_size, num_kv_heads, head_dim] as FlashAttention's, or vLLM's 5-D key / 4-D
+    value layout; sequence b's keys are 0 .. seqused_k[b] − 1 (the cached prefix and the chunk's
+    tokens, already written to the cache) — ``seqused_k`` (int32 [batch], vLLM V1's argument) or,
+    as FlashAttention 2 takes it, the lengths of ``cu_seqlens_k``. ``out``, keyword-only as in
+    vLLM's fork: the tensor to write (q's shape and dtype); else a new one. cu_seqlens_k,
+    max_seqlen_q and max_seqlen_k keep FlashAttention's places; their None defaults only let a
+    paged call given seqused_k omit cu_seqlens_k (vLLM V1 calls by keyword).
+
     muh computes the inference forward only: dropout_p != 0, a window_size other than (-1, -1)
-    (or (-1, 0) with causal, the same mask), softcap != 0, alibi_slopes and block_table raise
+    (or (-1, 0) with causal, the same mask), softcap != 0 and alibi_slopes raise
     NotImplementedError naming the argument; deterministic is accepted (it concerns
     FlashAttention's backward; muh's forward is run-to-run bitwise reproducible)."""
     op = "muh.flash_attn_varlen_func"
@@ -218,14 +264,51 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             f"window_size={window} (sliding-window local attention) is not supported; pass (-1, -1)")
     _refuse(op, softcap != 0.0, f"softcap={softcap} (logit soft-capping) is not supported; pass 0.0")
     _refuse(op, alibi_slopes is not None, "alibi_slopes is not supported (muh has no ALiBi); pass None")
-    _refuse(op, block_table is not None,
-            "block_table (a paged KV cache for prefill) is not supported yet; pass None")
-    out, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                               max_seqlen_k, softmax_scale, bool(causal),
-                                               bool(return_attn_probs))
+    if max_seqlen_q is None or max_seqlen_k is None:
+        raise TypeError(f"{op}: max_seqlen_q and max_seqlen_k are required")
+    if block_table is None:
+        _refuse(op, seqused_k is not None,
+                "seqused_k without block_table (contiguous k/v with unused tail rows) is not supported; "
+                "pass cu_seqlens_k")
+        if cu_seqlens_k is None:
+            raise TypeError(f"{op}: cu_seqlens_k is required unless block_table and seqused_k are given")
+        res, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                   max_seqlen_k, softmax_scale, bool(causal),
+                                                   bool(return_attn_probs))
+        if out is not None:
+            _check(out.shape == q.shape and out.dtype == q.dtype, "flash_attn_varlen_func",
+                   f"out must be {q.dtype} of q's shape {tuple(q.shape)}, got {out.dtype} {tuple(out.shape)}")
+            out.copy_(res)
+            res = out
+    else:
+        if seqused_k is None:
+            if cu_seqlens_k is None:
+                raise TypeError(f"{op}: a paged call needs seqused_k (or cu_seqlens_k, whose lengths it takes)")
+            seqused_k = cu_seqlens_k[1:] - cu_seqlens_k[:-1]
+        res = out if out is not None else torch.empty_like(q)
+        lse = torch.ops.muh.paged_prefill(res, q, k, v, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
+                                          max_seqlen_k, softmax_scale, bool(causal), bool(return_attn_probs))
     if not return_attn_probs:
-        return out
-    return out, lse, q.new_empty((0,))
+        return res
+    return res, lse, q.new_empty((0,))
+
+
+def context_attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                          kv_cache_dtype: str, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                          b_loc: torch.Tensor, b_start_loc: torch.Tensor, b_seq_len: torch.Tensor,
+                          b_ctx_len: torch.Tensor, max_input_len: int, k_scale: Scale = 1.0,
+                          v_scale: Scale = 1.0, alibi_slopes: Optional[torch.Tensor] = None,
+                          sliding_window: Optional[int] = None, sm_scale: Optional[float] = None) -> None:
+    """vLLM 0.6.3's ``context_attention_fwd`` (``vllm/attention/ops/prefix_prefill.py``): chunked
+    prefill over a cached prefix. q/k/v [num_tokens, heads, head_size] are the chunks' new tokens
+    (sequence b's at b_start_loc[b] .., b_seq_len[b] − b_ctx_len[b] of them), k_cache / v_cache
+    vLLM's 5-D / 4-D cache holding the prefixes, b_loc the block table, b_ctx_len the prefix
+    lengths; writes o. sm_scale (a later vLLM's keyword) defaults to 1/sqrt(head_size). k_scale /
+    v_scale (floats, or later vLLM's tensors) only scale an fp8 cache: unused with 'auto'.
+    ALiBi, a sliding window and an fp8 cache raise NotImplementedError."""
+    torch.ops.muh.context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
+                                        b_seq_len, b_ctx_len, max_input_len, 1.0, 1.0, alibi_slopes,
+                                        sliding_window, sm_scale)
 
 
 def paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,

@@ -5,6 +5,9 @@
 //                              kv_heads, d, block]); ALiBi, fp8 KV cache and block-sparse raise.
 //   flash_attn_varlen          FlashAttention's varlen convention; returns (out, lse).
 //   paged_decode               NHD cache [pages, page_size, kv_heads, d], muh's own decode plan.
+//   paged_prefill              varlen prefill whose K/V come from a paged cache (NHD or vLLM's
+//                              layout) through a block table: flash_attn_varlen_func(block_table=).
+//   context_attention_fwd      vLLM 0.6.3's chunked prefill over a cached prefix (prefix_prefill.py).
 //
 // Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
 // NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
@@ -34,6 +37,7 @@
 #include <tuple>
 
 #include "muh/attention.hpp"
+#include "muh/merge_states.hpp"
 #include "muh/plan.hpp"
 
 namespace muh::torch_ops {
@@ -460,6 +464,21 @@ void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_l
   run_decode(op, p, PlanOptions{}, q, &tmp_out);  // muh's plan picks the split count
 }
 
+// Plans and runs one prefill (contiguous or paged K/V) on torch's current stream with `ro`
+// (run_options(): the stream, the input-guard words). The plan is made on the device's cached
+// profile; the tail split's scratch (muh/prefill_plan.hpp) comes from torch's caching allocator:
+// no cudaMalloc per call, and freed back to the pool on return (stream-ordered).
+void run_prefill(const char* op, const PrefillParams& p, const at::Tensor& on, const RunOptions& ro) {
+  PrefillPlan plan;
+  Status s = plan_prefill(p, stream_profile_of(on, op), PrefillPlanOptions{}, &plan);
+  if (!s.ok()) throw_status(s, op);
+  at::Tensor ws;
+  if (plan.workspace_bytes > 0)
+    ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, on.options().dtype(at::kByte));
+  s = prefill(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, ro);
+  if (!s.ok()) throw_status(s, op);
+}
+
 // ---- FlashAttention-style varlen prefill ---------------------------------------------------------
 std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
     const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
@@ -516,19 +535,239 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   p.softmax_scale = scale;
   p.causal = causal;
   const c10::cuda::CUDAGuard guard(q.device());
-  // The plan on the device's cached profile, and the tail split's scratch (muh/prefill_plan.hpp)
-  // from torch's caching allocator: no cudaMalloc per call, and freed back to the pool on return
-  // (stream-ordered).
-  PrefillPlan plan;
-  Status s = plan_prefill(p, stream_profile_of(q, a.op), PrefillPlanOptions{}, &plan);
-  if (!s.ok()) throw_status(s, a.op);
-  at::Tensor ws;
-  if (plan.workspace_bytes > 0) ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, q.options().dtype(at::kByte));
   const RunOptions ro = run_options(q, a.op);
-  s = prefill(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, ro);
-  if (!s.ok()) throw_status(s, a.op);
+  run_prefill(a.op, p, q, ro);
   check_after_launch(a.op, ro);
   return {out, lse};
+}
+
+// The cache of a paged prefill: NHD (k_cache and v_cache 4-D [num_pages, page_size, kv_heads, d])
+// or vLLM's (k_cache 5-D [num_pages, kv_heads, d/x, page_size, x], v_cache 4-D [num_pages,
+// kv_heads, d, page_size]), told apart by k_cache's rank.
+struct PagedCache {
+  KVLayout layout = KVLayout::nhd;
+  int64_t num_pages = 0, page_size = 0, num_kv_heads = 0;
+};
+
+PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                       const char* kname, const char* vname) {
+  a.cuda(k_cache, kname);
+  a.cuda(v_cache, vname);
+  MUH_NOT_IMPLEMENTED_CHECK(k_cache.scalar_type() == q.scalar_type() && v_cache.scalar_type() == q.scalar_type(),
+                            "muh.", a.op, ": ", kname, "/", vname, " dtype ", k_cache.scalar_type(), "/",
+                            v_cache.scalar_type(), " differs from the query's ", q.scalar_type(),
+                            " (muh has no fp8/quantised KV cache)");
+  a.contiguous(k_cache, kname);
+  a.contiguous(v_cache, vname);
+  const int64_t d = q.size(2);
+  PagedCache c;
+  if (k_cache.dim() == 5) {
+    const int64_t x = 16 / q.element_size();
+    c.layout = KVLayout::vllm;
+    c.num_pages = k_cache.size(0);
+    c.num_kv_heads = k_cache.size(1);
+    c.page_size = k_cache.size(3);
+    a.size(k_cache, kname, 2, d / x, "head_dim / x");
+    a.size(k_cache, kname, 4, x, "x = 16 / element size");
+    a.dim(v_cache, vname, 4, "[num_blocks, num_kv_heads, head_dim, block_size] (vLLM's layout, as the 5-D key cache)");
+    a.size(v_cache, vname, 0, c.num_pages, "num_blocks, as the key cache");
+    a.size(v_cache, vname, 1, c.num_kv_heads, "num_kv_heads, as the key cache");
+    a.size(v_cache, vname, 2, d, "head_dim, as q");
+    a.size(v_cache, vname, 3, c.page_size, "block_size, as the key cache");
+  } else {
+    a.dim(k_cache, kname, 4, "[num_pages, page_size, num_kv_heads, head_dim] (NHD), or 5-D in vLLM's layout");
+    c.num_pages = k_cache.size(0);
+    c.page_size = k_cache.size(1);
+    c.num_kv_heads = k_cache.size(2);
+    a.size(k_cache, kname, 3, d, "head_dim, as q");
+    MUH_ARG_CHECK(v_cache.sizes() == k_cache.sizes(), a.op, vname, " must have ", kname, "'s shape ",
+                  k_cache.sizes(), ", got ", v_cache.sizes());
+  }
+  MUH_ARG_CHECK(c.num_kv_heads >= 1 && q.size(1) % c.num_kv_heads == 0, a.op, "q's num_heads (", q.size(1),
+                ") must be a multiple of the cache's num_kv_heads (", c.num_kv_heads, ")");
+  return c;
+}
+
+// ---- Prefill over a paged KV cache (vLLM V1's flash_attn_varlen_func(..., block_table=)) ----------
+// Writes out; returns lse [num_heads, total_q] (or an empty tensor).
+at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tensor& k_cache,
+                         const at::Tensor& v_cache, const at::Tensor& cu_seqlens_q, const at::Tensor& seqused_k,
+                         const at::Tensor& block_table, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                         std::optional<double> softmax_scale, bool causal, bool return_lse) {
+  const Args a{"flash_attn_varlen_func", q_in.device()};
+  a.cuda(q_in, "q");
+  a.dim(q_in, "q", 3, "[total_q, num_heads, head_dim]");
+  const DType t = a.element(q_in, "q");
+  const at::Tensor q = a.rows(q_in, "q");
+  const PagedCache c = paged_cache(a, q, k_cache, v_cache, "k (the key cache)", "v (the value cache)");
+  a.cuda(out, "out");
+  a.dtype(out, "out", q.scalar_type());
+  MUH_ARG_CHECK(out.sizes() == q.sizes(), a.op, "out must have q's shape ", q.sizes(), ", got ", out.sizes());
+  a.contiguous(out, "out");
+  a.index(cu_seqlens_q, "cu_seqlens_q", 1, "[batch + 1]");
+  MUH_ARG_CHECK(cu_seqlens_q.numel() >= 1, a.op, "cu_seqlens_q must hold batch + 1 >= 1 offsets");
+  const int64_t batch = cu_seqlens_q.numel() - 1;
+  a.index(seqused_k, "seqused_k", 1, "[batch]");
+  a.size(seqused_k, "seqused_k", 0, batch, "batch = len(cu_seqlens_q) - 1");
+  a.index(block_table, "block_table", 2, "[batch, max_blocks_per_seq]");
+  a.size(block_table, "block_table", 0, batch, "batch = len(cu_seqlens_q) - 1");
+  MUH_ARG_CHECK(max_seqlen_q >= 0, a.op, "max_seqlen_q must be >= 0, got ", max_seqlen_q);
+  MUH_ARG_CHECK(max_seqlen_k >= 0, a.op, "max_seqlen_k must be >= 0, got ", max_seqlen_k);
+  const float scale = a.scale(softmax_scale, "softmax_scale");
+  const int64_t hq = q.size(1);
+  at::Tensor lse = return_lse ? at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat))
+                              : at::empty({0}, q.options().dtype(at::kFloat));
+  if (batch == 0 || q.size(0) == 0) return lse;
+
+  PrefillParams shape;
+  shape.dtype = t;
+  shape.q = q.data_ptr();
+  shape.out = out.data_ptr();
+  shape.lse = return_lse ? lse.data_ptr<float>() : nullptr;
+  shape.cu_seqlens_q = cu_seqlens_q.data_ptr<int>();
+  shape.batch = a.to_int(batch, "batch");
+  shape.total_q = a.to_int(q.size(0), "total_q");
+  shape.max_seqlen_q = a.to_int(max_seqlen_q, "max_seqlen_q");
+  shape.max_seqlen_k = a.to_int(max_seqlen_k, "max_seqlen_k");
+  shape.num_q_heads = a.to_int(hq, "num_heads");
+  shape.num_kv_heads = a.to_int(c.num_kv_heads, "num_kv_heads");
+  shape.head_dim = a.to_int(q.size(2), "head_dim");
+  shape.softmax_scale = scale;
+  shape.causal = causal;
+  const PrefillParams p = make_paged_prefill(
+      shape, c.layout, k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr<int>(),
+      seqused_k.data_ptr<int>(), a.to_int(c.page_size, "page_size"), a.to_int(c.num_pages, "num_pages"),
+      a.to_int(block_table.size(1), "max_blocks_per_seq"));
+  const c10::cuda::CUDAGuard guard(q.device());
+  const RunOptions ro = run_options(q, a.op);
+  run_prefill(a.op, p, q, ro);
+  check_after_launch(a.op, ro);
+  return lse;
+}
+
+// ---- vLLM 0.6.3's context_attention_fwd (vllm/attention/ops/prefix_prefill.py) ------------------
+// Chunked prefill with a cached prefix: sequence b's new tokens (q, k, v rows b_start_loc[b] ..,
+// b_seq_len[b] − b_ctx_len[b] of them) attend to its b_ctx_len[b] cached tokens, read from vLLM's
+// 5-D/4-D cache through b_loc, and causally to the chunk's own k/v — as vLLM's kernel reads them:
+// the chunk from k and v, not from the cache. muh computes the two parts as two attentions and
+// merges them by their LSE (merge_states.hpp; exact up to fp32 rounding):
+//   prefix  paged prefill, not causal (every new token sees the whole prefix), lse → temp
+//   chunk   dense prefill over k, v with cu_seqlens = b_start_loc, causal, into o
+//   o       merge_attn_states(o ← prefix, chunk)  (in place in o)
+// A sequence with no prefix gets lse −inf from the first part, and the merge then keeps the chunk
+// bit for bit. Options vLLM's kernel has and muh does not (ALiBi, sliding window, fp8 cache) raise.
+void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, at::Tensor& o,
+                           c10::string_view kv_cache_dtype, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                           const at::Tensor& b_loc, const at::Tensor& b_start_loc, const at::Tensor& b_seq_len,
+                           const at::Tensor& b_ctx_len, int64_t max_input_len, double /*k_scale*/,
+                           double /*v_scale*/, const std::optional<at::Tensor>& alibi_slopes,
+                           std::optional<int64_t> sliding_window, std::optional<double> sm_scale) {
+  const Args a{"context_attention_fwd", q_in.device()};
+  MUH_NOT_IMPLEMENTED_CHECK(std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()) == "auto", "muh.",
+                            a.op, ": kv_cache_dtype='", std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
+                            "' is not supported (no fp8 KV cache in muh); pass 'auto' with a cache of q's dtype");
+  MUH_NOT_IMPLEMENTED_CHECK(!alibi_slopes.has_value(), "muh.", a.op,
+                            ": alibi_slopes is not supported (muh has no ALiBi); pass None");
+  MUH_NOT_IMPLEMENTED_CHECK(!sliding_window.has_value() || *sliding_window <= 0, "muh.", a.op,
+                            ": sliding_window=", sliding_window.value_or(0),
+                            " is not supported (no sliding-window attention in muh); pass None");
+  a.cuda(q_in, "q");
+  a.dim(q_in, "q", 3, "[num_tokens, num_heads, head_size]");
+  const DType t = a.element(q_in, "q");
+  const at::Tensor q = a.rows(q_in, "q");
+  a.cuda(k_in, "k");
+  a.dim(k_in, "k", 3, "[num_tokens, num_kv_heads, head_size]");
+  a.dtype(k_in, "k", q.scalar_type());
+  a.cuda(v_in, "v");
+  a.dtype(v_in, "v", q.scalar_type());
+  MUH_ARG_CHECK(v_in.sizes() == k_in.sizes(), a.op, "v must have k's shape ", k_in.sizes(), ", got ", v_in.sizes());
+  a.size(k_in, "k", 0, q.size(0), "num_tokens, as q");
+  a.size(k_in, "k", 2, q.size(2), "head_size, as q");
+  const at::Tensor k = a.rows(k_in, "k"), v = a.rows(v_in, "v");
+  MUH_ARG_CHECK(k_cache.dim() == 5, a.op, "k_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, block_size, x] "
+                "(vLLM's layout), got shape ", k_cache.sizes());
+  const PagedCache c = paged_cache(a, q, k_cache, v_cache, "k_cache", "v_cache");
+  a.size(k, "k", 1, c.num_kv_heads, "num_kv_heads, as k_cache");
+  a.cuda(o, "o");
+  a.dtype(o, "o", q.scalar_type());
+  MUH_ARG_CHECK(o.sizes() == q.sizes(), a.op, "o must have q's shape ", q.sizes(), ", got ", o.sizes());
+  a.contiguous(o, "o");
+  a.index(b_seq_len, "b_seq_len", 1, "[batch]");
+  const int64_t batch = b_seq_len.numel();
+  a.index(b_ctx_len, "b_ctx_len", 1, "[batch]");
+  a.size(b_ctx_len, "b_ctx_len", 0, batch, "batch, as b_seq_len");
+  a.index(b_loc, "b_loc", 2, "[batch, max_blocks_per_seq]");
+  a.size(b_loc, "b_loc", 0, batch, "batch, as b_seq_len");
+  a.index(b_start_loc, "b_start_loc", 1, "[batch + 1] (or [batch])");
+  MUH_ARG_CHECK(b_start_loc.numel() == batch + 1 || b_start_loc.numel() == batch, a.op,
+                "b_start_loc must hold batch + 1 (or batch) query offsets, batch = ", batch, ", got ",
+                b_start_loc.numel());
+  MUH_ARG_CHECK(max_input_len >= 0, a.op, "max_input_len must be >= 0, got ", max_input_len);
+  const float scale = a.scale(sm_scale, "sm_scale");
+  if (batch == 0 || q.size(0) == 0) return;
+
+  const c10::cuda::CUDAGuard guard(q.device());
+  const RunOptions ro = run_options(q, a.op);
+  // vLLM 0.6.3 passes query_start_loc, [batch + 1]; its kernel reads only the first batch entries
+  // and derives each chunk's length from b_seq_len − b_ctx_len. With [batch], the chunks are packed
+  // back to back and the last one ends at num_tokens.
+  at::Tensor cu_q = b_start_loc;
+  if (b_start_loc.numel() == batch)
+    cu_q = at::cat({b_start_loc, at::full({1}, q.size(0), b_start_loc.options())});
+  const int max_prefix = a.to_int(b_loc.size(1) * c.page_size, "b_loc capacity (max_blocks_per_seq * block_size)");
+
+  PrefillParams base;
+  base.dtype = t;
+  base.q = q.data_ptr();
+  base.cu_seqlens_q = cu_q.data_ptr<int>();
+  base.batch = a.to_int(batch, "batch");
+  base.total_q = a.to_int(q.size(0), "num_tokens");
+  base.max_seqlen_q = a.to_int(max_input_len, "max_input_len");
+  base.num_q_heads = a.to_int(q.size(1), "num_heads");
+  base.num_kv_heads = a.to_int(c.num_kv_heads, "num_kv_heads");
+  base.head_dim = a.to_int(q.size(2), "head_size");
+  base.softmax_scale = scale;
+
+  // The chunk: dense, causal (q and k of one length), written into o with its lse.
+  const int64_t hq = q.size(1);
+  at::Tensor chunk_lse = at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat));
+  PrefillParams chunk = base;
+  chunk.k = k.data_ptr();
+  chunk.v = v.data_ptr();
+  chunk.out = o.data_ptr();
+  chunk.lse = chunk_lse.data_ptr<float>();
+  chunk.cu_seqlens_k = cu_q.data_ptr<int>();
+  chunk.total_k = base.total_q;
+  chunk.max_seqlen_k = base.max_seqlen_q;
+  chunk.causal = true;
+  run_prefill(a.op, chunk, q, ro);
+
+  // The prefix: paged, every new token sees all of it.
+  at::Tensor prefix_out = at::empty(q.sizes(), q.options());
+  at::Tensor prefix_lse = at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat));
+  PrefillParams prefix = base;
+  prefix.out = prefix_out.data_ptr();
+  prefix.lse = prefix_lse.data_ptr<float>();
+  prefix.max_seqlen_k = max_prefix;
+  prefix.causal = false;
+  prefix = make_paged_prefill(prefix, KVLayout::vllm, k_cache.data_ptr(), v_cache.data_ptr(), b_loc.data_ptr<int>(),
+                              b_ctx_len.data_ptr<int>(), a.to_int(c.page_size, "block_size"),
+                              a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
+  run_prefill(a.op, prefix, q, ro);
+
+  MergeStatesParams m;
+  m.dtype = t;
+  m.output = o.data_ptr();
+  m.prefix_output = prefix_out.data_ptr();
+  m.prefix_lse = prefix_lse.data_ptr<float>();
+  m.suffix_output = o.data_ptr();
+  m.suffix_lse = chunk_lse.data_ptr<float>();
+  m.num_tokens = base.total_q;
+  m.num_heads = base.num_q_heads;
+  m.head_dim = base.head_dim;
+  const Status s = merge_attn_states(m, ro);
+  if (!s.ok()) throw_status(s, a.op);
+  check_after_launch(a.op, ro);
 }
 
 // ---- muh's own decode: NHD cache, muh's plan -------------------------------------------------------
@@ -658,6 +897,16 @@ TORCH_LIBRARY(muh, m) {
       "SymInt max_seqlen_q, SymInt max_seqlen_k, float? softmax_scale=None, bool causal=False, "
       "bool return_lse=False) -> (Tensor, Tensor)");
   m.def(
+      "paged_prefill(Tensor! out, Tensor q, Tensor k_cache, Tensor v_cache, Tensor cu_seqlens_q, "
+      "Tensor seqused_k, Tensor block_table, SymInt max_seqlen_q, SymInt max_seqlen_k, "
+      "float? softmax_scale=None, bool causal=False, bool return_lse=False) -> Tensor");
+  // vLLM 0.6.3's signature, and the later keyword sm_scale.
+  m.def(
+      "context_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor! o, str kv_cache_dtype, Tensor k_cache, "
+      "Tensor v_cache, Tensor b_loc, Tensor b_start_loc, Tensor b_seq_len, Tensor b_ctx_len, "
+      "int max_input_len, float k_scale=1.0, float v_scale=1.0, Tensor? alibi_slopes=None, "
+      "int? sliding_window=None, float? sm_scale=None) -> ()");
+  m.def(
       "paged_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, Tensor seq_lens, "
       "int max_seq_len=-1, float? softmax_scale=None, bool return_lse=False, int num_splits=0) "
       "-> (Tensor, Tensor)");
@@ -668,6 +917,8 @@ TORCH_LIBRARY(muh, m) {
 // The same kernels serve CPU inputs only to say what is wrong ("query must be a CUDA tensor")
 // instead of the dispatcher's "could not run ... with arguments from the CPU backend".
 TORCH_LIBRARY_IMPL(muh, CUDA, m) {
+  m.impl("paged_prefill", &muh::torch_ops::paged_prefill);
+  m.impl("context_attention_fwd", &muh::torch_ops::context_attention_fwd);
   m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1<double>);
   m.impl("paged_attention_v1.tensor_scales", &muh::torch_ops::paged_attention_v1<const at::Tensor&>);
   m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2<double>);
@@ -676,6 +927,8 @@ TORCH_LIBRARY_IMPL(muh, CUDA, m) {
   m.impl("paged_decode", &muh::torch_ops::paged_decode_nhd);
 }
 TORCH_LIBRARY_IMPL(muh, CPU, m) {
+  m.impl("paged_prefill", &muh::torch_ops::paged_prefill);
+  m.impl("context_attention_fwd", &muh::torch_ops::context_attention_fwd);
   m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1<double>);
   m.impl("paged_attention_v1.tensor_scales", &muh::torch_ops::paged_attention_v1<const at::Tensor&>);
   m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2<double>);
@@ -685,6 +938,7 @@ TORCH_LIBRARY_IMPL(muh, CPU, m) {
 }
 TORCH_LIBRARY_IMPL(muh, Autograd, m) {
   for (const char* op : {"paged_attention_v1", "paged_attention_v1.tensor_scales", "paged_attention_v2",
-                         "paged_attention_v2.tensor_scales", "flash_attn_varlen", "paged_decode"})
+                         "paged_attention_v2.tensor_scales", "flash_attn_varlen", "paged_decode",
+                         "paged_prefill", "context_attention_fwd"})
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&muh::torch_ops::inference_only>());
 }

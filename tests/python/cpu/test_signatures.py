@@ -37,11 +37,41 @@ def vllm063_paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cac
     ...
 
 
+def vllm063_context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
+                                  b_seq_len, b_ctx_len, max_input_len, k_scale=1.0, v_scale=1.0,
+                                  alibi_slopes=None, sliding_window=None, sm_scale=None):
+    ...  # vLLM 0.6.3's, plus the keyword sm_scale of later vLLM
+
+
+# muh's flash_attn_varlen_func: FlashAttention's, with None defaults on cu_seqlens_k / max_seqlen_q /
+# max_seqlen_k (so that vLLM V1's keyword call, which passes seqused_k and no cu_seqlens_k, binds)
+# and vLLM's fork's paged-call keywords seqused_k and out, keyword-only (no positional call of
+# FlashAttention's binds differently: test_fa_positional_calls_bind_the_same).
+def muh_flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k=None, max_seqlen_q=None,
+                               max_seqlen_k=None, dropout_p=0.0, softmax_scale=None, causal=False,
+                               window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
+                               return_attn_probs=False, block_table=None, *, seqused_k=None, out=None):
+    ...
+
+
 ORIGINALS = {
-    "flash_attn_varlen_func": fa_flash_attn_varlen_func,
+    "flash_attn_varlen_func": muh_flash_attn_varlen_func,
     "paged_attention_v1": vllm063_paged_attention_v1,
     "paged_attention_v2": vllm063_paged_attention_v2,
+    "context_attention_fwd": vllm063_context_attention_fwd,
 }
+
+
+def test_fa_positional_calls_bind_the_same():
+    fa, muh = inspect.signature(fa_flash_attn_varlen_func), inspect.signature(muh_flash_attn_varlen_func)
+    names = list(fa.parameters)
+    assert [p for p in muh.parameters if muh.parameters[p].kind.name == "POSITIONAL_OR_KEYWORD"] == names
+    for n in range(7, len(names) + 1):  # every positional call FlashAttention accepts
+        args = tuple(range(n))
+        assert dict(fa.bind(*args).arguments) == dict(muh.bind(*args).arguments)
+    for p in names:
+        if fa.parameters[p].default is not inspect.Parameter.empty:
+            assert muh.parameters[p].default == fa.parameters[p].default
 
 _EMPTY = object()
 

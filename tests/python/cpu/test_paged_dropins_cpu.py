@@ -1,0 +1,66 @@
+"""The paged-prefill drop-ins' contracts that need no GPU: the schema of
+torch.ops.muh.context_attention_fwd (vLLM 0.6.3's argument names and order, plus sm_scale), and
+the refusals and argument errors that come before any kernel (CPU tensors reach the same checks
+and are then refused as not CUDA). Skipped where torch or muh.ops is not importable (CI has no torch)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import muh.ops as ops
+except ImportError as e:  # torch without muh.ops built against it
+    pytest.skip(f"muh.ops not importable: {e}", allow_module_level=True)
+
+VLLM063_CONTEXT_ATTENTION_FWD = (
+    "q k v o kv_cache_dtype k_cache v_cache b_loc b_start_loc b_seq_len b_ctx_len max_input_len k_scale "
+    "v_scale alibi_slopes sliding_window sm_scale").split()
+
+
+def test_context_attention_fwd_schema_is_vllms():
+    args = [a.name for a in torch.ops.muh.context_attention_fwd.default._schema.arguments]
+    assert args == VLLM063_CONTEXT_ATTENTION_FWD
+
+
+def _ctx_args(d=128):
+    q = torch.randn(5, 4, d, dtype=torch.float16)
+    k, v = torch.randn(5, 1, d, dtype=torch.float16), torch.randn(5, 1, d, dtype=torch.float16)
+    o = torch.empty_like(q)
+    kc = torch.zeros(4, 1, d // 8, 16, 8, dtype=torch.float16)
+    vc = torch.zeros(4, 1, d, 16, dtype=torch.float16)
+    i32 = dict(dtype=torch.int32)
+    return (q, k, v, o, "auto", kc, vc, torch.zeros(1, 4, **i32), torch.tensor([0, 5], **i32),
+            torch.tensor([25], **i32), torch.tensor([20], **i32), 5)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(alibi_slopes=torch.ones(4)), "alibi_slopes is not supported"),
+    (dict(sliding_window=4096), "sliding_window=4096 is not supported"),
+])
+def test_context_attention_fwd_refuses_what_muh_does_not_do(kw, match):
+    with pytest.raises(NotImplementedError, match=match):
+        ops.context_attention_fwd(*_ctx_args(), **kw)
+
+
+def test_context_attention_fwd_refuses_fp8_and_cpu_tensors():
+    a = list(_ctx_args())
+    a[4] = "fp8"
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8'"):
+        ops.context_attention_fwd(*a)
+    with pytest.raises(ValueError, match="q must be a CUDA tensor"):
+        ops.context_attention_fwd(*_ctx_args(), sliding_window=None)  # None and 0 mean no window
+
+
+def test_flash_attn_varlen_paged_arguments():
+    q = torch.randn(5, 4, 128, dtype=torch.float16)
+    kc = torch.zeros(4, 16, 1, 128, dtype=torch.float16)
+    cu = torch.tensor([0, 5], dtype=torch.int32)
+    bt = torch.zeros(1, 4, dtype=torch.int32)
+    with pytest.raises(TypeError, match="max_seqlen_q and max_seqlen_k are required"):
+        ops.flash_attn_varlen_func(q, kc, kc, cu, block_table=bt, seqused_k=torch.tensor([5], dtype=torch.int32))
+    with pytest.raises(TypeError, match="needs seqused_k"):
+        ops.flash_attn_varlen_func(q, kc, kc, cu, None, 5, 20, block_table=bt)
+    with pytest.raises(NotImplementedError, match="seqused_k without block_table"):
+        ops.flash_attn_varlen_func(q, q, q, cu, cu, 5, 5, seqused_k=torch.tensor([5], dtype=torch.int32))
+    with pytest.raises(ValueError, match="q must be a CUDA tensor"):
+        ops.flash_attn_varlen_func(q, kc, kc, cu, None, 5, 20, block_table=bt,
+                                   seqused_k=torch.tensor([5], dtype=torch.int32))

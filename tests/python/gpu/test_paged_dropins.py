@@ -1,0 +1,199 @@
+"""The paged-prefill drop-ins against SDPA in fp32 on the gathered K/V:
+vLLM 0.6.3's context_attention_fwd (prefix from the 5-D/4-D cache, the chunk from k/v) and
+flash_attn_varlen_func(..., block_table=, seqused_k=, out=) (vLLM V1's call; NHD and vLLM layouts).
+Caches are in random page order with NaN in every slot no sequence owns (PagedBatch), so a read past
+a sequence's length shows up as NaN; outputs are pre-filled with NaN, so a row not written does too."""
+
+import pytest
+
+from gpu_helpers import (COMPILED_16, PagedBatch, assert_close_to_reference, causal_mask, lse_reference, ops,
+                         pick, sdpa, seed_of, torch)
+
+DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _reference(q, ks, vs, q_lens, scale):
+    """Per sequence b: q rows of length q_lens[b] against ks[b]/vs[b] [L, Hkv, D], causal bottom-right."""
+    o32 = torch.zeros(q.shape, device="cuda")
+    olp = torch.zeros(q.shape, device="cuda")
+    lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), device="cuda")
+    start = 0
+    for b, lq in enumerate(q_lens):
+        kb, vb = ks[b].permute(1, 0, 2), vs[b].permute(1, 0, 2)
+        qb = q[start:start + lq].permute(1, 0, 2)
+        mask = causal_mask(lq, kb.shape[1], "cuda")
+        o32[start:start + lq] = sdpa(qb.float(), kb.float(), vb.float(), scale, mask).permute(1, 0, 2)
+        olp[start:start + lq] = sdpa(qb, kb, vb, scale, mask).permute(1, 0, 2).float()
+        lse[:, start:start + lq] = lse_reference(qb, kb, scale, mask)
+        start += lq
+    return o32, olp, lse
+
+
+def _cu(lens):
+    c = [0]
+    for n in lens:
+        c.append(c[-1] + n)
+    return torch.tensor(c, dtype=torch.int32, device="cuda")
+
+
+# ---- vLLM 0.6.3's context_attention_fwd ------------------------------------------------------------
+
+CTX_CASES = [
+    # (prefix lens, chunk lens, q heads, kv heads, page)
+    ([0], [7], 4, 1, 16),
+    ([1], [1], 4, 1, 16),
+    ([15], [16], 6, 1, 16),
+    ([16], [2], 8, 8, 16),
+    ([100, 33], [64, 5], 6, 1, 16),
+    ([257, 0], [1, 129], 4, 1, 16),
+    ([40], [9], 8, 2, 32),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("head_dims", [(256,), (128,)])
+@pytest.mark.parametrize("case", CTX_CASES, ids=lambda c: f"ctx{c[0]}_q{c[1]}_h{c[2]}x{c[3]}_p{c[4]}")
+@pytest.mark.parametrize("start_loc", ["batch+1", "batch"])
+def test_context_attention_fwd_matches_sdpa(dtype, head_dims, case, start_loc):
+    t = DT[dtype]
+    d = pick(t, head_dims)
+    ctx, chunk, hq, hkv, page = case
+    seed = seed_of((dtype, d, case, start_loc))
+    cache = PagedBatch(ctx, hq, hkv, d, page, t, "vllm", seed=seed)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    n = sum(chunk)
+    q = torch.randn(n, hq, d, generator=g, device="cuda").to(t)
+    k = torch.randn(n, hkv, d, generator=g, device="cuda").to(t)
+    v = torch.randn(n, hkv, d, generator=g, device="cuda").to(t)
+    o = torch.full_like(q, float("nan"))
+    cu = _cu(chunk)
+    b_start_loc = cu if start_loc == "batch+1" else cu[:-1].contiguous()
+    b_ctx = torch.tensor(ctx, dtype=torch.int32, device="cuda")
+    b_seq = b_ctx + torch.tensor(chunk, dtype=torch.int32, device="cuda")
+    with torch.no_grad():
+        ops.context_attention_fwd(q, k, v, o, "auto", cache.k_cache, cache.v_cache, cache.block_table,
+                                  b_start_loc, b_seq, b_ctx, max(chunk))
+    scale = d ** -0.5
+    ks, vs, start = [], [], 0
+    for b, lq in enumerate(chunk):
+        ks.append(torch.cat([cache.k[b], k[start:start + lq]]))
+        vs.append(torch.cat([cache.v[b], v[start:start + lq]]))
+        start += lq
+    o32, olp, _ = _reference(q, ks, vs, chunk, scale)
+    assert_close_to_reference(o, o32, olp, f"context_attention_fwd {dtype} hd{d} {case}")
+
+
+def test_context_attention_fwd_sm_scale_and_refusals():
+    t = torch.float16
+    d = pick(t, (128, 256))
+    cache = PagedBatch([20], 4, 1, d, 16, t, "vllm", seed=3)
+    q = torch.randn(5, 4, d, device="cuda", dtype=t)
+    k = torch.randn(5, 1, d, device="cuda", dtype=t)
+    v = torch.randn(5, 1, d, device="cuda", dtype=t)
+    o = torch.empty_like(q)
+    cu = _cu([5])
+    ctx = torch.tensor([20], dtype=torch.int32, device="cuda")
+    seq = ctx + 5
+    args = (q, k, v, o, "auto", cache.k_cache, cache.v_cache, cache.block_table, cu, seq, ctx, 5)
+    ops.context_attention_fwd(*args, sm_scale=0.05)
+    o32, olp, _ = _reference(q, [torch.cat([cache.k[0], k])], [torch.cat([cache.v[0], v])], [5], 0.05)
+    assert_close_to_reference(o, o32, olp, "context_attention_fwd sm_scale=0.05")
+    with pytest.raises(NotImplementedError, match="alibi_slopes"):
+        ops.context_attention_fwd(*args, alibi_slopes=torch.ones(4, device="cuda"))
+    with pytest.raises(NotImplementedError, match="sliding_window"):
+        ops.context_attention_fwd(*args, sliding_window=8)
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype"):
+        ops.context_attention_fwd(q, k, v, o, "fp8", *args[5:])
+    with pytest.raises(ValueError, match="k_cache must be 5-D"):
+        ops.context_attention_fwd(q, k, v, o, "auto", cache.v_cache, cache.v_cache, *args[7:])
+    with pytest.raises(ValueError, match="b_ctx_len"):
+        ops.context_attention_fwd(q, k, v, o, "auto", cache.k_cache, cache.v_cache, cache.block_table, cu, seq,
+                                  torch.tensor([20, 1], dtype=torch.int32, device="cuda"), 5)
+    with pytest.raises(ValueError, match="o must have q's shape"):
+        ops.context_attention_fwd(q, k, v, o[:4], *args[4:])
+
+
+# ---- flash_attn_varlen_func over a paged cache ------------------------------------------------------
+
+PAGED_CASES = [
+    # (kv lens = prefix + chunk, chunk lens, q heads, kv heads, page)
+    ([7], [7], 4, 1, 16),
+    ([1], [1], 4, 1, 16),
+    ([16 + 2], [2], 6, 1, 16),
+    ([1000, 17], [511, 17], 8, 2, 16),
+    ([300, 64, 5], [16, 64, 1], 6, 1, 16),
+    ([1056 + 40], [40], 4, 1, 528),
+    ([200], [33], 8, 8, 8),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("head_dims", [(256,), (128,)])
+@pytest.mark.parametrize("layout", ["nhd", "vllm"])
+@pytest.mark.parametrize("case", PAGED_CASES, ids=lambda c: f"kv{c[0]}_q{c[1]}_h{c[2]}x{c[3]}_p{c[4]}")
+def test_flash_attn_varlen_paged_matches_sdpa(dtype, head_dims, layout, case):
+    t = DT[dtype]
+    d = pick(t, head_dims)
+    kv_lens, q_lens, hq, hkv, page = case
+    seed = seed_of((dtype, d, layout, case))
+    cache = PagedBatch(kv_lens, hq, hkv, d, page, t, layout, seed=seed)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    q = torch.randn(sum(q_lens), hq, d, generator=g, device="cuda").to(t)
+    out = torch.full_like(q, float("nan"))
+    cu_q = _cu(q_lens)
+    with torch.no_grad():
+        res, lse, _ = ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens),
+                                                 max(kv_lens), causal=True, return_attn_probs=True,
+                                                 block_table=cache.block_table, seqused_k=cache.seq_lens, out=out)
+    assert res.data_ptr() == out.data_ptr()
+    o32, olp, lse_ref = _reference(q, cache.k, cache.v, q_lens, d ** -0.5)
+    assert_close_to_reference(out, o32, olp, f"paged flash_attn_varlen_func {dtype} hd{d} {layout} {case}")
+    assert torch.allclose(lse, lse_ref, atol=2e-3, rtol=1e-3), (lse - lse_ref).abs().max().item()
+    # FlashAttention 2's form: kv lengths from cu_seqlens_k, no seqused_k, a new output tensor.
+    with torch.no_grad():
+        res2 = ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, _cu(kv_lens), max(q_lens),
+                                          max(kv_lens), causal=True, block_table=cache.block_table)
+    assert torch.equal(res2, out), "the same call through cu_seqlens_k differs"
+
+
+def test_flash_attn_varlen_paged_is_deterministic_and_matches_dense():
+    t = torch.bfloat16
+    d = pick(t, (128, 256))
+    kv_lens, q_lens = [700, 123], [300, 123]
+    cache = PagedBatch(kv_lens, 8, 2, d, 16, t, "nhd", seed=11)
+    q = torch.randn(sum(q_lens), 8, d, device="cuda", dtype=t)
+    cu_q = _cu(q_lens)
+    call = lambda: ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, 300, 700, causal=True,  # noqa: E731
+                                              block_table=cache.block_table, seqused_k=cache.seq_lens)
+    a, b = call(), call()
+    assert torch.equal(a, b), "paged prefill is not bitwise reproducible"
+    dense = ops.flash_attn_varlen_func(q, torch.cat(cache.k), torch.cat(cache.v), cu_q, _cu(kv_lens), 300, 700,
+                                       causal=True)
+    assert (a.float() - dense.float()).abs().max().item() <= 2e-2  # two legitimate kernels, bf16 rounding
+
+
+def test_flash_attn_varlen_paged_refusals():
+    t = torch.float16
+    d = pick(t, (128, 256))
+    cache = PagedBatch([20], 4, 1, d, 16, t, "nhd", seed=5)
+    q = torch.randn(5, 4, d, device="cuda", dtype=t)
+    cu = _cu([5])
+    with pytest.raises(TypeError, match="seqused_k"):
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu, None, 5, 20, block_table=cache.block_table)
+    with pytest.raises(NotImplementedError, match="seqused_k without block_table"):
+        ops.flash_attn_varlen_func(q, q, q, cu, cu, 5, 5, seqused_k=cache.seq_lens)
+    with pytest.raises(ValueError, match="block_table"):
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu, None, 5, 20,
+                                   block_table=cache.block_table.to(torch.int64), seqused_k=cache.seq_lens)
+    with pytest.raises(ValueError, match="out must have q's shape"):
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu, None, 5, 20, block_table=cache.block_table,
+                                   seqused_k=cache.seq_lens, out=q[:3].clone())
+
+
+def test_readme_chunked_prefill_example_runs():
+    import os
+    import runpy
+    ex = os.path.join(os.path.dirname(__file__), "..", "..", "..", "python", "examples", "chunked_prefill_example.py")
+    pick(torch.float16, (256,))
+    g = runpy.run_path(ex)
+    assert torch.isfinite(g["o"]).all()
