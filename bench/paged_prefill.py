@@ -119,6 +119,7 @@ def main():
     gen = torch.Generator(device="cuda").manual_seed(0)
     print("clocks before:", clocks(), flush=True)
     rows = []
+    base = os.path.join(args.out, f"paged-prefill-{args.tag}")
     hdr = f"{'cell':8} {'hq/hkv':6} {'b':>2} {'prefix':>7} {'chunk':>5}  {'dense us':>9} {'nhd us':>9} {'vllm us':>9}  " \
           f"{'nhd/dense':>9} {'vllm/dense':>10} {'TFLOP/s':>8} {'err':>8}"
     print(hdr)
@@ -140,17 +141,16 @@ def main():
                    nhd_over_dense=us["dense"] / us["paged_nhd"], vllm_over_dense=us["dense"] / us["paged_vllm"],
                    tflops_paged_nhd=cell_flops(c) / us["paged_nhd"] / 1e6, bytes=cell_bytes(c), max_abs_err=err)
         rows.append(row)
+        with open(base + ".csv", "w", newline="") as f:  # after every cell: a run stopped early keeps its rows
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
         print(f"{c['name']:8} {c['hq']}/{c['hkv']:<4} {c['batch']:>2} {c['prefix']:>7} {c['chunk']:>5}  "
               f"{us['dense']:9.1f} {us['paged_nhd']:9.1f} {us['paged_vllm']:9.1f}  "
               f"{row['nhd_over_dense']:9.3f} {row['vllm_over_dense']:10.3f} {row['tflops_paged_nhd']:8.1f} {err:8.2e}",
               flush=True)
         del t
     print("clocks after:", clocks())
-    base = os.path.join(args.out, f"paged-prefill-{args.tag}")
-    with open(base + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
     with open(base + ".json", "w") as f:
         json.dump(dict(tag=args.tag, iters=args.iters, rows=rows), f, indent=1)
     print("wrote", base + ".csv")
