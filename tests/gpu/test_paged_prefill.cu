@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
+#include "muh/input_errors.hpp"
 #include "muh/instances.hpp"
 #include "muh/tuning/policy_io.hpp"
 #include "muh/tuning/selectors.hpp"
@@ -313,6 +315,59 @@ TEST(PagedPrefillBadTables, DebugChecksRefuseAndLaunchNothing) {
     std::vector<float> out, lse;
     MUH_CUDA_CHECK(check::read_outputs(dev, t, &out, &lse));
     for (float x : out) ASSERT_TRUE(std::isnan(x)) << "a refused call wrote its output";
+  }
+}
+
+// Without debug checks the kernels guard the tables themselves (kernels/prefill_kv.cuh,
+// paged_sequence_ok): a block id outside [0, num_pages) in the part of a row a sequence reads, or
+// a seqused_k outside [0, max_seqlen_k], makes that sequence write nothing and flags the kind;
+// the other sequence of the batch is computed as in a valid call (bitwise). Both layouts.
+TEST(PagedPrefillGuard, BadDeviceTablesAreFlaggedReadNothingAndSpareTheOtherSequence) {
+  MUH_REQUIRE_GPU();
+  const auto& [t, d] = kCompiledInstances[0];
+  // keys 24 and 8, page 16: sequence 0 reads block_table[0..1], sequence 1 block_table[2].
+  const check::PagedPrefillCase c{"guard", {20, 3}, {4, 5}, 4, 1, 16};
+  struct Mut {
+    InputError kind;
+    void (*f)(check::PagedPrefillInputs&);
+  };
+  const Mut muts[] = {
+      {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[1] = pi.num_pages; }},
+      {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[0] = -1; }},
+      {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[1] = 1 << 30; }},
+      {InputError::seq_len, [](check::PagedPrefillInputs& pi) { pi.seqused_k[0] = pi.in->max_k + 1; }},
+      {InputError::seq_len, [](check::PagedPrefillInputs& pi) { pi.seqused_k[0] = -1; }},
+  };
+  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
+    std::vector<float> good, lse;
+    {
+      auto pi = check::make_paged_prefill_inputs(c, layout, t, d, 3);
+      check::PagedPrefillDevice dev(*pi);
+      ASSERT_TRUE(dev.status.ok());
+      MUH_CUDA_CHECK(dev.fresh_outputs());
+      ASSERT_TRUE(prefill(dev.params(*pi)).ok());
+      MUH_CUDA_CHECK(cudaDeviceSynchronize());
+      MUH_CUDA_CHECK(check::read_outputs(dev, t, &good, &lse));
+    }
+    const std::size_t seq0 = std::size_t(4) * c.num_q_heads * d;  // sequence 0's rows of out
+    for (const Mut& m : muts) {
+      auto pi = check::make_paged_prefill_inputs(c, layout, t, d, 3);
+      m.f(*pi);
+      check::PagedPrefillDevice dev(*pi);
+      ASSERT_TRUE(dev.status.ok());
+      MUH_CUDA_CHECK(dev.fresh_outputs());
+      std::uint32_t mask = 0;
+      ASSERT_TRUE(read_input_errors(nullptr, &mask).ok());  // clear what earlier tests left
+      const Status s = prefill(dev.params(*pi));            // no debug checks: the kernels' guard
+      ASSERT_TRUE(s.ok()) << s.message();
+      ASSERT_TRUE(read_input_errors(nullptr, &mask).ok());
+      EXPECT_EQ(mask, input_error_bit(m.kind)) << describe_input_errors(mask);
+      std::vector<float> out;
+      MUH_CUDA_CHECK(check::read_outputs(dev, t, &out, &lse));
+      for (std::size_t i = 0; i < seq0; ++i) ASSERT_TRUE(std::isnan(out[i])) << "the bad sequence wrote out[" << i << "]";
+      for (std::size_t i = seq0; i < out.size(); ++i)
+        ASSERT_EQ(std::memcmp(&out[i], &good[i], sizeof(float)), 0) << "the good sequence differs at out[" << i << "]";
+    }
   }
 }
 
