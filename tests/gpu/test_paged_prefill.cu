@@ -146,6 +146,13 @@ std::vector<ChunkParam> chunk_params() {
   return v;
 }
 
+std::string chunk_param_name(const ChunkParam& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         (p.layout == KVLayout::nhd ? "_nhd" : "_vllm");
+}
+// gtest's printer (found by ADL): the case's name, not its bytes, in the test list and on failure.
+void PrintTo(const ChunkParam& p, std::ostream* os) { *os << chunk_param_name(p); }
+
 class PagedPrefillChunked : public ::testing::TestWithParam<ChunkParam> {};
 
 TEST_P(PagedPrefillChunked, ChunksEqualTheWholeSequence) {
@@ -225,11 +232,7 @@ TEST_P(PagedPrefillChunked, ChunksEqualTheWholeSequence) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillChunked, ::testing::ValuesIn(chunk_params()),
-                         [](const ::testing::TestParamInfo<ChunkParam>& info) {
-                           const ChunkParam& p = info.param;
-                           return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" +
-                                  std::to_string(p.head_dim) + (p.layout == KVLayout::nhd ? "_nhd" : "_vllm");
-                         });
+                         [](const ::testing::TestParamInfo<ChunkParam>& info) { return chunk_param_name(info.param); });
 
 // ---- q_len 1 rows == the paged decode path -------------------------------------------------------
 TEST(PagedPrefillVsDecode, SingleTokenRowsMatchPagedDecode) {
