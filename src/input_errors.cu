@@ -24,7 +24,9 @@ std::mutex g_read_mu;                                   // one read-and-clear at
 const char* input_error_message(InputError e) {
   switch (e) {
     case InputError::block_id: return "block_table holds a block id outside [0, num_pages)";
-    case InputError::seq_len: return "seq_lens holds a length outside [0, max_blocks_per_seq * page_size]";
+    case InputError::seq_len:
+      return "seq_lens holds a length outside [0, max_blocks_per_seq * page_size] (paged prefill: seqused_k outside "
+             "[0, max_seqlen_k])";
     case InputError::cu_seqlens_q_start: return "cu_seqlens_q[0] is not 0";
     case InputError::cu_seqlens_q_order: return "cu_seqlens_q is not non-decreasing";
     case InputError::cu_seqlens_q_end: return "cu_seqlens_q[batch] is not total_q";

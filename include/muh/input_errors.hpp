@@ -14,6 +14,9 @@
 //   prefill  a sequence whose cu_seqlens entries are wrong as seen from it (see InputError) writes
 //            nothing: its rows of out and lse keep what they held. The other sequences are
 //            computed (rows a wrong cu_seqlens leaves to no sequence are not written either).
+//            Paged K/V: a sequence whose seqused_k is outside [0, max_seqlen_k] (seq_len) or whose
+//            block-table row holds, among the ids it reads, one outside [0, num_pages) (block_id)
+//            writes nothing either.
 //
 // The flags: kInputErrorWords int32 words, word k non-zero when error kind k (InputError) was
 // met. The kernels only ever store 1 into a word (no atomics), so the words may live in device
@@ -32,8 +35,9 @@ namespace muh {
 
 // One kind of bad device-side input: the index of its word, and of its bit in a mask.
 enum class InputError : int {
-  block_id = 0,            // decode: block_table holds a block id outside [0, num_pages)
-  seq_len = 1,             // decode: seq_lens holds a length outside [0, max_blocks_per_seq · page_size]
+  block_id = 0,            // decode, paged prefill: block_table holds a block id outside [0, num_pages)
+  seq_len = 1,             // decode: seq_lens outside [0, max_blocks_per_seq · page_size];
+                           // paged prefill: seqused_k outside [0, max_seqlen_k]
   cu_seqlens_q_start = 2,  // prefill: cu_seqlens_q[0] is not 0
   cu_seqlens_q_order = 3,  // prefill: cu_seqlens_q decreases
   cu_seqlens_q_end = 4,    // prefill: cu_seqlens_q[batch] is not total_q
