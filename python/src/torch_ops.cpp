@@ -656,6 +656,8 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 //   o       merge_attn_states(o ← prefix, chunk)  (in place in o)
 // A sequence with no prefix gets lse −inf from the first part, and the merge then keeps the chunk
 // bit for bit. Options vLLM's kernel has and muh does not (ALiBi, sliding window, fp8 cache) raise.
+// The chunk lengths are taken from b_start_loc (the offsets vLLM passes); b_seq_len is checked for
+// its shape only — a b_seq_len ≠ b_ctx_len + chunk length is not detected (it lives on the device).
 void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, at::Tensor& o,
                            c10::string_view kv_cache_dtype, const at::Tensor& k_cache, const at::Tensor& v_cache,
                            const at::Tensor& b_loc, const at::Tensor& b_start_loc, const at::Tensor& b_seq_len,
