@@ -126,22 +126,11 @@ struct PagedPrefillDevice {
     return err;
   }
   PrefillParams params(const PagedPrefillInputs& pi) const {
-    const PrefillInputs& in = *pi.in;
-    PrefillParams p;
-    p.dtype = in.dtype;
+    PrefillParams p = shape_params(*pi.in);  // total_k: make_paged_prefill sets it to 0
     p.q = q.p;
     p.out = out.p;
     p.lse = static_cast<float*>(lse.p);
     p.cu_seqlens_q = static_cast<const int*>(cu_q.p);
-    p.batch = int(in.cu_q.size()) - 1;
-    p.total_q = in.total_q;
-    p.max_seqlen_q = in.max_q;
-    p.max_seqlen_k = in.max_k;
-    p.num_q_heads = in.c->num_q_heads;
-    p.num_kv_heads = in.c->num_kv_heads;
-    p.head_dim = in.head_dim;
-    p.softmax_scale = in.c->softmax_scale;
-    p.causal = in.c->causal;
     return make_paged_prefill(p, pi.layout, k_cache.p, v_cache.p, static_cast<const int*>(block_table.p),
                               static_cast<const int*>(seqused_k.p), pi.shape.page_size, pi.num_pages, pi.max_blocks);
   }

@@ -90,6 +90,24 @@ struct PrefillInputs {
   double naive_err = 0, max_ref = 0;
 };
 
+// The sizes, scale and mask of a case's call (pointers unset): what the contiguous check and the
+// paged one (paged_prefill_check.hpp) both start from.
+inline PrefillParams shape_params(const PrefillInputs& in) {
+  PrefillParams p;
+  p.dtype = in.dtype;
+  p.batch = int(in.cu_q.size()) - 1;
+  p.total_q = in.total_q;
+  p.total_k = in.total_k;
+  p.max_seqlen_q = in.max_q;
+  p.max_seqlen_k = in.max_k;
+  p.num_q_heads = in.c->num_q_heads;
+  p.num_kv_heads = in.c->num_kv_heads;
+  p.head_dim = in.head_dim;
+  p.softmax_scale = in.c->softmax_scale;
+  p.causal = in.c->causal;
+  return p;
+}
+
 // The naive implementation at the input precision (see the header comment).
 inline void naive_prefill(const PrefillInputs& in, std::vector<float>& out) {
   const int d = in.head_dim, hq = in.c->num_q_heads, hkv = in.c->num_kv_heads, group = hq / hkv;
@@ -225,23 +243,12 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   if (err == cudaSuccess && nl) err = cudaMemset(dlse2.p, 0xFF, nl * 4);
   if (err != cudaSuccess) return fail("copying inputs", err);
 
-  PrefillParams p;
-  p.dtype = t;
+  PrefillParams p = shape_params(in);
   p.q = dq.p;
   p.k = dk.p;
   p.v = dv.p;
   p.cu_seqlens_q = static_cast<const int*>(dcq.p);
   p.cu_seqlens_k = static_cast<const int*>(dck.p);
-  p.batch = int(in.cu_q.size()) - 1;
-  p.total_q = in.total_q;
-  p.total_k = in.total_k;
-  p.max_seqlen_q = in.max_q;
-  p.max_seqlen_k = in.max_k;
-  p.num_q_heads = in.c->num_q_heads;
-  p.num_kv_heads = in.c->num_kv_heads;
-  p.head_dim = in.head_dim;
-  p.softmax_scale = in.c->softmax_scale;
-  p.causal = in.c->causal;
   RunOptions opt;
   opt.debug_checks = true;  // also exercises the cu_seqlens checks
   opt.stream = stream;

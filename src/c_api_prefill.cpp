@@ -41,6 +41,33 @@ muh::Status current_plan(const muh::PrefillParams& p, int force_target, bool wit
                            plan);
 }
 
+// The rest of a muh_prefill() / muh_paged_prefill() call once its parameters are filled in: the
+// one input check, then plan and run unchecked.
+int run_call(const muh::PrefillParams& p, int force_target, void* workspace, size_t workspace_bytes, void* stream,
+             bool debug_checks) {
+  if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
+  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
+  muh::PrefillPlan plan;
+  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, static_cast<cudaStream_t>(stream), &plan);
+      !s.ok())
+    return muh::capi::report(s);
+  muh::RunOptions opt;
+  opt.stream = static_cast<cudaStream_t>(stream);
+  opt.debug_checks = debug_checks;
+  return muh::capi::report(muh::detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt));
+}
+
+// The rest of a *_workspace_size() call: the shape checks, then the plan's workspace.
+int workspace_size(const muh::PrefillParams& p, int force_target, void* stream, size_t* workspace_bytes) {
+  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
+  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
+  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
+  muh::PrefillPlan plan;
+  const muh::Status s = current_plan(p, force_target, true, static_cast<cudaStream_t>(stream), &plan);
+  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
+  return muh::capi::report(s);
+}
+
 }  // namespace
 
 extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
@@ -59,14 +86,7 @@ extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* 
   p.cu_seqlens_q = cu_seqlens_q;
   p.cu_seqlens_k = cu_seqlens_k;
   p.softmax_scale = softmax_scale;
-  if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
-  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
-  muh::PrefillPlan plan;
-  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, static_cast<cudaStream_t>(stream), &plan); !s.ok())
-    return muh::capi::report(s);
-  muh::RunOptions opt;
-  opt.stream = static_cast<cudaStream_t>(stream);
-  return muh::capi::report(muh::detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt));
+  return run_call(p, force_target, workspace, workspace_bytes, stream, false);
 }
 
 extern "C" int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
@@ -86,13 +106,7 @@ extern "C" int muh_prefill_workspace_size_on_stream(int dtype, int batch, int to
   *workspace_bytes = 0;
   const muh::PrefillParams p =
       shape(dtype, batch, total_q, total_k, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal);
-  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
-  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
-  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
-  muh::PrefillPlan plan;
-  const muh::Status s = current_plan(p, force_target, true, static_cast<cudaStream_t>(stream), &plan);
-  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
-  return muh::capi::report(s);
+  return workspace_size(p, force_target, stream, workspace_bytes);
 }
 
 // ---- Paged prefill: K/V from the paged cache (muh::PrefillParams::kv_source) ------------------
@@ -136,16 +150,7 @@ extern "C" int muh_paged_prefill(int dtype, int layout, const void* q, const voi
   p.block_table = block_table;
   p.seqused_k = seqused_k;
   p.softmax_scale = softmax_scale;
-  if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
-  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
-  muh::PrefillPlan plan;
-  if (muh::Status s = current_plan(p, force_target, workspace != nullptr, static_cast<cudaStream_t>(stream), &plan);
-      !s.ok())
-    return muh::capi::report(s);
-  muh::RunOptions opt;
-  opt.stream = static_cast<cudaStream_t>(stream);
-  opt.debug_checks = debug_checks != 0;
-  return muh::capi::report(muh::detail::prefill_unchecked(p, plan, workspace, workspace_bytes, opt));
+  return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
 }
 
 extern "C" int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total_q, int max_seqlen_q,
@@ -161,11 +166,5 @@ extern "C" int muh_paged_prefill_workspace_size(int dtype, int layout, int batch
                                   head_dim, page_size, num_pages, max_blocks_per_seq, causal, fn, &p);
       !s.ok())
     return muh::capi::report(s);
-  if (muh::Status s = muh::detail::check_prefill_shape(p, "prefill: "); !s.ok()) return muh::capi::report(s);
-  if (p.batch == 0 || p.total_q == 0) return muh::capi::report(muh::Status::Ok());
-  if (muh::Status s = muh::detail::check_prefill_compiled(p); !s.ok()) return muh::capi::report(s);
-  muh::PrefillPlan plan;
-  const muh::Status s = current_plan(p, force_target, true, static_cast<cudaStream_t>(stream), &plan);
-  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
-  return muh::capi::report(s);
+  return workspace_size(p, force_target, stream, workspace_bytes);
 }

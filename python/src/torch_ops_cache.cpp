@@ -20,9 +20,8 @@
 // Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
 // NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
 // They launch on torch's current stream and never synchronise (CUDA-graph capturable).
-// The helpers here are this file's own (torch_ops.cpp keeps its own in an anonymous namespace);
-// messages are built with std::to_string only, for the reason torch_ops.cpp gives (an integer
-// through c10::str's ostream crashed this module on the H200 machine).
+// The argument checks and the message builders are torch_ops_common.hpp's, shared with torch_ops.cpp
+// (messages are built without c10::str's ostream, for the reason given there).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -36,82 +35,30 @@
 
 #include "muh/cache_write.hpp"
 #include "muh/merge_states.hpp"
-
-// The message is built only when the check fails (these ops run per layer per step).
-#define MUH_CACHE_CHECK(op, cond, ...)          \
-  do {                                          \
-    if (!(cond)) (op).value_fail(__VA_ARGS__); \
-  } while (0)
+#include "torch_ops_common.hpp"
 
 namespace muh::torch_ops_cache {
 namespace {
 
-std::string shape_text(c10::IntArrayRef a) {
-  std::string s = "[";
-  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
-  return s + "]";
+using torch_ops::Args;
+using torch_ops::text;
+using torch_ops::throw_status;
+
+// A cache of another dtype is a quantised cache: fp8 is not muh's.
+void cache_dtype(const Args& a, const at::Tensor& cache, const char* arg, const at::Tensor& key) {
+  MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == key.scalar_type(), "muh.", a.op, ": ", arg, " dtype ",
+                            cache.scalar_type(), " differs from key dtype ", key.scalar_type(),
+                            " (muh has no fp8/quantised KV cache)");
 }
 
-struct Op {
-  const char* name;
-  c10::Device device;
-
-  std::string w() const { return std::string("muh.") + name + ": "; }
-  [[noreturn]] void value_fail(const std::string& m) const {
-    TORCH_CHECK_VALUE(false, w() + m);
-    throw std::logic_error(m);  // TORCH_CHECK_VALUE(false, ...) always throws
-  }
-  void cuda(const at::Tensor& t, const char* arg) const {
-    MUH_CACHE_CHECK(*this, t.defined(), std::string(arg) + " is undefined");
-    MUH_CACHE_CHECK(*this, t.is_cuda(), std::string(arg) + " must be a CUDA tensor, got device " + t.device().str());
-    MUH_CACHE_CHECK(*this, t.device() == device, std::string(arg) + " is on " + t.device().str() + " but the first tensor is on " +
-                                          device.str());
-  }
-  void dim(const at::Tensor& t, const char* arg, int64_t n, const char* shape) const {
-    MUH_CACHE_CHECK(*this, t.dim() == n, std::string(arg) + " must be " + std::to_string(n) + "-D " + shape + ", got shape " +
-                                  shape_text(t.sizes()));
-  }
-  void size(const at::Tensor& t, const char* arg, int64_t d, int64_t want, const char* what) const {
-    MUH_CACHE_CHECK(*this, t.size(d) == want, std::string(arg) + ".shape[" + std::to_string(d) + "] (" + what + ") must be " +
-                                       std::to_string(want) + ", got " + std::to_string(t.size(d)) + " (shape " +
-                                       shape_text(t.sizes()) + ")");
-  }
-  DType element(const at::Tensor& t, const char* arg) const {
-    switch (t.scalar_type()) {
-      case at::kHalf: return DType::fp16;
-      case at::kBFloat16: return DType::bf16;
-      case at::kFloat: return DType::fp32;
-      default: break;
-    }
-    MUH_CACHE_CHECK(*this, false, std::string(arg) + " must be float16, bfloat16 or float32, got " + c10::toString(t.scalar_type()));
-    return DType::fp32;
-  }
-  // A cache of another dtype is a quantised cache: fp8 is not muh's.
-  void cache_dtype(const at::Tensor& cache, const char* arg, const at::Tensor& key) const {
-    TORCH_CHECK_NOT_IMPLEMENTED(cache.scalar_type() == key.scalar_type(),
-                                w() + arg + " dtype " + c10::toString(cache.scalar_type()) + " differs from key dtype " +
-                                    c10::toString(key.scalar_type()) + " (muh has no fp8/quantised KV cache)");
-  }
-  // A row stride for the C++ API, where 0 means packed: a size-1 dim's stride is irrelevant
-  // (packed); a stride of 0 over several rows (an expanded tensor) is refused.
-  int64_t stride(const at::Tensor& t, const char* arg, int64_t d, int64_t packed) const {
-    if (t.size(d) <= 1) return packed;
-    MUH_CACHE_CHECK(*this, t.stride(d) > 0, std::string(arg) + ".stride(" + std::to_string(d) + ") must be > 0, got " +
-                                     std::to_string(t.stride(d)) + " (an expanded tensor: pass a copy)");
-    return t.stride(d);
-  }
-  int to_int(int64_t v, const char* what) const {
-    MUH_CACHE_CHECK(*this, v >= INT32_MIN && v <= INT32_MAX, std::string(what) + " = " + std::to_string(v) + " does not fit in int32");
-    return static_cast<int>(v);
-  }
-  [[noreturn]] void fail(const Status& s) const {
-    const std::string m = w() + s.message();
-    if (s.code() == StatusCode::invalid_argument) TORCH_CHECK_VALUE(false, m);
-    if (s.code() == StatusCode::unsupported || s.code() == StatusCode::not_compiled) TORCH_CHECK_NOT_IMPLEMENTED(false, m);
-    TORCH_CHECK(false, m + " [" + status_code_name(s.code()) + "]");
-    throw std::logic_error(m);
-  }
-};
+// A row stride for the C++ API, where 0 means packed: a size-1 dim's stride is irrelevant
+// (packed); a stride of 0 over several rows (an expanded tensor) is refused.
+int64_t row_stride(const Args& a, const at::Tensor& t, const char* arg, int64_t d, int64_t packed) {
+  if (t.size(d) <= 1) return packed;
+  MUH_ARG_CHECK(t.stride(d) > 0, a.op, arg, ".stride(", d, ") must be > 0, got ", t.stride(d),
+                " (an expanded tensor: pass a copy)");
+  return t.stride(d);
+}
 
 RunOptions on_current_stream(const at::Tensor& t) {
   RunOptions ro;
@@ -123,48 +70,47 @@ RunOptions on_current_stream(const at::Tensor& t) {
 void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const at::Tensor& value,
                  at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping,
                  std::string_view kv_cache_dtype) {
-  const Op a{name, key.device()};
-  TORCH_CHECK_NOT_IMPLEMENTED(kv_cache_dtype == "auto",
-                              a.w() + "kv_cache_dtype='" + std::string(kv_cache_dtype) +
-                                  "' is not supported (no fp8 KV cache in muh); the caches must have key's dtype "
-                                  "and kv_cache_dtype='auto'");
+  const Args a{name, key.device(), "the first tensor"};
+  MUH_NOT_IMPLEMENTED_CHECK(kv_cache_dtype == "auto", "muh.", a.op, ": kv_cache_dtype='", kv_cache_dtype,
+                            "' is not supported (no fp8 KV cache in muh); the caches must have key's dtype "
+                            "and kv_cache_dtype='auto'");
   a.cuda(key, "key");
   a.dim(key, "key", 3, "[num_tokens, num_kv_heads, head_size]");
   const DType t = a.element(key, "key");
   a.cuda(value, "value");
   a.dim(value, "value", 3, "[num_tokens, num_kv_heads, head_size]");
-  MUH_CACHE_CHECK(a, value.scalar_type() == key.scalar_type(), std::string("value must be ") +
+  MUH_ARG_CHECK(value.scalar_type() == key.scalar_type(), a.op, std::string("value must be ") +
                                                                c10::toString(key.scalar_type()) + ", got " +
                                                                c10::toString(value.scalar_type()));
-  MUH_CACHE_CHECK(a, value.sizes() == key.sizes(), "value must have key's shape " + shape_text(key.sizes()) + ", got " +
-                                                  shape_text(value.sizes()));
-  MUH_CACHE_CHECK(a, key.stride(2) == 1 || key.size(2) == 1,
-                "key must have a contiguous last dimension (head_size), got strides " + shape_text(key.strides()));
-  MUH_CACHE_CHECK(a, value.stride(2) == 1 || value.size(2) == 1,
-                "value must have a contiguous last dimension (head_size), got strides " + shape_text(value.strides()));
+  MUH_ARG_CHECK(value.sizes() == key.sizes(), a.op, "value must have key's shape " + text(key.sizes()) + ", got " +
+                                                  text(value.sizes()));
+  MUH_ARG_CHECK(key.stride(2) == 1 || key.size(2) == 1, a.op,
+                "key must have a contiguous last dimension (head_size), got strides " + text(key.strides()));
+  MUH_ARG_CHECK(value.stride(2) == 1 || value.size(2) == 1, a.op,
+                "value must have a contiguous last dimension (head_size), got strides " + text(value.strides()));
   const int64_t heads = key.size(1), d = key.size(2);
 
   a.cuda(slot_mapping, "slot_mapping");
   a.dim(slot_mapping, "slot_mapping", 1, "[num_tokens]");
-  MUH_CACHE_CHECK(a, slot_mapping.scalar_type() == at::kLong,
+  MUH_ARG_CHECK(slot_mapping.scalar_type() == at::kLong, a.op,
                 std::string("slot_mapping must be int64, got ") + c10::toString(slot_mapping.scalar_type()));
-  MUH_CACHE_CHECK(a, slot_mapping.is_contiguous(), "slot_mapping must be contiguous");
+  MUH_ARG_CHECK(slot_mapping.is_contiguous(), a.op, "slot_mapping must be contiguous");
   const int64_t num_tokens = slot_mapping.size(0);
-  MUH_CACHE_CHECK(a, num_tokens <= key.size(0), "slot_mapping has " + std::to_string(num_tokens) +
+  MUH_ARG_CHECK(num_tokens <= key.size(0), a.op, "slot_mapping has " + std::to_string(num_tokens) +
                                                " entries but key only " + std::to_string(key.size(0)) + " tokens");
 
   const int64_t x = 16 / key.element_size();
   a.cuda(key_cache, "key_cache");
-  a.cache_dtype(key_cache, "key_cache", key);
+  cache_dtype(a, key_cache, "key_cache", key);
   a.cuda(value_cache, "value_cache");
-  a.cache_dtype(value_cache, "value_cache", key);
+  cache_dtype(a, value_cache, "value_cache", key);
   int64_t num_blocks = 0, block_size = 0;
   if (layout == KVLayout::vllm) {
     a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
     a.dim(value_cache, "value_cache", 4, "[num_blocks, num_kv_heads, head_size, block_size]");
     num_blocks = key_cache.size(0);
     block_size = key_cache.size(3);
-    MUH_CACHE_CHECK(a, d % x == 0, "key's head_size (" + std::to_string(d) + ") must be a multiple of x = " + std::to_string(x));
+    MUH_ARG_CHECK(d % x == 0, a.op, "key's head_size (" + std::to_string(d) + ") must be a multiple of x = " + std::to_string(x));
     a.size(key_cache, "key_cache", 1, heads, "num_kv_heads, as key");
     a.size(key_cache, "key_cache", 2, d / x, "head_size / x");
     a.size(key_cache, "key_cache", 4, x, "x = 16 / element size");
@@ -178,17 +124,17 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
     block_size = key_cache.size(1);
     a.size(key_cache, "key_cache", 2, heads, "num_kv_heads, as key");
     a.size(key_cache, "key_cache", 3, d, "head_size, as key");
-    MUH_CACHE_CHECK(a, value_cache.sizes() == key_cache.sizes(), "value_cache must have key_cache's shape " +
-                                                                shape_text(key_cache.sizes()) + ", got " +
-                                                                shape_text(value_cache.sizes()));
+    MUH_ARG_CHECK(value_cache.sizes() == key_cache.sizes(), a.op, "value_cache must have key_cache's shape " +
+                                                                text(key_cache.sizes()) + ", got " +
+                                                                text(value_cache.sizes()));
   }
-  MUH_CACHE_CHECK(a, num_blocks >= 1 && block_size >= 1, "key_cache must hold at least one block of >= 1 slot, got shape " +
-                                                        shape_text(key_cache.sizes()));
+  MUH_ARG_CHECK(num_blocks >= 1 && block_size >= 1, a.op, "key_cache must hold at least one block of >= 1 slot, got shape " +
+                                                        text(key_cache.sizes()));
   // Packed within a block; the block stride goes to the kernel.
-  MUH_CACHE_CHECK(a, key_cache[0].is_contiguous(), "key_cache must be packed within a block (key_cache[0] contiguous), "
-                                              "got strides " + shape_text(key_cache.strides()));
-  MUH_CACHE_CHECK(a, value_cache[0].is_contiguous(), "value_cache must be packed within a block (value_cache[0] "
-                                                "contiguous), got strides " + shape_text(value_cache.strides()));
+  MUH_ARG_CHECK(key_cache[0].is_contiguous(), a.op, "key_cache must be packed within a block (key_cache[0] contiguous), "
+                                              "got strides " + text(key_cache.strides()));
+  MUH_ARG_CHECK(value_cache[0].is_contiguous(), a.op, "value_cache must be packed within a block (value_cache[0] "
+                                                "contiguous), got strides " + text(value_cache.strides()));
   const int64_t page = block_size * heads * d;
   if (num_tokens == 0) return;
 
@@ -205,15 +151,15 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
   p.head_dim = a.to_int(d, "head_size");
   p.page_size = a.to_int(block_size, "block_size");
   p.num_pages = a.to_int(num_blocks, "num_blocks");
-  p.key_token_stride = a.stride(key, "key", 0, 0);
-  p.key_head_stride = a.stride(key, "key", 1, 0);
-  p.value_token_stride = a.stride(value, "value", 0, 0);
-  p.value_head_stride = a.stride(value, "value", 1, 0);
-  p.key_cache_page_stride = a.stride(key_cache, "key_cache", 0, page);
-  p.value_cache_page_stride = a.stride(value_cache, "value_cache", 0, page);
+  p.key_token_stride = row_stride(a, key, "key", 0, 0);
+  p.key_head_stride = row_stride(a, key, "key", 1, 0);
+  p.value_token_stride = row_stride(a, value, "value", 0, 0);
+  p.value_head_stride = row_stride(a, value, "value", 1, 0);
+  p.key_cache_page_stride = row_stride(a, key_cache, "key_cache", 0, page);
+  p.value_cache_page_stride = row_stride(a, value_cache, "value_cache", 0, page);
   const c10::cuda::CUDAGuard guard(key.device());
   const Status s = reshape_and_cache(p, on_current_stream(key));
-  if (!s.ok()) a.fail(s);
+  if (!s.ok()) throw_status(s, a.op);
 }
 
 // ScaleArg: double (vLLM 0.6.3) or const at::Tensor& (0-dim, later vLLM); unread with 'auto'.
@@ -237,30 +183,30 @@ void reshape_and_cache_flash(const at::Tensor& key, const at::Tensor& value, at:
 void merge_attn_states(at::Tensor& output, const std::optional<at::Tensor>& output_lse,
                        const at::Tensor& prefix_output, const at::Tensor& prefix_lse,
                        const at::Tensor& suffix_output, const at::Tensor& suffix_lse) {
-  const Op a{"merge_attn_states", output.device()};
+  const Args a{"merge_attn_states", output.device(), "the first tensor"};
   a.cuda(output, "output");
   a.dim(output, "output", 3, "[num_tokens, num_heads, head_size]");
   const DType t = a.element(output, "output");
   const int64_t n = output.size(0), h = output.size(1), d = output.size(2);
   auto rows = [&](const at::Tensor& o, const char* arg) {
     a.cuda(o, arg);
-    MUH_CACHE_CHECK(a, o.scalar_type() == output.scalar_type(), std::string(arg) + " must be " +
+    MUH_ARG_CHECK(o.scalar_type() == output.scalar_type(), a.op, std::string(arg) + " must be " +
                                                                c10::toString(output.scalar_type()) + ", got " +
                                                                c10::toString(o.scalar_type()));
-    MUH_CACHE_CHECK(a, o.sizes() == output.sizes(), std::string(arg) + " must have output's shape " +
-                                                   shape_text(output.sizes()) + ", got " + shape_text(o.sizes()));
-    MUH_CACHE_CHECK(a, (o.stride(2) == 1 || d == 1) && (o.stride(1) == d || h == 1),
+    MUH_ARG_CHECK(o.sizes() == output.sizes(), a.op, std::string(arg) + " must have output's shape " +
+                                                   text(output.sizes()) + ", got " + text(o.sizes()));
+    MUH_ARG_CHECK((o.stride(2) == 1 || d == 1) && (o.stride(1) == d || h == 1), a.op,
                   std::string(arg) + " must have its heads packed (strides [*, head_size, 1]), got strides " +
-                      shape_text(o.strides()));
-    return a.stride(o, arg, 0, 0);
+                      text(o.strides()));
+    return row_stride(a, o, arg, 0, 0);
   };
   auto lse = [&](const at::Tensor& l, const char* arg) {
     a.cuda(l, arg);
-    MUH_CACHE_CHECK(a, l.scalar_type() == at::kFloat, std::string(arg) + " must be float32, got " + c10::toString(l.scalar_type()));
-    MUH_CACHE_CHECK(a, l.dim() == 2 && l.size(0) == h && l.size(1) == n,
-                  std::string(arg) + " must be [num_heads, num_tokens] = " + shape_text({h, n}) + ", got shape " +
-                      shape_text(l.sizes()));
-    MUH_CACHE_CHECK(a, l.is_contiguous(), std::string(arg) + " must be contiguous, got strides " + shape_text(l.strides()));
+    MUH_ARG_CHECK(l.scalar_type() == at::kFloat, a.op, std::string(arg) + " must be float32, got " + c10::toString(l.scalar_type()));
+    MUH_ARG_CHECK(l.dim() == 2 && l.size(0) == h && l.size(1) == n, a.op,
+                  std::string(arg) + " must be [num_heads, num_tokens] = " + text(c10::IntArrayRef{h, n}) + ", got shape " +
+                      text(l.sizes()));
+    MUH_ARG_CHECK(l.is_contiguous(), a.op, std::string(arg) + " must be contiguous, got strides " + text(l.strides()));
   };
   const int64_t so = rows(output, "output");
   const int64_t sp = rows(prefix_output, "prefix_output");
@@ -286,7 +232,7 @@ void merge_attn_states(at::Tensor& output, const std::optional<at::Tensor>& outp
   p.suffix_token_stride = ss;
   const c10::cuda::CUDAGuard guard(output.device());
   const Status s = muh::merge_attn_states(p, on_current_stream(output));
-  if (!s.ok()) a.fail(s);
+  if (!s.ok()) throw_status(s, a.op);
 }
 
 }  // namespace

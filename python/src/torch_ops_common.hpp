@@ -1,0 +1,136 @@
+// torch_ops_common.hpp — what the torch ops' files share (torch_ops.cpp: attention; torch_ops_cache.cpp:
+// the cache writes and the state merge): building error messages, raising muh's Status as
+// Python's exception types, and the argument checks, each naming the argument.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Device.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "muh/dtype.hpp"
+#include "muh/status.hpp"
+
+namespace muh::torch_ops {
+
+// ---- Errors -------------------------------------------------------------------------------------
+// TORCH_CHECK_VALUE → Python ValueError; TORCH_CHECK_NOT_IMPLEMENTED → NotImplementedError (a
+// RuntimeError); TORCH_CHECK → RuntimeError. Messages read "muh.<op>: <argument> ...".
+//
+// The message is assembled here (text()/cat() below) and handed to the TORCH_CHECK macros as one
+// std::string: on the H200 machine (torch 2.11+cu130) inserting an integer into c10::str's
+// ostream from this module crashed (SIGSEGV in basic_ostream::_M_insert<long>, cuda-gdb
+// backtrace from check_vllm_unsupported), while string-only messages worked. So no number,
+// shape or device goes through an ostream in muh's torch ops.
+inline std::string text(const char* s) { return s; }
+inline std::string text(const std::string& s) { return s; }
+inline std::string text(std::string_view s) { return std::string(s); }
+template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+std::string text(I v) { return std::to_string(v); }
+inline std::string text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+inline std::string text(c10::IntArrayRef a) {
+  std::string s = "[";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
+  return s + "]";
+}
+inline std::string text(const c10::Device& d) { return d.str(); }
+inline std::string text(at::ScalarType t) { return c10::toString(t); }
+template <class... T>
+std::string cat(const T&... parts) {
+  std::string s;
+  ((s += text(parts)), ...);
+  return s;
+}
+#define MUH_ARG_CHECK(cond, op, ...) \
+  TORCH_CHECK_VALUE(cond, ::muh::torch_ops::cat("muh.", op, ": ", __VA_ARGS__))
+#define MUH_NOT_IMPLEMENTED_CHECK(cond, ...) \
+  TORCH_CHECK_NOT_IMPLEMENTED(cond, ::muh::torch_ops::cat(__VA_ARGS__))
+
+[[noreturn]] inline void throw_status(const Status& s, const char* op) {
+  const std::string m = std::string("muh.") + op + ": " + s.message();
+  switch (s.code()) {
+    case StatusCode::invalid_argument: TORCH_CHECK_VALUE(false, m);
+    case StatusCode::unsupported:
+    case StatusCode::not_compiled: TORCH_CHECK_NOT_IMPLEMENTED(false, m);
+    default: TORCH_CHECK(false, m + " [" + status_code_name(s.code()) + "]");
+  }
+  // TORCH_CHECK(false, ...) always throws; this keeps [[noreturn]] honest for the compiler.
+  throw std::logic_error(m);
+}
+
+inline std::optional<DType> muh_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return DType::fp16;
+    case at::kBFloat16: return DType::bf16;
+    case at::kFloat: return DType::fp32;
+    default: return std::nullopt;
+  }
+}
+
+// ---- Argument checks ----------------------------------------------------------------------------
+struct Args {
+  const char* op;
+  c10::Device device;            // the first tensor's: every other must be on it
+  const char* anchor = "query";  // what the device messages call that tensor
+
+  void cuda(const at::Tensor& t, const char* name) const {
+    MUH_ARG_CHECK(t.defined(), op, name, " is undefined");
+    MUH_ARG_CHECK(t.is_cuda(), op, name, " must be a CUDA tensor, got device ", t.device());
+    MUH_ARG_CHECK(t.device() == device, op, name, " is on ", t.device(), " but ", anchor, " is on ", device);
+  }
+  void dtype(const at::Tensor& t, const char* name, at::ScalarType want) const {
+    MUH_ARG_CHECK(t.scalar_type() == want, op, name, " must be ", want, ", got ", t.scalar_type());
+  }
+  void dim(const at::Tensor& t, const char* name, int64_t n, const char* shape) const {
+    MUH_ARG_CHECK(t.dim() == n, op, name, " must be ", n, "-D ", shape, ", got shape ", t.sizes());
+  }
+  void size(const at::Tensor& t, const char* name, int64_t d, int64_t want, const char* what) const {
+    MUH_ARG_CHECK(t.size(d) == want, op, name, ".shape[", d, "] (", what, ") must be ", want,
+                  ", got ", t.size(d), " (shape ", t.sizes(), ")");
+  }
+  void contiguous(const at::Tensor& t, const char* name) const {
+    MUH_ARG_CHECK(t.is_contiguous(), op, name, " must be contiguous, got shape ", t.sizes(),
+                  " with strides ", t.strides());
+  }
+  // An index tensor: int32, 1-D or 2-D as `shape` says, contiguous, on the first tensor's device.
+  void index(const at::Tensor& t, const char* name, int64_t n, const char* shape) const {
+    cuda(t, name);
+    dim(t, name, n, shape);
+    dtype(t, name, at::kInt);
+    contiguous(t, name);
+  }
+  // q/k/v-like input: the last dim must be unit-stride (FlashAttention's and vLLM's rule); other
+  // strides are allowed and handled by a contiguous copy (muh's kernels take packed rows).
+  at::Tensor rows(const at::Tensor& t, const char* name) const {
+    MUH_ARG_CHECK(t.stride(-1) == 1, op, name, " must have a contiguous last dimension, got strides ",
+                  t.strides());
+    return t.is_contiguous() ? t : t.contiguous();
+  }
+  DType element(const at::Tensor& t, const char* name) const {
+    const auto d = muh_dtype(t.scalar_type());
+    MUH_ARG_CHECK(d.has_value(), op, name, " must be float16, bfloat16 or float32, got ", t.scalar_type());
+    return *d;
+  }
+  int to_int(int64_t v, const char* name) const {
+    MUH_ARG_CHECK(v >= INT32_MIN && v <= INT32_MAX, op, name, " = ", v, " does not fit in int32");
+    return static_cast<int>(v);
+  }
+  float scale(std::optional<double> s, const char* name) const {
+    if (!s) return 0.f;  // muh: 0 → 1/sqrt(head_dim)
+    MUH_ARG_CHECK(std::isfinite(*s) && *s > 0, op, name, " must be a finite number > 0, got ", *s);
+    return static_cast<float>(*s);
+  }
+};
+
+}  // namespace muh::torch_ops
