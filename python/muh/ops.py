@@ -228,8 +228,8 @@ def _refuse(op: str, cond: bool, what: str) -> None:
 
 
 def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                           cu_seqlens_q: torch.Tensor, cu_seqlens_k: Optional[torch.Tensor] = None,
-                           max_seqlen_q: Optional[int] = None, max_seqlen_k: Optional[int] = None,
+                           cu_seqlens_q: torch.Tensor, cu_seqlens_k: Optional[torch.Tensor],
+                           max_seqlen_q: int, max_seqlen_k: int,
                            dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
                            causal: bool = False, window_size: Tuple[int, int] = (-1, -1),
                            softcap: float = 0.0, alibi_slopes: Optional[torch.Tensor] = None,
@@ -249,9 +249,9 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     value layout; sequence b's keys are 0 .. seqused_k[b] − 1 (the cached prefix and the chunk's
     tokens, already written to the cache) — ``seqused_k`` (int32 [batch], vLLM V1's argument) or,
     as FlashAttention 2 takes it, the lengths of ``cu_seqlens_k``. ``out``, keyword-only as in
-    vLLM's fork: the tensor to write (q's shape and dtype); else a new one. cu_seqlens_k,
-    max_seqlen_q and max_seqlen_k keep FlashAttention's places; their None defaults only let a
-    paged call given seqused_k omit cu_seqlens_k (vLLM V1 calls by keyword).
+    vLLM's fork: the tensor to write (q's shape and dtype); else a new one. The signature is
+    FlashAttention's, defaults included: a paged call that gives seqused_k passes
+    cu_seqlens_k=None.
 
     muh computes the inference forward only: dropout_p != 0, a window_size other than (-1, -1)
     (or (-1, 0) with causal, the same mask), softcap != 0 and alibi_slopes raise
@@ -264,8 +264,6 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             f"window_size={window} (sliding-window local attention) is not supported; pass (-1, -1)")
     _refuse(op, softcap != 0.0, f"softcap={softcap} (logit soft-capping) is not supported; pass 0.0")
     _refuse(op, alibi_slopes is not None, "alibi_slopes is not supported (muh has no ALiBi); pass None")
-    if max_seqlen_q is None or max_seqlen_k is None:
-        raise TypeError(f"{op}: max_seqlen_q and max_seqlen_k are required")
     if block_table is None:
         _refuse(op, seqused_k is not None,
                 "seqused_k without block_table (contiguous k/v with unused tail rows) is not supported; "

@@ -43,14 +43,13 @@ def vllm063_context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, 
     ...  # vLLM 0.6.3's, plus the keyword sm_scale of later vLLM
 
 
-# muh's flash_attn_varlen_func: FlashAttention's, with None defaults on cu_seqlens_k / max_seqlen_q /
-# max_seqlen_k (so that vLLM V1's keyword call, which passes seqused_k and no cu_seqlens_k, binds)
-# and vLLM's fork's paged-call keywords seqused_k and out, keyword-only (no positional call of
-# FlashAttention's binds differently: test_fa_positional_calls_bind_the_same).
-def muh_flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k=None, max_seqlen_q=None,
-                               max_seqlen_k=None, dropout_p=0.0, softmax_scale=None, causal=False,
-                               window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
-                               return_attn_probs=False, block_table=None, *, seqused_k=None, out=None):
+# muh's flash_attn_varlen_func: FlashAttention's, defaults included, plus vLLM's fork's paged-call
+# keywords seqused_k and out, keyword-only (no positional call of FlashAttention's binds
+# differently: test_fa_positional_calls_bind_the_same).
+def muh_flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                               dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                               softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False,
+                               block_table=None, *, seqused_k=None, out=None):
     ...
 
 
@@ -70,8 +69,7 @@ def test_fa_positional_calls_bind_the_same():
         args = tuple(range(n))
         assert dict(fa.bind(*args).arguments) == dict(muh.bind(*args).arguments)
     for p in names:
-        if fa.parameters[p].default is not inspect.Parameter.empty:
-            assert muh.parameters[p].default == fa.parameters[p].default
+        assert muh.parameters[p].default == fa.parameters[p].default
 
 _EMPTY = object()
 
