@@ -30,9 +30,11 @@
 //
 // --guard-ab: the cost of the kernels' input guard (muh/input_errors.hpp) on the same grid (or the
 // --only cells), in one run: the sm90 row's kernels as the library runs them (kGuard = true) and
-// compiled without the guard (kGuard = false), launched on the same arguments, interleaved
-// (unguarded, guarded) × 3 rounds of --iters cold-L2 calls each; per cell the medians over the
-// rounds, guarded ÷ unguarded − 1, and whether the two outputs are bitwise identical. Needs sm_90.
+// compiled without the guard (kGuard = false), launched on the same arguments, interleaved with
+// the unguarded arm a second time as an A/A control (its "cost" is the method's noise), in 6
+// rounds of --iters cold-L2 calls per arm with the arms' order rotated every round; per cell the
+// medians over the rounds, guarded ÷ unguarded − 1, the A/A figure, and whether the outputs are
+// bitwise identical. Needs sm_90.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -342,9 +344,10 @@ void print_grid_tables(const std::vector<Cell>& cells, const char* lead, const s
 struct GuardAbRow {
   std::string config;
   int batch, kv_len, splits;
-  double unguarded_us, guarded_us;
+  double unguarded_us, guarded_us, control_us;  // control: the unguarded arm timed again (A/A)
   bool identical;
 };
+constexpr int kGuardAbRounds = 6;  // two rotations of the three arms
 
 void run_guard_ab(const BenchDecodeOptions& o, Pool& pool, const HardwareCapability& hw, bench::L2Flusher& flusher,
                   cudaStream_t stream, const std::string& stem) {
@@ -365,51 +368,63 @@ void run_guard_ab(const BenchDecodeOptions& o, Pool& pool, const HardwareCapabil
   std::vector<GuardAbRow> rows;
   for (const auto& [cfg, batch, len] : grid) {
     const std::size_t out_bytes = std::size_t(batch) * cfg->q_heads * cfg->head_dim * 2;
-    std::vector<double> us[2];
-    std::vector<unsigned char> bytes[2];
+    // Arms 0 = unguarded, 1 = guarded, 2 = unguarded again (the A/A control: what the same
+    // kernel reads as a "cost" in this method, i.e. the noise the guard's figure is judged
+    // against). The order rotates every round, so that no arm always runs first after the
+    // cell's table upload.
+    std::vector<double> us[3];
+    std::vector<unsigned char> bytes[3];
     int splits = 0;
-    for (int round = 0; round < 3; ++round)
-      for (int guarded = 0; guarded < 2; ++guarded) {
+    for (int round = 0; round < kGuardAbRounds; ++round)
+      for (int k = 0; k < 3; ++k) {
+        const int arm = (round + k) % 3;
         const Cell c = run_cell(pool, hw, *cfg, batch, len, o.splits, o.iters, flusher, stream, nullptr,
-                                PoolLayout::interleaved, false, guard_arm(cfg->head_dim, guarded == 1));
-        us[guarded].push_back(c.median_us);
+                                PoolLayout::interleaved, false, guard_arm(cfg->head_dim, arm == 1));
+        us[arm].push_back(c.median_us);
         splits = c.splits;
-        bytes[guarded].resize(out_bytes);
-        bench::cuda_check(cudaMemcpy(bytes[guarded].data(), pool.out.p, out_bytes, cudaMemcpyDeviceToHost), "out");
+        bytes[arm].resize(out_bytes);
+        bench::cuda_check(cudaMemcpy(bytes[arm].data(), pool.out.p, out_bytes, cudaMemcpyDeviceToHost), "out");
       }
-    GuardAbRow r{cfg->name, batch, len, splits, bench::median(us[0]), bench::median(us[1]), bytes[0] == bytes[1]};
-    std::fprintf(stderr, "  %s batch %3d kv %5d: unguarded %8.1f us, guarded %8.1f us (%+.2f %%)%s\n", r.config.c_str(),
-                 batch, len, r.unguarded_us, r.guarded_us, 100.0 * (r.guarded_us / r.unguarded_us - 1),
-                 r.identical ? "" : "  OUTPUTS DIFFER");
+    GuardAbRow r{cfg->name,           batch, len, splits, bench::median(us[0]), bench::median(us[1]),
+                 bench::median(us[2]), bytes[0] == bytes[1] && bytes[0] == bytes[2]};
+    std::fprintf(stderr, "  %s batch %3d kv %5d: unguarded %8.1f us, guarded %8.1f us (%+.2f %%; A/A %+.2f %%)%s\n",
+                 r.config.c_str(), batch, len, r.unguarded_us, r.guarded_us, 100.0 * (r.guarded_us / r.unguarded_us - 1),
+                 100.0 * (r.control_us / r.unguarded_us - 1), r.identical ? "" : "  OUTPUTS DIFFER");
     rows.push_back(r);
   }
   int host[kInputErrorWords] = {};
   bench::cuda_check(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost), "guard flags");
   const std::uint32_t flagged = take_input_errors(host);
 
-  std::printf("\ninput guard A/B (sm90 row, bf16, %s, page 16, cold L2; median over 3 interleaved rounds of %d calls):\n"
-              "| cell | splits | unguarded µs | guarded µs | guarded / unguarded − 1 | bitwise identical |\n"
-              "|---|---|---|---|---|---|\n", o.kv_layout.c_str(), o.iters);
-  double sum = 0, worst = -1e9;
+  std::printf("\ninput guard A/B (sm90 row, bf16, %s, page 16, cold L2; per arm the median over %d rotated rounds"
+              " of the medians of %d calls; A/A = the unguarded arm against itself):\n"
+              "| cell | splits | unguarded µs | guarded µs | guarded / unguarded − 1 | A/A | bitwise identical |\n"
+              "|---|---|---|---|---|---|---|\n", o.kv_layout.c_str(), kGuardAbRounds, o.iters);
+  double sum = 0, worst = -1e9, sum_aa = 0, worst_aa = 0;
   bool all_identical = true;
   for (const GuardAbRow& r : rows) {
     const double d = 100.0 * (r.guarded_us / r.unguarded_us - 1);
+    const double aa = 100.0 * (r.control_us / r.unguarded_us - 1);
     sum += d;
     worst = std::max(worst, d);
+    sum_aa += aa;
+    worst_aa = std::max(worst_aa, std::fabs(aa));
     all_identical = all_identical && r.identical;
-    std::printf("| %s b%d kv%d | %d | %.1f | %.1f | %+.2f %% | %s |\n", r.config.c_str(), r.batch, r.kv_len, r.splits,
-                r.unguarded_us, r.guarded_us, d, r.identical ? "yes" : "NO");
+    std::printf("| %s b%d kv%d | %d | %.1f | %.1f | %+.2f %% | %+.2f %% | %s |\n", r.config.c_str(), r.batch, r.kv_len,
+                r.splits, r.unguarded_us, r.guarded_us, d, aa, r.identical ? "yes" : "NO");
   }
-  std::printf("mean %+.2f %%, worst %+.2f %% over %zu cells; outputs %s; flags written: %s\n", sum / rows.size(), worst,
-              rows.size(), all_identical ? "bitwise identical in every cell" : "DIFFER",
+  std::printf("mean %+.2f %%, worst %+.2f %% over %zu cells (A/A: mean %+.2f %%, largest |A/A| %.2f %%); outputs %s;"
+              " flags written: %s\n",
+              sum / rows.size(), worst, rows.size(), sum_aa / rows.size(), worst_aa,
+              all_identical ? "bitwise identical in every cell" : "DIFFER",
               flagged ? describe_input_errors(flagged).c_str() : "none");
   std::ofstream csv(stem + "-guard-ab.csv");
   if (!csv) throw UsageError("muh bench decode: cannot write " + stem + "-guard-ab.csv");
-  csv << "config,layout,batch,kv_len,splits,unguarded_us,guarded_us,ratio,bitwise_identical\n";
+  csv << "config,layout,batch,kv_len,splits,unguarded_us,guarded_us,control_us,ratio,control_ratio,bitwise_identical\n";
   for (const GuardAbRow& r : rows)
     csv << r.config << ',' << o.kv_layout << ',' << r.batch << ',' << r.kv_len << ',' << r.splits << ','
-        << r.unguarded_us << ',' << r.guarded_us << ',' << r.guarded_us / r.unguarded_us << ',' << int(r.identical)
-        << '\n';
+        << r.unguarded_us << ',' << r.guarded_us << ',' << r.control_us << ',' << r.guarded_us / r.unguarded_us << ','
+        << r.control_us / r.unguarded_us << ',' << int(r.identical) << '\n';
   std::fprintf(stderr, "wrote %s-guard-ab.csv\n", stem.c_str());
   g_guard_flags = nullptr;
 }

@@ -334,11 +334,15 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
 // memory: m[p·16 + r], l[p·16 + r], o[(p·16 + r)·D + d]. Threads take four elements at a time.
 // poisoned (the guard: the CTA met a bad block id): the rows are stored as a sequence of length
 // 0 would be (V1: out = 0, lse = −inf), or as a poisoned partial (V2: o = 0, kPoisonedLse).
+// The poison is applied to the stored values only, never to the part count: the sm80 agent's
+// `parts` is its compile-time warp count, and a count made run-time by `poisoned ? 0 : W` kept
+// the loops below from unrolling — 328 more SASS instructions in the hd-256 kernel, which made
+// the guard cost up to +2.6 % on split cells, where this epilogue weighs most (bench/results/
+// h200-2026-12-02-fb9d671/README.md, section 2).
 template <class E, int D>
 __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const CtaWork& w, int parts,
                                                   const float* m, const float* l, const float* o,
                                                   int tid, int nthreads, bool poisoned = false) {
-  if (poisoned) parts = 0;
   constexpr Log2Units<> kUnits;
   for (int idx = tid * 4; idx < w.rows * D; idx += nthreads * 4) {
     const int r = idx / D, d = idx % D;
@@ -357,12 +361,16 @@ __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const Cta
       }
     }
     const float inv = mg.inv_l();
-    const float lse = mg.lse(kUnits);
-    const float out[4] = {acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv};
+    float lse = mg.lse(kUnits);
+    float out[4] = {acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv};
+    if (poisoned) {  // selects, not a multiply: what was read as page 0 may hold NaN or Inf
+      out[0] = out[1] = out[2] = out[3] = 0.f;
+      lse = a.num_splits == 1 ? -INFINITY : __uint_as_float(kPoisonedLseBits);
+    }
     if (a.num_splits == 1)
       store_out<E, 4>(a, w.seq, w.head0 + r, d, D, out, lse);
     else
-      store_partial<4>(a, w, w.head0 + r, d, D, out, poisoned ? __uint_as_float(kPoisonedLseBits) : lse);
+      store_partial<4>(a, w, w.head0 + r, d, D, out, lse);
   }
 }
 
