@@ -157,9 +157,10 @@ def shard_paged_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: to
 # the LSEs, rescale the local out, reduce-scatter it over heads): a decode step's partials are tiny.
 # Per rank, out is B·H·D elements and lse B·H floats; at the issue's shape (B = 1, H = 4 query heads,
 # D = 256, fp16) that is 2048 + 16 = 2064 bytes, so the all-gather hands each rank W·2064 bytes
-# (16.1 KiB at W = 8), against vLLM's W·16 bytes of LSE plus a reduce-scatter of 2048 bytes — both
-# far under one NCCL collective's latency floor (tens of µs), which is what a step pays; ours is
-# one collective instead of two. In exchange every rank gets all heads (no H % W constraint), the
+# (16.1 KiB at W = 8), against vLLM's W·16 bytes of LSE plus a reduce-scatter of 2048 bytes. Both
+# are small enough that a collective's fixed latency, not its bytes, should set the cost (the
+# benchmark's allgather row, python/benchmarks/dcp_decode.py, is to confirm it on 2/4/8 GPUs),
+# and ours is one collective instead of two. In exchange every rank gets all heads (no H % W constraint), the
 # fold runs in fp32 and rounds once (the reduce-scatter sums W rescaled fp16/bf16 partials in
 # NCCL's order), and it runs in one fixed rank order on every rank, so all ranks hold bitwise the
 # same result, run after run. The fold reuses merge_attn_states — no merge of its own: W − 1
@@ -313,7 +314,9 @@ def dcp_paged_decode(q: torch.Tensor, local_k_cache: torch.Tensor, local_v_cache
     """Decode attention over a KV cache sharded by token across ``group`` (decode context
     parallelism): muh's paged decode with LSE over this rank's shard, an all-gather of the partials
     over the group, and :func:`dcp_combine`. Every rank of the group calls it (a collective) with
-    the same q and gets the same result, bit for bit.
+    the same q and gets the same result, bit for bit. (Under tensor parallelism, where each rank
+    holds other query heads, all-gather q's heads over the group first, as vLLM's DCP does, and
+    keep the rank's own heads of the result.)
 
     q [num_seqs, num_q_heads, head_dim] (the same on every rank); local_k_cache / local_v_cache
     this rank's NHD cache [num_pages, page_size, num_kv_heads, head_dim]; local_block_table int32
