@@ -154,7 +154,7 @@ def test_real_group_of_one_equals_paged_decode(group1, kv):
     plain = md.dcp_paged_decode(b.q, b.k_cache, b.v_cache, b.block_table, b.seq_lens, group1,
                                 softmax_scale=0.05)
     assert torch.equal(plain, ops.paged_decode(b.q, b.k_cache, b.v_cache, b.block_table, b.seq_lens,
-                                               softmax_scale=0.05))
+                                               softmax_scale=0.05, return_lse=True)[0])
 
 
 # ---- (c) CUDA-graph capture and replay -------------------------------------------------------------
