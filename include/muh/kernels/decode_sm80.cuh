@@ -315,15 +315,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
   // table is in HBM too: one 32-byte sector serves 8 pages).
   auto in_range = [&](int j) { return j < my_tiles && tile_start(j) + (lane & 15) < w.kv_end; };
-  // (The guard's two forms are two statements, so that without it the lambda captures nothing
-  // new and the kernel compiles exactly as before the guard.)
-  auto load_page = [&](int j) {
-    if constexpr (Tr::kGuard)
-      return in_range(j) ? guarded_page<true>(a, __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)), bad_page)
-                         : 0;
-    else
-      return in_range(j) ? __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)) : 0;
-  };
+  auto load_page = [&](int j) { return in_range(j) ? __ldg(bt + ((tile_start(j) + (lane & 15)) >> a.page_shift)) : 0; };
   auto prefetch_pages = [&](int j) {
     const int tok = tile_start(j);
     if (lane == 0 && j < my_tiles && tok < w.kv_end) ptx::prefetch_l2(bt + (tok >> a.page_shift));
@@ -331,16 +323,18 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   // Tile j into stage j % S, and the block-table pipeline one tile on (the page of tile j + 1
   // becomes current, j + 2's is loaded, j + 8's sector prefetched).
+  // The guard checks a block id where the copies use it, not where it is loaded: a compare right
+  // after the __ldg waits for the load there, and the two tiles of lookahead are gone. Checked at
+  // the load, the guard cost up to +14 % on the vLLM layout (hd128 batch 16 × 32k 649 → 741 µs)
+  // and up to +5.8 % on NHD, against an A/A noise of ≤ 1.5 % (bench/results/
+  // h200-2026-12-02-2572a08/guard-ab-*.md).
   int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
-  if constexpr (Tr::kGuard) {
-    page = guarded_page<true>(a, page, bad_page);
-    page_next = guarded_page<true>(a, page_next, bad_page);
-  }
   auto issue = [&](int j) {
+    const int pg = guarded_page<Tr::kGuard>(a, page, bad_page);
     if constexpr (kTma)
-      issue_tma(j % S, tile_start(j), page);
+      issue_tma(j % S, tile_start(j), pg);
     else
-      issue_tile(stages + (j % S) * Tr::kStageElems, tile_start(j), page);
+      issue_tile(stages + (j % S) * Tr::kStageElems, tile_start(j), pg);
     page = page_next;
     page_next = load_page(j + 2);
     prefetch_pages(j + 8);

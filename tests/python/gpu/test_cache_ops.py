@@ -260,7 +260,9 @@ def test_merged_partials_equal_attention_over_all_keys(dtype, split):
         sc = torch.einsum("thd,lhd->htl", qq, kk) * scale
         if hi == lo:
             return torch.zeros(T, H, D, device="cuda"), torch.full((H, T), float("-inf"), device="cuda")
-        o = torch.einsum("htl,lhd->thd", torch.softmax(sc, -1), vv)
+        # einsum returns [T, H, D] with strides [D, T·D, 1]; a kernel's partial has its heads
+        # packed, which merge_attn_states requires (test_merge_bad_inputs_raise).
+        o = torch.einsum("htl,lhd->thd", torch.softmax(sc, -1), vv).contiguous()
         return o, torch.logsumexp(sc, -1)
 
     po, pl = attend(0, split, dtype)
