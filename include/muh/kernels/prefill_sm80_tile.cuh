@@ -118,21 +118,45 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
 // chunk column and walks its rows with a PageCursor (one division per tile, not per row); the
 // page of each row is a block-table read, which the copy of the tile before prefetched into L1
 // (PagedKvGroups::prefetch_blocks, prefill_sm80_pipeline.cuh).
+// The rows go in groups of kIdGroup: the group's block ids are loaded first, back to back, then
+// its copies are issued. Row by row, every id load waited for the copy before it (a cp.async is
+// an asm with a memory clobber, which no load moves across), so a thread's 16 rows of a 64-key
+// tile at head_dim 256 were 16 L1 round trips in a row per K or V tile, on the path of every
+// key tile — with few CTAs (the seed's chunks: 16–64 CTAs) paged NHD ran at 0.60–0.64× the
+// contiguous copy (bench/results/h200-2026-12-02-fb9d671/). A group of 4 keeps 4 ids live
+// (the sm80 rows at head_dim 256 sit near 255 registers).
+inline constexpr int kIdGroup = 4;
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
   constexpr int kChunks = D / 8;
   if constexpr (NT % kChunks == 0) {
     constexpr int kRowStep = NT / kChunks;
+    constexpr int kPer = (ROWS + kRowStep - 1) / kRowStep;  // rows of this thread (the last may be past ROWS)
     const int c = tid % kChunks, r0 = tid / kChunks;
     PageCursor cur(n0 + r0, kv.page_size);
-    for (int r = r0; r < ROWS; r += kRowStep, cur.advance(kRowStep, kv.page_size)) {
-      const bool ok = r < valid;
-      const T* src = base;
-      if (ok)
-        src = base + static_cast<long long>(kv.blocks[cur.blk]) * kv.page_elems +
-              (Rows::kLayout == KVLayout::nhd ? cur.slot * kv.ldk + c * 8
-                                              : (static_cast<long long>(c) * kv.page_size + cur.slot) * 8);
-      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
+#pragma unroll
+    for (int g = 0; g < kPer; g += kIdGroup) {
+      int id[kIdGroup], slot[kIdGroup];
+#pragma unroll
+      for (int i = 0; i < kIdGroup; ++i) {  // 1. the group's block ids, no copy in between
+        const int r = r0 + (g + i) * kRowStep;
+        id[i] = g + i < kPer && r < ROWS && r < valid ? kv.blocks[cur.blk] : 0;
+        slot[i] = cur.slot;
+        cur.advance(kRowStep, kv.page_size);
+      }
+#pragma unroll
+      for (int i = 0; i < kIdGroup; ++i) {  // 2. its copies
+        const int r = r0 + (g + i) * kRowStep;
+        if (g + i < kPer && r < ROWS) {
+          const bool ok = r < valid;
+          const T* src = base;
+          if (ok)
+            src = base + static_cast<long long>(id[i]) * kv.page_elems +
+                  (Rows::kLayout == KVLayout::nhd ? slot[i] * kv.ldk + c * 8
+                                                  : (static_cast<long long>(c) * kv.page_size + slot[i]) * 8);
+          sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
+        }
+      }
     }
   } else {
     constexpr int kTotal = ROWS * kChunks;
