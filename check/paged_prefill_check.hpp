@@ -38,6 +38,35 @@ struct PagedPrefillCase {
   float softmax_scale = 0.f;
 };
 
+// The paged-prefill shapes of the GPU tests and `muh verify` (page P): prefix lengths 0, 1,
+// page − 1, page, many pages; chunk lengths 1, 2, 7, 16, 511; GQA 1, 4, 6, 8; a mixed batch of
+// single-token decodes and a chunk.
+inline std::vector<PagedPrefillCase> paged_prefill_shapes_for_page(int P) {
+  const std::string p = "_p" + std::to_string(P);
+  return {
+      {"prefix0_chunk511_gqa4" + p, {0}, {511}, 8, 2, P},
+      {"prefix1_chunk1_gqa6" + p, {1}, {1}, 6, 1, P},
+      {"prefix_page_minus1_chunk7_gqa8" + p, {P - 1}, {7}, 8, 1, P},
+      {"prefix_page_chunk16_gqa1" + p, {P}, {16}, 4, 4, P},
+      {"many_pages_varlen_gqa6" + p, {5 * P + 3, 0, 2 * P}, {2, 16, 7}, 12, 2, P},
+      {"mixed_decodes_and_chunk_gqa4" + p, {1000, 37, 0, 3 * P}, {1, 1, 64, 1}, 8, 2, P},
+  };
+}
+
+inline const std::vector<PagedPrefillCase>& paged_prefill_cases() {
+  static const std::vector<PagedPrefillCase> all = [] {
+    std::vector<PagedPrefillCase> v;
+    for (int P : {16, 528})
+      for (auto& c : paged_prefill_shapes_for_page(P)) v.push_back(c);
+    for (int P : {8, 32, 64}) v.push_back(paged_prefill_shapes_for_page(P)[4]);
+    // Non-causal over a prefix (cross-attention-like use; the mask is the only difference).
+    PagedPrefillCase nc{"noncausal_prefix_p16", {40, 3}, {9, 30}, 4, 1, 16, false, 0.7f};
+    v.push_back(nc);
+    return v;
+  }();
+  return all;
+}
+
 // The host side of one (case, layout, dtype, head_dim): the dense inputs and reference
 // (PrefillInputs), and the paged cache holding its K/V.
 struct PagedPrefillInputs {
@@ -179,10 +208,11 @@ inline void compare_prefill(const PrefillInputs& in, const std::vector<float>& o
   }
 }
 
-// Plans `pi` with target forced (-1: the selection walks) on this device and runs it twice
-// (debug_checks on: the tables are checked too); status is the plan's or the run's.
+// Plans `pi` with target forced (-1: the selection walks) on this device — or for the SMs of
+// `stream`, and runs there — and runs it twice (debug_checks on: the tables are checked too);
+// status is the plan's or the run's.
 inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int target, PrefillPlan* plan_out = nullptr,
-                                            std::vector<float>* out_copy = nullptr) {
+                                            std::vector<float>* out_copy = nullptr, cudaStream_t stream = nullptr) {
   PrefillResult r;
   PagedPrefillDevice dev(pi);
   auto fail = [&](Status s) {
@@ -194,8 +224,8 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
   const PrefillParams p = dev.params(pi);
   PrefillPlan plan;
   {
-    HardwareCapability hw;
-    Status s = device_profile(-1, &hw);
+    HardwareCapability hw;  // a stream's own SMs (a green partition: `muh verify --emulate`)
+    Status s = stream ? stream_profile(stream, &hw) : device_profile(-1, &hw);
     if (!s.ok()) return fail(std::move(s));
     Status planned = plan_prefill(p, hw, PrefillPlanOptions{target, kPrefillTailAuto}, &plan);
     if (!planned.ok()) return fail(std::move(planned));
@@ -203,9 +233,13 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
   if (plan_out) *plan_out = plan;
   RunOptions opt;
   opt.debug_checks = true;
+  opt.stream = stream;
   std::vector<float> out[2], lse[2];
   for (int run = 0; run < 2; ++run) {
     cudaError_t err = dev.fresh_outputs();
+    // The copies and NaN pre-fills ran on the default stream, which a non-blocking stream (a
+    // green context's) does not wait for.
+    if (err == cudaSuccess && stream) err = cudaDeviceSynchronize();
     if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, cudaGetErrorString(err)));
     Status s = prefill(p, plan, nullptr, 0, opt);
     if (!s.ok()) return fail(std::move(s));

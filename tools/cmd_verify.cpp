@@ -1,6 +1,6 @@
 // cmd_verify.cpp — `muh verify [--quick] [--seed N] [--emulate bi-v100]`: every compiled decode and
 // prefill policy the present GPU can run, forced, against the CPU reference (verify_decode.cpp,
-// verify_prefill.cpp), with a progress bar on stderr and a summary table on stdout (policy, shapes
+// verify_prefill.cpp; the prefill policies over paged K/V, both layouts: verify_paged_prefill.cpp), with a progress bar on stderr and a summary table on stdout (policy, shapes
 // tried, max error, tolerance, pass/fail). --emulate bi-v100: the same checks of the portable agent
 // (target 0) only, run on a 16-SM green partition (check/green_partition.hpp) with plans from
 // stream_profile() — the BI-V100's SM count. Exit code 0 when everything passes, 1 on any
@@ -69,7 +69,7 @@ void start_emulation(check::GreenPartition& green, VerifyOptions& opt) {
 void add_verify_command(CLI::App& app) {
   static VerifyOptions opt;
   CLI::App* cmd = app.add_subcommand(
-      "verify", "run every compiled decode and prefill policy this GPU can run, forced, against the CPU reference");
+      "verify", "run every compiled decode, prefill and paged-prefill policy this GPU can run, forced, against the CPU reference");
   cmd->add_flag("--quick", opt.quick, "fewer shapes per policy");
   cmd->add_option("--seed", opt.seed, "seed of the random inputs");
   cmd->add_option("--emulate", opt.emulate,
@@ -84,7 +84,7 @@ void add_verify_command(CLI::App& app) {
     check::GreenPartition green;  // outlives the checks that run on its stream
     if (!opt.emulate.empty()) start_emulation(green, opt);
     std::vector<VerifyRow> rows;
-    for (auto* family : {&verify_decode, &verify_prefill}) {
+    for (auto* family : {&verify_decode, &verify_prefill, &verify_paged_prefill}) {
       std::string last;
       auto progress = [&](int done, int total, const std::string& what) {
         last = what;

@@ -22,7 +22,7 @@ struct VerifyOptions {
 };
 
 struct VerifyRow {
-  std::string family;     // "decode" / "prefill"
+  std::string family;     // "decode" / "prefill" / "paged"
   std::string policy;     // target, dtype, head dim and the policy (policy_io.hpp), e.g.
                           // "target 90 bf16 hd128: sm80 w4 64tok s3 c2 p128 tma"
   int shapes = 0;         // shapes tried
@@ -37,5 +37,7 @@ using VerifyProgress = std::function<void(int done, int total, const std::string
 
 std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgress& progress);   // verify_decode.cpp
 std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProgress& progress);  // verify_prefill.cpp
+std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt,
+                                            const VerifyProgress& progress);  // verify_paged_prefill.cpp
 
 }  // namespace muh::cli

@@ -33,33 +33,10 @@ namespace {
 
 using testing::device_cc;
 
-// Shapes: prefix lengths 0, 1, page − 1, page, many pages; chunk lengths 1, 2, 7, 16, 511;
-// GQA 1, 4, 6, 8; a mixed batch of single-token decodes and a chunk.
-std::vector<check::PagedPrefillCase> shapes_for_page(int P) {
-  const std::string p = "_p" + std::to_string(P);
-  return {
-      {"prefix0_chunk511_gqa4" + p, {0}, {511}, 8, 2, P},
-      {"prefix1_chunk1_gqa6" + p, {1}, {1}, 6, 1, P},
-      {"prefix_page_minus1_chunk7_gqa8" + p, {P - 1}, {7}, 8, 1, P},
-      {"prefix_page_chunk16_gqa1" + p, {P}, {16}, 4, 4, P},
-      {"many_pages_varlen_gqa6" + p, {5 * P + 3, 0, 2 * P}, {2, 16, 7}, 12, 2, P},
-      {"mixed_decodes_and_chunk_gqa4" + p, {1000, 37, 0, 3 * P}, {1, 1, 64, 1}, 8, 2, P},
-  };
-}
-
-const std::vector<check::PagedPrefillCase>& cases() {
-  static const std::vector<check::PagedPrefillCase> all = [] {
-    std::vector<check::PagedPrefillCase> v;
-    for (int P : {16, 528})
-      for (auto& c : shapes_for_page(P)) v.push_back(c);
-    for (int P : {8, 32, 64}) v.push_back(shapes_for_page(P)[4]);
-    // Non-causal over a prefix (cross-attention-like use; the mask is the only difference).
-    check::PagedPrefillCase nc{"noncausal_prefix_p16", {40, 3}, {9, 30}, 4, 1, 16, false, 0.7f};
-    v.push_back(nc);
-    return v;
-  }();
-  return all;
-}
+// The shapes (prefix lengths 0, 1, page − 1, page, many pages; chunks 1, 2, 7, 16, 511; GQA 1, 4,
+// 6, 8; a mixed batch; pages 8–528; one non-causal case): check::paged_prefill_cases(), which
+// `muh verify` runs too.
+const std::vector<check::PagedPrefillCase>& cases() { return check::paged_prefill_cases(); }
 
 struct Param {
   int target;
