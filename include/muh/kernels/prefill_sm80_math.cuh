@@ -7,7 +7,7 @@
 //                   pairs, the mate warp
 //   softmax_rescale P = 2^(S·c − m·c) and the rescale of l and O, on online_softmax.hpp's state
 //   pack_p          P to 16 bits, in the A-fragment layout (the S accumulator layout IS it)
-//   pv_gemm         O += P V, V by ldmatrix.trans
+//   pv_gemm         O += P V, V by ldmatrix.trans (a dim-major V tile: plain ldmatrix)
 // and the epilogue: row_sums, stage_tile (O / l into sQ, and lse), store_piece (a split tail's
 // fp32 partial). Fragments (sm80_ptx.cuh, mma_16816): lane = 4g + t holds rows g and g + 8 of
 // each m16 tile, columns 2t, 2t + 1 of each n8 tile.
@@ -81,6 +81,21 @@ __device__ __forceinline__ Sm80LdmOffsets<D> k_ldm_pattern(int lane) {
 template <int D>
 __device__ __forceinline__ Sm80LdmOffsets<D> v_ldm_pattern(int lane) {
   return {(lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4};
+}
+// V dim-major ([D][BN] rows of BN keys, Sh::kVDimMajor; plain ldmatrix): matrices dims 0–7 ×
+// key chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk, 8–15 × 2kk+1 → b0,b1 of d tiles 2dp, 2dp+1, the same
+// registers as the .trans pattern above gives from a key-major tile.
+template <int BN>
+__device__ __forceinline__ Sm80LdmOffsets<BN> v_dim_major_ldm_pattern(int lane) {
+  return {(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
+}
+// The body's V pattern for a shape: one of the two above.
+template <class Sh>
+__device__ __forceinline__ auto v_pattern(int lane) {
+  if constexpr (Sh::kVDimMajor)
+    return v_dim_major_ldm_pattern<Sh::BN>(lane);
+  else
+    return v_ldm_pattern<Sh::kD>(lane);
 }
 
 // Q's A fragments: held in registers (Sh::kQInRegs: qf, loaded once by preload() at the first
@@ -306,16 +321,21 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&pa)[Sh::KH][Sh::MT][4], c
 
 // O += P V over this warp's head dims (V at v_base, its half included): first the k16 steps of
 // its own keys (P from registers), then, with pairs, the mate's (P from the exchange).
-template <class Sh>
+// A dim-major V tile (Sh::kVDimMajor) is read with the plain ldmatrix at row (this warp's first
+// dim + 16·dp), key chunk pair key_row / 16; v_base is then the tile itself (no half added).
+template <class Sh, class VOffsets>
 __device__ __forceinline__ void pv_gemm(float (&o)[Sh::MT][Sh::DTL][4], const std::uint32_t (&pa)[Sh::KH][Sh::MT][4],
-                                        std::uint32_t (&pm)[Sh::MT][4], std::uint32_t v_base, const Sm80LdmOffsets<Sh::kD>& v_off,
+                                        std::uint32_t (&pm)[Sh::MT][4], std::uint32_t v_base, const VOffsets& v_off,
                                         const WarpPair<Sh>& pair, Sm80Warp w) {
   auto pv_step = [&](const std::uint32_t (&pk)[Sh::MT][4], int key_row) {
 #pragma unroll
     for (int dp = 0; dp < Sh::DTL / 2; ++dp) {
       // Matrices: keys key_row+0..7 / +8..15 × d chunks 2dp / 2dp+1 → b0,b1 of d tiles 2dp, 2dp+1.
       std::uint32_t vb[4];
-      sm80::ldmatrix_x4<true>(vb, v_base + v_off.at(key_row, dp));
+      if constexpr (Sh::kVDimMajor)
+        sm80::ldmatrix_x4(vb, v_base + v_off.at(w.wn * Sh::DW + dp * 16, key_row / 16));
+      else
+        sm80::ldmatrix_x4<true>(vb, v_base + v_off.at(key_row, dp));
 #pragma unroll
       for (int mt = 0; mt < Sh::MT; ++mt) {
         sm80::mma_k16<Sh::kAgent, Sh::kDType>(o[mt][2 * dp], pk[mt], vb[0], vb[1]);

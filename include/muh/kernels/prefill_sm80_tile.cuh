@@ -123,8 +123,10 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
 // an asm with a memory clobber, which no load moves across), so a thread's 16 rows of a 64-key
 // tile at head_dim 256 were 16 L1 round trips in a row per K or V tile, on the path of every
 // key tile — with few CTAs (the seed's chunks: 16–64 CTAs) paged NHD ran at 0.60–0.64× the
-// contiguous copy (bench/results/h200-2026-12-02-fb9d671/). A group of 4 keeps 4 ids live
-// (the sm80 rows at head_dim 256 sit near 255 registers).
+// contiguous copy (bench/results/h200-2026-12-02-fb9d671/). A group of 4 keeps 4 ids live, and
+// the groups are not unrolled: the sm80 rows sit at 255 registers, and unrolled groups spilled
+// (sm_90 SASS: target 86 hd 256 12 B, target 80 hd 128 bf16 112 B; not unrolled 0 and 96 B —
+// the latter 184 B before, and on sm_80 SASS 172 B before, 152 B now).
 inline constexpr int kIdGroup = 4;
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
@@ -134,7 +136,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
     constexpr int kPer = (ROWS + kRowStep - 1) / kRowStep;  // rows of this thread (the last may be past ROWS)
     const int c = tid % kChunks, r0 = tid / kChunks;
     PageCursor cur(n0 + r0, kv.page_size);
-#pragma unroll
+#pragma unroll 1
     for (int g = 0; g < kPer; g += kIdGroup) {
       int id[kIdGroup], slot[kIdGroup];
 #pragma unroll
@@ -175,43 +177,34 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
   }
 }
 
-// A paged vLLM value tile: the pages are token-minor ([page, head, D, slot]), the tile is
-// key-major ([ROWS][D], swizzled, as ldmatrix.trans reads it), so cp.async cannot move it. A
-// transposing copy through registers instead: each thread takes 8 × 8 blocks (8 slots × 8 dims),
-// loads 8 × 16 bytes (8 consecutive slots of one dim each: one page, since page_size and the
-// tile's first key are multiples of 8), transposes the 16-bit elements in registers
-// (__byte_perm: slot s of dims 2k, 2k + 1 into one word) and stores 8 × 16 bytes — one whole
-// swizzle chunk (8 dims) of each of the 8 rows. Rows >= valid become zeros. Synchronous, so the
-// loads' latency is not hidden as cp.async's is (a fetch-ahead stage is future work).
+// A paged vLLM value tile, dim-major: the pages are token-minor ([page, head, D, slot]), so the
+// tile is kept as they are — [D][ROWS], row d holding keys n0 .. n0 + ROWS − 1 of dim d, its
+// 16-byte chunks (8 keys each) XOR-swizzled by Sm80Swizzle<ROWS> — and P V reads it with a plain
+// ldmatrix (dims on the rows, keys contiguous: the B fragment's own layout; pv_gemm,
+// prefill_sm80_math.cuh) instead of ldmatrix.trans. So V is a cp.async like K: chunk (d, g) is
+// 16 contiguous bytes of one page (page_size and n0 are multiples of 8), keys >= valid are
+// zero-filled and not read. Each thread keeps one key group g (NT % (ROWS / 8) == 0), so it reads
+// one block id per tile. It replaced a synchronous transposing copy through registers, whose
+// loads waited on HBM in the middle of every key tile: context_attention_fwd ran at 0.41–0.50×
+// the dense prefill (bench/results/h200-2026-12-02-fb9d671/).
 template <int ROWS, int D, int NT, class T, class Rows>
-__device__ __forceinline__ void sm80_load_v_transposed(T* dst, const Rows& kv, int n0, int valid, int tid) {
-  static_assert(sizeof(T) == 2 && ROWS % 8 == 0 && D % 8 == 0, "8 × 8 blocks of 16-bit elements");
-  constexpr int G = ROWS / 8, kBlocks = G * (D / 8);
-  for (int b = tid; b < kBlocks; b += NT) {
-    const int r0 = (b % G) * 8, c = b / G;  // neighbouring threads: neighbouring slots of the same dims
-    uint4 x[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) x[i] = make_uint4(0u, 0u, 0u, 0u);
-    if (r0 < valid) {
-      int slot;
-      const long long page = kv.page_of(n0 + r0, &slot);
-      const T* src = kv.v + page + static_cast<long long>(c) * 8 * kv.page_size + slot;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) x[i] = *reinterpret_cast<const uint4*>(src + static_cast<long long>(i) * kv.page_size);
-    }
-#pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const unsigned sel = (s & 1) ? 0x7632u : 0x5410u;  // the high or low halves of word s / 2
-      auto word = [&](const uint4& v) { return s / 2 == 0 ? v.x : s / 2 == 1 ? v.y : s / 2 == 2 ? v.z : v.w; };
-      uint4 y;
-      y.x = __byte_perm(word(x[0]), word(x[1]), sel);
-      y.y = __byte_perm(word(x[2]), word(x[3]), sel);
-      y.z = __byte_perm(word(x[4]), word(x[5]), sel);
-      y.w = __byte_perm(word(x[6]), word(x[7]), sel);
-      if (r0 + s >= valid) y = make_uint4(0u, 0u, 0u, 0u);
-      *reinterpret_cast<uint4*>(dst + Sm80Swizzle<D>::offset(r0 + s, c)) = y;
-    }
+__device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, int n0, int valid, int tid) {
+  static_assert(sizeof(T) == 2 && ROWS % 32 == 0, "16-bit elements; whole swizzle groups of 8-key chunks");
+  constexpr int kGroups = ROWS / 8;  // 8-key chunks per dim row
+  static_assert(NT % kGroups == 0, "each thread keeps one key group");
+  constexpr int kDimStep = NT / kGroups;
+  const int g = tid % kGroups, d0 = tid / kGroups;
+  const int n = min(max(valid - g * 8, 0), 8);  // keys of this group in range
+  const T* src = kv.v;
+  if (n > 0) {
+    int slot;
+    const long long page = kv.page_of(n0 + g * 8, &slot);
+    src = kv.v + page + slot;
   }
+#pragma unroll 1  // unrolled, ptxas spilled 52 B more at the sm90 hd-256 row
+  for (int d = d0; d < D; d += kDimStep)
+    sm80::cp_async_16_bytes(sm80::smem_addr(dst + Sm80Swizzle<ROWS>::offset(d, g)),
+                            src + static_cast<long long>(d) * kv.page_size, n * 2);
 }
 
 // The sm75 agent's copies (no cp.async before sm_80): a ROWS × D tile goes global → registers
@@ -285,6 +278,8 @@ struct Sm80PrefillShape {
   static constexpr PrefillPolicy P = Getter{}();
   static constexpr KVSource kSource = kSrc;  // where K/V come from (kernels/prefill_kv.cuh)
   static constexpr bool kPaged = is_paged(kSrc);
+  // V tiles dim-major ([D][BN]: vLLM's token-minor value pages, sm80_load_v_dim_major).
+  static constexpr bool kVDimMajor = kSrc == KVSource::paged_vllm;
   static_assert(prefill_agent_reads(P.agent, kSrc), "the sm75 agent reads contiguous and paged NHD K/V");
   static constexpr Agent kAgent = P.agent;
   static constexpr DType kDType = DT;
@@ -326,9 +321,8 @@ struct Sm80PrefillShape {
   // Ping-pong (policy.hpp, PrefillPolicy::ping_pong): whole tiles on sm_90 code. Elsewhere (the
   // split's pieces, older archs, where a t90 row never runs) the row takes the CTA-barrier ring.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Not for paged vLLM K/V: their V tiles are stored by the threads, not by cp.async, which the
-  // ring's full mbarriers would not wait for.
-  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage && kSrc != KVSource::paged_vllm;
+  // (Paged vLLM K/V too, since their V tiles are cp.async copies as well: sm80_load_v_dim_major.)
+  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage;
 #else
   static constexpr bool kPingPong = false;
 #endif

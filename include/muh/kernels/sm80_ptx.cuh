@@ -48,6 +48,15 @@ __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, 
 #endif
 }
 
+// 16 bytes global → shared of which only the first src_bytes (0..16) are read; the rest of the
+// 16 bytes is zero-filled (a chunk of a vLLM value page that holds a sequence's last tokens: the
+// slots after them are never read).
+__device__ __forceinline__ void cp_async_16_bytes(std::uint32_t dst, const void* src, int src_bytes) {
+#if MUH_SM80_PTX
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+#endif
+}
+
 // The same copy when the source row is known to be valid: no src-size operand, so the caller
 // needs no predicate and no fallback address (sm80_load_tile's whole-tile path).
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src) {
