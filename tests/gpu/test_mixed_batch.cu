@@ -9,7 +9,7 @@
 //   * a batch whose decodes are not first: planned as one launch, correct.
 // Then a CUDA graph: one capture of a plan for maxima, replayed with three length sets (each
 // checked against its own reference), and a replay that breaks the decodes-first contract is
-// flagged by the rebase kernel's guard.
+// flagged by the rebase kernel's guard. And the C ABI (muh_paged_attention) against the C++ call.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include "muh/input_errors.hpp"
 #include "muh/instances.hpp"
 #include "muh/mixed_plan.hpp"
+#include "muh/muh.h"
 #include "paged_prefill_check.hpp"
 
 namespace muh {
@@ -66,7 +67,7 @@ std::vector<Param> params() {
 const check::PagedPrefillCase& case_of(const Param& p) { return p.c < 0 ? kNotFirst : cases()[p.c]; }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& i) {
-  return case_of(i.param).name + "_" + dtype_name(i.param.dtype) +
+  return case_of(i.param).name + "_" + std::string(dtype_name(i.param.dtype)) +
          (i.param.layout == KVLayout::vllm ? "_vllm" : "_nhd");
 }
 
@@ -85,6 +86,14 @@ Status run_once(const check::PagedPrefillInputs& pi, check::PagedPrefillDevice& 
   if (e != cudaSuccess) return {StatusCode::cuda_error, cudaGetErrorString(e)};
   return Status::Ok();
 }
+
+// A Status expression that must be ok (a fresh value each time: assigning a [[nodiscard]] Status
+// warns under nvcc).
+#define MUH_ASSERT_OK(expr)                              \
+  do {                                                   \
+    const Status muh_s_ = (expr);                        \
+    ASSERT_TRUE(muh_s_.ok()) << #expr << ": " << muh_s_.message(); \
+  } while (0)
 
 class MixedBatch : public ::testing::TestWithParam<Param> {};
 
@@ -116,10 +125,8 @@ TEST_P(MixedBatch, MatchesTheReference) {
     }
     testing::DeviceBuffer ws(plan.workspace_bytes);
     std::vector<float> again;
-    Status r = run_once(*pi, dev, p, plan, ws.p, &outs[route]);
-    ASSERT_TRUE(r.ok()) << r.message();
-    r = run_once(*pi, dev, p, plan, ws.p, &again);
-    ASSERT_TRUE(r.ok()) << r.message();
+    MUH_ASSERT_OK(run_once(*pi, dev, p, plan, ws.p, &outs[route]));
+    MUH_ASSERT_OK(run_once(*pi, dev, p, plan, ws.p, &again));
     check::PrefillResult res;
     res.deterministic = again.size() == outs[route].size() &&
                         std::memcmp(again.data(), outs[route].data(), again.size() * sizeof(float)) == 0;
@@ -230,8 +237,7 @@ TEST_P(MixedBatchGraph, CaptureOnceReplayChangingLengths) {
   o.graph_num_decodes = kDecodes;
   o.force_split = 1;
   MixedPlan plan;
-  Status st = plan_mixed(p, nullptr, nullptr, hw, o, &plan);
-  ASSERT_TRUE(st.ok()) << st.message();
+  MUH_ASSERT_OK(plan_mixed(p, nullptr, nullptr, hw, o, &plan));
   SCOPED_TRACE(describe(plan));
   ASSERT_TRUE(g.ws.alloc(plan.workspace_bytes));
 
@@ -241,18 +247,16 @@ TEST_P(MixedBatchGraph, CaptureOnceReplayChangingLengths) {
   opt.stream = stream;
   // An eager call first (as engines warm up before capture), on replay 0's data.
   const auto first = replay_inputs(replays()[0], layout, t, 77u);
-  st = upload(*first, t, &g);
-  ASSERT_TRUE(st.ok()) << st.message();
-  st = paged_attention(p, plan, g.ws.p, g.ws.n, opt);
-  ASSERT_TRUE(st.ok()) << st.message();
+  MUH_ASSERT_OK(upload(*first, t, &g));
+  MUH_ASSERT_OK(paged_attention(p, plan, g.ws.p, g.ws.n, opt));
   MUH_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   MUH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  st = paged_attention(p, plan, g.ws.p, g.ws.n, opt);
+  const Status captured = paged_attention(p, plan, g.ws.p, g.ws.n, opt);
   MUH_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(captured.ok()) << captured.message();
   MUH_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
 
   for (std::size_t r = 0; r < replays().size(); ++r) {
@@ -260,12 +264,11 @@ TEST_P(MixedBatchGraph, CaptureOnceReplayChangingLengths) {
     const auto pi = replay_inputs(replays()[r], layout, t, 100u + unsigned(r));
     ASSERT_EQ(pi->in->total_q, kTokens);
     ASSERT_LE(pi->max_blocks, kMaxBlocks);
-    st = upload(*pi, t, &g);
-    ASSERT_TRUE(st.ok()) << st.message();
+    MUH_ASSERT_OK(upload(*pi, t, &g));
     MUH_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     MUH_CUDA_CHECK(cudaStreamSynchronize(stream));
-    st = check_input_errors(stream);
-    EXPECT_TRUE(st.ok()) << st.message();
+    const Status flags = check_input_errors(stream);
+    EXPECT_TRUE(flags.ok()) << flags.message();
     std::vector<unsigned char> raw(g.out.n);
     MUH_CUDA_CHECK(cudaMemcpy(raw.data(), g.out.p, raw.size(), cudaMemcpyDeviceToHost));
     std::vector<float> out(raw.size() / g.elem);
@@ -280,12 +283,11 @@ TEST_P(MixedBatchGraph, CaptureOnceReplayChangingLengths) {
   bad.q = {1, 2, 0, 32, 7, 1};
   bad.kv = {300, 2, 15, 40, 7, 1};
   const auto pb = replay_inputs(bad, layout, t, 999u);
-  st = upload(*pb, t, &g);
-  ASSERT_TRUE(st.ok()) << st.message();
+  MUH_ASSERT_OK(upload(*pb, t, &g));
   MUH_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   MUH_CUDA_CHECK(cudaStreamSynchronize(stream));
-  st = check_input_errors(stream);
-  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  const Status flagged = check_input_errors(stream);
+  EXPECT_EQ(flagged.code(), StatusCode::invalid_argument) << "the broken decodes-first contract was not flagged";
 
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -296,6 +298,48 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MixedBatchGraph, ::testing::Values(KVLayout::n
                          [](const ::testing::TestParamInfo<KVLayout>& i) {
                            return std::string(i.param == KVLayout::vllm ? "vllm" : "nhd");
                          });
+
+// The C ABI plans on the stream's profile exactly as the C++ call does on the device's: the same
+// workspace size, and the same bytes out.
+TEST(MixedBatchCAbi, EqualsTheCppCall) {
+  MUH_REQUIRE_GPU();
+  const DType t = is_compiled_instance(DType::bf16, kHeadDim) ? DType::bf16 : DType::fp16;
+  if (!is_compiled_instance(t, kHeadDim)) GTEST_SKIP() << "no 16-bit hd 128 instance compiled";
+  const auto pi = check::make_paged_prefill_inputs(cases()[0], KVLayout::vllm, t, kHeadDim, 4321u);
+  check::PagedPrefillDevice dev(*pi);
+  ASSERT_TRUE(dev.status.ok()) << dev.status.message();
+  PrefillParams p = dev.params(*pi);
+  p.lse = nullptr;
+  HardwareCapability hw;
+  MUH_ASSERT_OK(device_profile(-1, &hw));
+  MixedPlanOptions o;
+  o.force_split = 1;
+  MixedPlan plan;
+  MUH_ASSERT_OK(plan_mixed(p, pi->in->cu_q.data(), pi->seqused_k.data(), hw, o, &plan));
+  std::size_t ws_c = 0;
+  ASSERT_EQ(muh_paged_attention_workspace_size(int(t), MUH_KV_VLLM, pi->in->cu_q.data(), pi->seqused_k.data(), p.batch,
+                                               p.total_q, p.max_seqlen_q, p.max_seqlen_k, p.num_q_heads,
+                                               p.num_kv_heads, p.head_dim, p.page_size, p.num_pages,
+                                               p.max_blocks_per_seq, 1, 0, -1, 1, 0, 0, nullptr, &ws_c),
+            0)
+      << muh_last_error();
+  EXPECT_EQ(ws_c, plan.workspace_bytes);
+  testing::DeviceBuffer ws(plan.workspace_bytes);
+  std::vector<float> cpp, c_abi, lse;
+  MUH_ASSERT_OK(run_once(*pi, dev, p, plan, ws.p, &cpp));
+  MUH_CUDA_CHECK(dev.fresh_outputs());
+  ASSERT_EQ(muh_paged_attention(int(t), MUH_KV_VLLM, p.q, p.k_cache, p.v_cache, p.out, nullptr, p.cu_seqlens_q,
+                                p.block_table, p.seqused_k, pi->in->cu_q.data(), pi->seqused_k.data(), p.batch,
+                                p.total_q, p.max_seqlen_q, p.max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim,
+                                p.page_size, p.num_pages, p.max_blocks_per_seq, p.softmax_scale, 1, ws.p, ws.n, -1, 1,
+                                0, 0, 1, nullptr),
+            0)
+      << muh_last_error();
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  MUH_CUDA_CHECK(check::read_outputs(dev, t, &c_abi, &lse));
+  ASSERT_EQ(cpp.size(), c_abi.size());
+  EXPECT_EQ(std::memcmp(cpp.data(), c_abi.data(), cpp.size() * sizeof(float)), 0);
+}
 
 }  // namespace
 }  // namespace muh
