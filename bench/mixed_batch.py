@@ -154,7 +154,8 @@ def runners(lib, cell, layout, t):
         q_i = [qv[:, i].contiguous() for i in range(n)]
         o_i = [torch.empty_like(x) for x in q_i]
         lens = [(t["used"] - (n - 1) + i).contiguous() for i in range(n)]
-        dws, dn = decode_ws(t["b"], t["max_k"])
+        # One workspace for the n calls: the largest any of their plans asks for.
+        dws, dn = max((decode_ws(t["b"], t["max_k"] - (n - 1) + i) for i in range(n)), key=lambda w: w[1])
 
         def separate(for_check=False):
             for i in range(n):

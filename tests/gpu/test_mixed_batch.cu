@@ -186,6 +186,9 @@ Status upload(const check::PagedPrefillInputs& pi, DType t, GraphBuffers* g) {
   if (e == cudaSuccess) e = cudaMemcpy(g->seqused_k.p, pi.seqused_k.data(), kSeqs * 4, cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(g->cu_q.p, pi.in->cu_q.data(), (kSeqs + 1) * 4, cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemset(g->out.p, 0xFF, g->out.n);  // NaN
+  // The copies and the memset ran on the legacy stream, which the graph's non-blocking stream does
+  // not wait for (and a pageable copy may return before its DMA is done).
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e != cudaSuccess) return {StatusCode::cuda_error, cudaGetErrorString(e)};
   return Status::Ok();
 }
