@@ -5,7 +5,9 @@
 //   * one paged-prefill launch over the whole batch (prefill_plan.hpp), or
 //   * a planned pair: the decode rows through muh's paged decode with its own split-KV plan
 //     (plan.hpp, plan_decode) and the other rows through the paged prefill (plan_prefill);
-// paged_attention(params, plan, workspace) (attention.hpp) runs it on one stream.
+// paged_attention(params, plan, workspace) (attention.hpp) runs it on one stream. Where both are
+// possible, a cost model (mixed_plan.cpp) weighs the decode rows' padded tensor-core tiles inside
+// the prefill launch against their stream through the decode kernel plus the pair's extra launches.
 //
 // The decodes-first contract. The pair addresses its two parts without copying q, out or the
 // tables: it needs the decode rows to be a prefix of the batch — rows 0 .. nd − 1 have q_len 1,
@@ -20,7 +22,8 @@
 // writes the rebased offsets, batch − nd + 1 int32, into the plan's workspace with one small
 // kernel (kernels/mixed_rebase.cuh) that reads the device cu_seqlens_q — valid under CUDA-graph
 // replay, where the offsets change. That kernel also flags a decode row whose q length is not 1
-// (InputError::seqlen_q_max: the decode rows' max q length is 1).
+// (InputError::seqlen_q_max: the decode rows' max q length is 1) and cu_seqlens_q[0] != 0
+// (cu_seqlens_q_start).
 // A batch whose decodes are not a prefix (a q_len-1 row after a longer one) is planned as one
 // paged-prefill launch, and describe() says so.
 //
