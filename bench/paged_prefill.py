@@ -16,6 +16,9 @@ chunk {512, 2048, 4096}, page 16) and the serving cells that need no mixed batch
 32/8 heads, page 16: 8 sequences × 2048-token chunks over 0 / 32k prefixes).
 
   PYTHONPATH=<build>/python python3 bench/paged_prefill.py --out DIR [--quick]
+
+--mixed runs the mixed-batch cells instead (bench/mixed_batch.py: the mixed call against the sum of
+separate prefill and decode calls; needs --lib <build>/libmuh.so).
 """
 import argparse
 import csv
@@ -108,10 +111,18 @@ def main():
     ap.add_argument("--tag", default="h200-" + datetime.date.today().isoformat())
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--quick", action="store_true", help="the seed's 4/1 cells at 8k and 32k only")
+    ap.add_argument("--mixed", action="store_true", help="the mixed-batch cells (bench/mixed_batch.py)")
+    ap.add_argument("--lib", default=os.environ.get("MUH_LIB", ""), help="libmuh.so for --mixed (C ABI)")
     args = ap.parse_args()
     if args.iters < 30:
         sys.exit("--iters must be >= 30")
     os.makedirs(args.out, exist_ok=True)
+    if args.mixed:
+        if not args.lib:
+            sys.exit("--mixed needs --lib <build>/libmuh.so")
+        import mixed_batch
+        mixed_batch.run(args)
+        return
     cells = SEED_CELLS + SERVING_CELLS
     if args.quick:
         cells = [c for c in SEED_CELLS if c["hq"] == 4 and c["prefix"] in (8192, 32768)]

@@ -2,6 +2,8 @@
 //   plan_prefill() → prefill(params, plan, workspace)       (flash attention over a varlen batch,
 //                                                            K/V contiguous or from a paged cache)
 //   plan_decode()  → paged_decode(params, plan, workspace)  (one query token per sequence, paged KV)
+//   plan_mixed()   → paged_attention(params, plan, workspace) (a mixed batch over the paged cache:
+//                                                            decodes, short rows and chunks)
 // A plan is a host value made from a device profile (device_profile() below, or a preset); it
 // names the dispatch target and policy (select.hpp), the split and the workspace. Runs take only
 // what a run needs (the stream, debug checks): forcing a target or a split is a plan option.
@@ -18,6 +20,7 @@
 #include "muh/config.hpp"
 #include "muh/hardware.hpp"
 #include "muh/input_errors.hpp"
+#include "muh/mixed_plan.hpp"
 #include "muh/params.hpp"
 #include "muh/plan.hpp"
 #include "muh/prefill_plan.hpp"
@@ -81,5 +84,13 @@ Status prefill_runtime_occupancy(const PrefillPlan& plan, int* ctas_per_sm);
 // plan.workspace_bytes (V2 partials), or be null when that is 0.
 Status paged_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace,
                     std::size_t workspace_bytes, const RunOptions& opt = {});
+
+// ---- Mixed batches over the paged cache (mixed_plan.hpp) -----------------------------------------
+// A paged prefill call's parameters (make_paged_prefill) run as plan_mixed() planned them: one
+// paged-prefill launch, or the decode rows (a prefix of the batch) through paged_decode and the
+// rest through the paged prefill, on opt.stream. `workspace` (device, 16-byte aligned) must hold
+// plan.workspace_bytes, or be null when that is 0; a split plan writes no lse (p.lse must be null).
+Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* workspace, std::size_t workspace_bytes,
+                       const RunOptions& opt = {});
 
 }  // namespace muh

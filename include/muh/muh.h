@@ -78,6 +78,34 @@ int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total
                                      int max_blocks_per_seq, int causal, int force_target,
                                      void* stream, size_t* workspace_bytes);
 
+/* A mixed batch over the paged cache (decodes, short rows, prefill chunks) in one call; see
+ * muh/mixed_plan.hpp. The arguments of muh_paged_prefill() plus host copies of cu_seqlens_q
+ * [batch + 1] and seqused_k [batch] (vLLM's query_start_loc_cpu / seq_lens_cpu; may be null with
+ * cuda_graph != 0). The call is planned on the SMs of `stream`: one paged-prefill launch, or the
+ * q_len-1 rows that lead the batch through the paged decode and the rest through the paged prefill
+ * (then lse must be null: a call with lse is planned as one launch). force_split: -1 = the plan
+ * decides, 0 = one launch, 1 = split. cuda_graph != 0: the plan is for maxima (the shape given),
+ * graph_num_decodes rows of q_len 1 lead every replay. workspace: at least
+ * muh_paged_attention_workspace_size() bytes for the same arguments. */
+int muh_paged_attention(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
+                        void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
+                        const int* seqused_k, const int* cu_seqlens_q_host, const int* seqused_k_host,
+                        int batch, int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                        int num_kv_heads, int head_dim, int page_size, int num_pages,
+                        int max_blocks_per_seq, float softmax_scale, int causal, void* workspace,
+                        size_t workspace_bytes, int force_target, int force_split, int cuda_graph,
+                        int graph_num_decodes, int debug_checks, void* stream);
+
+/* The workspace muh_paged_attention() needs for these arguments on the SMs of `stream`
+ * (with_lse: the call passes lse). */
+int muh_paged_attention_workspace_size(int dtype, int layout, const int* cu_seqlens_q_host,
+                                       const int* seqused_k_host, int batch, int total_q,
+                                       int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                       int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                       int max_blocks_per_seq, int causal, int with_lse,
+                                       int force_target, int force_split, int cuda_graph,
+                                       int graph_num_decodes, void* stream, size_t* workspace_bytes);
+
 /* Decode workspace size for a plan of this shape (V2 partials); 0 for V1. */
 int muh_decode_workspace_size(int dtype, int layout, int num_seqs, int num_q_heads,
                               int num_kv_heads, int head_dim, int page_size, int max_seq_len,

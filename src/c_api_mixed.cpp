@@ -1,0 +1,108 @@
+// c_api_mixed.cpp — muh_paged_attention() and its workspace size of the C ABI (muh.h): a mixed
+// batch over the paged cache, raw device pointers plus the host copies of the lengths →
+// plan_mixed() on the stream's profile → muh::paged_attention().
+#include "c_api_common.hpp"
+#include "muh/attention.hpp"
+#include "muh/mixed_plan.hpp"
+#include "prefill_check.hpp"
+
+namespace {
+
+// The call's shape (pointers unset) and the plan's options; the C ABI's own argument checks.
+muh::Status mixed_shape(int dtype, int layout, int batch, int total_q, int max_seqlen_q, int max_seqlen_k,
+                        int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
+                        int max_blocks_per_seq, int causal, int force_target, int force_split, int with_lse,
+                        int cuda_graph, int graph_num_decodes, const char* fn, muh::PrefillParams* p,
+                        muh::MixedPlanOptions* o) {
+  if (dtype < MUH_FP16 || dtype > MUH_FP32)
+    return muh::invalid_argument(std::string(fn) + ": dtype " + std::to_string(dtype) +
+                                 " is not MUH_FP16, MUH_BF16 or MUH_FP32");
+  if (layout != MUH_KV_NHD && layout != MUH_KV_VLLM)
+    return muh::invalid_argument(std::string(fn) + ": layout " + std::to_string(layout) +
+                                 " is not MUH_KV_NHD or MUH_KV_VLLM");
+  muh::PrefillParams s;
+  s.dtype = static_cast<muh::DType>(dtype);
+  s.batch = batch;
+  s.total_q = total_q;
+  s.max_seqlen_q = max_seqlen_q;
+  s.max_seqlen_k = max_seqlen_k;
+  s.num_q_heads = num_q_heads;
+  s.num_kv_heads = num_kv_heads;
+  s.head_dim = head_dim;
+  s.causal = causal != 0;
+  *p = muh::make_paged_prefill(s, static_cast<muh::KVLayout>(layout), nullptr, nullptr, nullptr, nullptr, page_size,
+                               num_pages, max_blocks_per_seq);
+  o->force_target = force_target;
+  o->force_split = force_split;
+  o->with_lse = with_lse != 0;
+  o->cuda_graph = cuda_graph != 0;
+  o->graph_num_decodes = graph_num_decodes;
+  return muh::Status::Ok();
+}
+
+muh::Status plan_on_stream(const muh::PrefillParams& p, const int* cu_host, const int* kv_host,
+                           const muh::MixedPlanOptions& o, void* stream, muh::MixedPlan* plan) {
+  muh::HardwareCapability hw;
+  MUH_TRY(muh::stream_profile(static_cast<cudaStream_t>(stream), &hw));
+  return muh::plan_mixed(p, cu_host, kv_host, hw, o, plan);
+}
+
+}  // namespace
+
+extern "C" int muh_paged_attention(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
+                                   void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
+                                   const int* seqused_k, const int* cu_seqlens_q_host, const int* seqused_k_host,
+                                   int batch, int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                   int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                   int max_blocks_per_seq, float softmax_scale, int causal, void* workspace,
+                                   size_t workspace_bytes, int force_target, int force_split, int cuda_graph,
+                                   int graph_num_decodes, int debug_checks, void* stream) {
+  muh::PrefillParams p;
+  muh::MixedPlanOptions o;
+  if (muh::Status s = mixed_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                  head_dim, page_size, num_pages, max_blocks_per_seq, causal, force_target, force_split,
+                                  lse != nullptr, cuda_graph, graph_num_decodes, "muh_paged_attention", &p, &o);
+      !s.ok())
+    return muh::capi::report(s);
+  p.q = q;
+  p.out = out;
+  p.lse = lse;
+  p.cu_seqlens_q = cu_seqlens_q;
+  p.k_cache = k_cache;
+  p.v_cache = v_cache;
+  p.block_table = block_table;
+  p.seqused_k = seqused_k;
+  p.softmax_scale = softmax_scale;
+  // The inputs first (no device needed), then the plan on the stream's profile, then the run.
+  if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
+  muh::MixedPlan plan;
+  if (muh::Status s = plan_on_stream(p, cu_seqlens_q_host, seqused_k_host, o, stream, &plan); !s.ok())
+    return muh::capi::report(s);
+  muh::RunOptions opt;
+  opt.stream = static_cast<cudaStream_t>(stream);
+  opt.debug_checks = debug_checks != 0;
+  return muh::capi::report(muh::paged_attention(p, plan, workspace, workspace_bytes, opt));
+}
+
+extern "C" int muh_paged_attention_workspace_size(int dtype, int layout, const int* cu_seqlens_q_host,
+                                                  const int* seqused_k_host, int batch, int total_q, int max_seqlen_q,
+                                                  int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                                                  int page_size, int num_pages, int max_blocks_per_seq, int causal,
+                                                  int with_lse, int force_target, int force_split, int cuda_graph,
+                                                  int graph_num_decodes, void* stream, size_t* workspace_bytes) {
+  const char* fn = "muh_paged_attention_workspace_size";
+  if (workspace_bytes == nullptr)
+    return muh::capi::report(muh::invalid_argument(std::string(fn) + ": workspace_bytes must not be null"));
+  *workspace_bytes = 0;
+  muh::PrefillParams p;
+  muh::MixedPlanOptions o;
+  if (muh::Status s = mixed_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                  head_dim, page_size, num_pages, max_blocks_per_seq, causal, force_target, force_split,
+                                  with_lse, cuda_graph, graph_num_decodes, fn, &p, &o);
+      !s.ok())
+    return muh::capi::report(s);
+  muh::MixedPlan plan;
+  const muh::Status s = plan_on_stream(p, cu_seqlens_q_host, seqused_k_host, o, stream, &plan);
+  if (s.ok()) *workspace_bytes = plan.workspace_bytes;
+  return muh::capi::report(s);
+}

@@ -1,0 +1,303 @@
+// mixed_plan.cpp — plan_mixed(): one paged-prefill launch or the decode/prefill pair for a mixed
+// batch (mixed_plan.hpp).
+//
+// The cost model compares only what differs between the two routes: the decode rows. Inside one
+// paged-prefill launch a decode row is a q tile of one real row per q head: num_q_heads CTAs,
+// each running a whole block_m × block_n tile of the tensor-core math for every key tile of its
+// sequence (the tile's other rows are padding), and reading the row's K/V (from L2 for all but
+// the first head of a KV group). As the decode part the same rows are the decode kernel's
+// memory-bound stream, with GQA packed (plan_decode's own model, DecodePlan::est_seconds), plus
+// the pair's extra launches:
+//
+//   in_prefill = max( Σ_dec num_q_heads · 4 · block_m · block_n · head_dim · key_tiles(kv)
+//                       / (SMs · per-SM rate),
+//                     Σ_dec num_kv_heads · kv · 2 · head_dim · elem / bandwidth )
+//   as_decode  = DecodePlan::est_seconds + extra launches · kLaunchSeconds
+//
+// and splits when as_decode < in_prefill. At the serving cell (63 decodes at 8k, 32 / 8
+// heads, hd 128, bf16, H200) the padded math is 63 · 32 · 4 · block_m · 128 · 8192 FLOPs — 1.08e12
+// FLOPs at block_m 128, 3.3 ms at 329 TFLOP/s (1.6 ms at block_m 64) —
+// against 2.1 GB of K/V, 0.44 ms at 4.8 TB/s, which the decode part streams: a split by ~4–8×.
+// A few decode rows over short prefixes go the other way: their padded tiles cost less than one
+// more launch. The per-SM rate is muh's measured prefill rate on the H200 (329 TFLOP/s at hd 256
+// over 132 SMs, bench/results/prefill-h200-2026-11-30-waves.md); the portable agent's rate and
+// kLaunchSeconds are estimates, not measured — the benchmark (bench/paged_prefill.py --mixed)
+// times both routes (force_split) side by side.
+#include "muh/mixed_plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "decode_check.hpp"
+#include "prefill_check.hpp"
+#include "muh/select.hpp"
+
+namespace muh {
+namespace {
+
+constexpr double kTensorSmFlops = 329e12 / 132;  // muh's sm80-row prefill on one H200 SM (above)
+constexpr double kPortableSmFlops = 0.25e12;     // estimate: FMA math of the portable agent
+constexpr double kLaunchSeconds = 3e-6;          // estimate: one more kernel launch on the stream
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+std::string num(long long v) { return std::to_string(v); }
+
+std::string us(double seconds) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f us", seconds * 1e6);
+  return b;
+}
+
+// The host lengths against the shape (mixed_plan.hpp, plan_mixed).
+// A graph plan's decode rows (b < graph_decodes) may be padding: q_len 1 over seqused_k 0, which
+// the decode kernel computes as out = 0.
+Status check_host_lengths(const PrefillParams& p, const int* cq, const int* used, int graph_decodes) {
+  const std::string w = "plan_mixed: ";
+  if (cq[0] != 0) return invalid_argument(w + "cu_seqlens_q_host[0] is " + num(cq[0]) + ", not 0");
+  for (int b = 0; b < p.batch; ++b) {
+    const int sq = cq[b + 1] - cq[b];
+    if (sq < 0) return invalid_argument(w + "cu_seqlens_q_host is not monotonic at " + num(b + 1));
+    if (sq > p.max_seqlen_q)
+      return invalid_argument(w + "sequence " + num(b) + " has " + num(sq) + " queries (host), above max_seqlen_q " +
+                              num(p.max_seqlen_q));
+    if (used[b] < 0 || used[b] > p.max_seqlen_k)
+      return invalid_argument(w + "seqused_k_host[" + num(b) + "] is " + num(used[b]) + ", outside [0, max_seqlen_k " +
+                              num(p.max_seqlen_k) + "]");
+    if (p.causal && sq > used[b] && b >= graph_decodes)
+      return invalid_argument(w + "sequence " + num(b) + " has " + num(sq) + " queries but seqused_k_host " +
+                              num(used[b]) + ": a causal call's keys include its queries' own tokens");
+  }
+  if (cq[p.batch] != p.total_q)
+    return invalid_argument(w + "cu_seqlens_q_host[batch] is " + num(cq[p.batch]) + ", not total_q " + num(p.total_q));
+  return Status::Ok();
+}
+
+// Seconds of the decode rows (kv lengths `kv` of `nd` rows) inside one paged-prefill launch of
+// `plan`'s policy on `hw` (the model above).
+double rows_in_prefill(const PrefillParams& p, const PrefillPlan& plan, const HardwareCapability& hw, const int* kv,
+                       int nd, int kv_all) {
+  const PrefillPolicy& pol = plan.policy;
+  const double rate = hw.sm_count * (pol.agent == Agent::portable ? kPortableSmFlops : kTensorSmFlops);
+  double flops = 0, bytes = 0;
+  for (int s = 0; s < nd; ++s) {
+    const long long L = kv ? kv[s] : kv_all;
+    flops += double(p.num_q_heads) * 4.0 * pol.block_m * pol.block_n * p.head_dim * double(ceil_div(L, pol.block_n));
+    bytes += double(p.num_kv_heads) * double(L) * 2.0 * p.head_dim * dtype_size(p.dtype);
+  }
+  return std::max(flops / rate, bytes / (hw.memory_bandwidth_gbps * 1e9));
+}
+
+}  // namespace
+
+DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan) {
+  DecodeParams d;
+  d.dtype = p.dtype;
+  d.layout = paged_layout(p.kv_source);
+  d.q = p.q;  // rows 0 .. nd − 1: [nd, num_q_heads, head_dim], decode's q layout
+  d.k_cache = p.k_cache;
+  d.v_cache = p.v_cache;
+  d.out = p.out;
+  d.lse = nullptr;  // the split writes no lse (mixed_plan.hpp)
+  d.block_table = p.block_table;
+  d.seq_lens = p.seqused_k;
+  d.num_seqs = plan.num_decodes;
+  d.num_q_heads = p.num_q_heads;
+  d.num_kv_heads = p.num_kv_heads;
+  d.head_dim = p.head_dim;
+  d.page_size = p.page_size;
+  d.num_pages = p.num_pages;
+  d.max_blocks_per_seq = p.max_blocks_per_seq;
+  d.max_seq_len = plan.decode_max_kv;
+  d.softmax_scale = p.softmax_scale;
+  return d;
+}
+
+PrefillParams mixed_prefill_part(const PrefillParams& p, const MixedPlan& plan, const int* rebased_cu) {
+  PrefillParams s = p;
+  const std::size_t row_bytes = std::size_t(p.num_q_heads) * p.head_dim * dtype_size(p.dtype);
+  const std::size_t skip = std::size_t(plan.num_decodes) * row_bytes;
+  s.q = p.q ? static_cast<const unsigned char*>(p.q) + skip : nullptr;
+  s.out = p.out ? static_cast<unsigned char*>(p.out) + skip : nullptr;
+  s.lse = nullptr;
+  s.cu_seqlens_q = rebased_cu;
+  s.block_table = p.block_table ? p.block_table + std::size_t(plan.num_decodes) * p.max_blocks_per_seq : nullptr;
+  s.seqused_k = p.seqused_k ? p.seqused_k + plan.num_decodes : nullptr;
+  s.batch = plan.num_prefills;
+  s.total_q = plan.prefill_tokens;
+  s.max_seqlen_q = plan.prefill_max_q;
+  return s;  // max_seqlen_k stays the call's: the kernels' guard bounds seqused_k by it
+}
+
+Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const HardwareCapability& hw,
+                  const MixedPlanOptions& opt, MixedPlan* plan) {
+  const std::string w = "plan_mixed: ";
+  if (plan == nullptr) return invalid_argument(w + "plan must not be null");
+  if (!is_paged(p.kv_source))
+    return invalid_argument(w + "a mixed batch reads a paged KV cache: kv_source must be paged (make_paged_prefill)");
+  MUH_TRY(detail::check_prefill_shape(p, "plan_mixed: "));
+  if (opt.force_split < -1 || opt.force_split > 1)
+    return invalid_argument(w + "force_split must be -1 (the plan decides), 0 or 1");
+  if (!opt.cuda_graph && (cq == nullptr || used == nullptr))
+    return invalid_argument(w + "cu_seqlens_q_host and seqused_k_host are required (host copies of the call's "
+                                "device arrays), except for a cuda_graph plan");
+  if ((cq == nullptr) != (used == nullptr))
+    return invalid_argument(w + "give both cu_seqlens_q_host and seqused_k_host, or neither");
+  if (cq) MUH_TRY(check_host_lengths(p, cq, used, opt.cuda_graph ? opt.graph_num_decodes : 0));
+  if (opt.cuda_graph && (opt.graph_num_decodes < 0 || opt.graph_num_decodes > p.batch ||
+                         opt.graph_num_decodes > p.total_q))
+    return invalid_argument(w + "graph_num_decodes " + num(opt.graph_num_decodes) + " is outside [0, min(batch " +
+                            num(p.batch) + ", total_q " + num(p.total_q) + ")]");
+  if (!opt.cuda_graph && opt.graph_num_decodes != 0)
+    return invalid_argument(w + "graph_num_decodes is for cuda_graph plans (the decode rows of others are counted)");
+
+  MixedPlan r;
+  r.shape = p;
+  r.cuda_graph = opt.cuda_graph;
+
+  // ---- The batch's rows: the leading run of q_len 1, and what follows ---------------------------
+  int lead = 0;
+  if (cq) {
+    bool in_lead = true;
+    for (int b = 0; b < p.batch; ++b) {
+      const int sq = cq[b + 1] - cq[b];
+      if (sq == 0) ++r.rows_empty;
+      else if (sq == 1) ++r.rows_decode;
+      else if (sq <= 16) ++r.rows_short;
+      else ++r.rows_long;
+      if (in_lead && sq == 1) ++lead;
+      else in_lead = false;
+      if (!in_lead && sq == 1 && r.first_late_decode < 0) r.first_late_decode = b;
+    }
+  }
+  int nd = lead;
+  if (opt.cuda_graph) {
+    nd = opt.graph_num_decodes;
+    if (cq && lead < nd)
+      return invalid_argument(w + "graph_num_decodes is " + num(nd) + " but row " + num(lead) + " has q_len " +
+                              num(cq[lead + 1] - cq[lead]) + " (the decode rows must have q_len 1)");
+  }
+
+  // ---- The single launch: always valid, planned first (it is also the fallback) ---------------
+  PrefillPlan single;
+  MUH_TRY(detail::plan_prefill_unchecked(p, hw, PrefillPlanOptions{opt.force_target, kPrefillTailOff}, &single));
+  auto go_single = [&](std::string why) {
+    MixedPlan s;
+    s.shape = r.shape;
+    s.cuda_graph = r.cuda_graph;
+    s.rows_decode = r.rows_decode;
+    s.rows_short = r.rows_short;
+    s.rows_long = r.rows_long;
+    s.rows_empty = r.rows_empty;
+    s.first_late_decode = r.first_late_decode;
+    s.est_rows_in_prefill = r.est_rows_in_prefill;
+    s.est_rows_as_decode = r.est_rows_as_decode;
+    s.route = MixedRoute::single;
+    s.prefill = single;
+    s.prefill_max_q = p.max_seqlen_q;
+    s.reason = std::move(why);
+    *plan = s;
+    return Status::Ok();
+  };
+  auto refuse = [&](const std::string& why) -> Status {
+    if (opt.force_split == 1) return invalid_argument(w + "force_split: the batch cannot be split: " + why);
+    return go_single(why);
+  };
+
+  if (opt.force_split == 0) return go_single("force_split = 0");
+  if (p.batch == 0 || p.total_q == 0) return go_single("nothing to run (batch or total_q is 0)");
+  if (nd == 0) {
+    if (r.first_late_decode >= 0)
+      return refuse("the decodes are not a prefix of the batch (row " + num(r.first_late_decode) +
+                    " has q_len 1 after row 0 with q_len " + num(cq[1] - cq[0]) +
+                    "); the pair needs decodes first (vLLM's order)");
+    return refuse(opt.cuda_graph ? "graph_num_decodes is 0" : "no decode rows (q_len 1) in the batch");
+  }
+  if (!opt.cuda_graph && r.first_late_decode >= 0)
+    return refuse("the decodes are not a prefix of the batch: rows 0.." + num(nd - 1) + " have q_len 1, row " +
+                  num(r.first_late_decode) + " has q_len 1 after a longer row; the pair needs decodes first "
+                  "(vLLM's order)");
+  if (opt.with_lse)
+    return refuse("lse asked: the decode kernel writes lse [seqs, heads], the prefill [heads, total_q]; the pair's "
+                  "lse is not built");
+
+  // ---- The two parts ---------------------------------------------------------------------------
+  r.route = MixedRoute::split;
+  r.num_decodes = nd;
+  r.num_prefills = p.batch - nd;
+  r.prefill_tokens = p.total_q - nd;
+  if (opt.cuda_graph) {
+    r.decode_max_kv = p.max_seqlen_k;
+    r.prefill_max_q = std::min(p.max_seqlen_q, r.prefill_tokens);
+  } else {
+    for (int b = 0; b < nd; ++b) r.decode_max_kv = std::max(r.decode_max_kv, used[b]);
+    for (int b = nd; b < p.batch; ++b) r.prefill_max_q = std::max(r.prefill_max_q, cq[b + 1] - cq[b]);
+  }
+  const DecodeParams dp = mixed_decode_part(p, r);
+  if (Status s = detail::check_decode_shape(dp); !s.ok()) return refuse("the decode part: " + s.message());
+  PlanOptions dopt;
+  dopt.force_target = opt.force_target;
+  dopt.cuda_graph = opt.cuda_graph;
+  if (Status s = detail::plan_decode_unchecked(dp, hw, dopt, &r.decode); !s.ok())
+    return refuse("the decode part: " + s.message());
+  const bool with_prefill = r.num_prefills > 0 && r.prefill_tokens > 0;
+  if (with_prefill) {
+    const PrefillParams pp = mixed_prefill_part(p, r, nullptr);
+    MUH_TRY(detail::check_prefill_shape(pp, "plan_mixed: the prefill part: "));
+    MUH_TRY(detail::plan_prefill_unchecked(pp, hw, PrefillPlanOptions{opt.force_target, kPrefillTailOff}, &r.prefill));
+  }
+  // The rebase kernel: the prefill part's offsets, and the decode rows' check under a graph.
+  r.rebase = with_prefill || opt.cuda_graph;
+
+  // ---- The model ---------------------------------------------------------------------------------
+  const int launches = 1 + (r.rebase ? 1 : 0) + (with_prefill ? 1 : 0);  // against 1
+  // A graph plan's model reads the maxima only: its fixed parts must not depend on one replay's lengths.
+  r.est_rows_in_prefill = rows_in_prefill(p, single, hw, opt.cuda_graph ? nullptr : used, nd, p.max_seqlen_k);
+  r.est_rows_as_decode = r.decode.est_seconds + (launches - 1) * kLaunchSeconds;
+  const std::string model = num(nd) + " decode rows: " + us(r.est_rows_in_prefill) + " inside one paged-prefill launch, " +
+                            us(r.est_rows_as_decode) + " as the decode part (+" + num(launches - 1) + " launches)";
+  if (opt.force_split != 1 && r.est_rows_as_decode >= r.est_rows_in_prefill) return go_single(model);
+  r.reason = (opt.force_split == 1 ? "force_split = 1; " : "") + model;
+
+  // ---- The workspace: decode partials, then the rebased offsets ---------------------------------
+  r.cu_offset = (r.decode.workspace_bytes + 15) / 16 * 16;
+  const std::size_t cu_bytes = r.rebase ? std::size_t(r.num_prefills + 1) * sizeof(int) : 0;
+  r.workspace_bytes = (r.cu_offset + cu_bytes + 15) / 16 * 16;
+  *plan = r;
+  return Status::Ok();
+}
+
+std::string describe(const MixedPlan& m) {
+  std::string s = "mixed: " + std::string(mixed_route_name(m.route)) + (m.cuda_graph ? " (cuda_graph, for maxima)" : "") +
+                  " — " + m.reason + "\n";
+  const PrefillShape& p = m.shape;
+  s += "  batch " + num(p.batch) + ", total_q " + num(p.total_q) + ", max q/kv " + num(p.max_seqlen_q) + "/" +
+       num(p.max_seqlen_k);
+  if (m.rows_decode + m.rows_short + m.rows_long + m.rows_empty > 0)
+    s += "; rows: " + num(m.rows_decode) + " decode, " + num(m.rows_short) + " short (2-16), " + num(m.rows_long) +
+         " long, " + num(m.rows_empty) + " empty";
+  s += "\n";
+  if (m.has_decode())
+    s += "  decode part: rows 0.." + num(m.num_decodes - 1) + ", " + target_name(m.decode.target) + ", " +
+         (m.decode.use_v2 ? "V2 " + num(m.decode.num_splits) + " splits of " + num(m.decode.partition_tokens) + " tokens"
+                          : std::string("V1")) +
+         ", max kv " + num(m.decode_max_kv) + ", est " + us(m.decode.est_seconds) + " (" + describe(m.decode.selection) +
+         ")\n";
+  if (m.has_prefill()) {
+    if (m.route == MixedRoute::split)
+      s += "  prefill part: rows " + num(m.num_decodes) + ".." + num(p.batch - 1) + " (" + num(m.num_prefills) +
+           " sequences, " + num(m.prefill_tokens) + " q rows, max q " + num(m.prefill_max_q) + "), ";
+    else
+      s += "  one paged prefill: ";
+    s += target_name(m.prefill.target) + " " + num(m.prefill.policy.block_m) + "x" + num(m.prefill.policy.block_n) +
+         " tiles (" + describe(m.prefill.selection) + ")\n";
+  }
+  if (m.route == MixedRoute::split)
+    s += "  short rows (2-16 tokens) run in the paged prefill: the decode family's multi-token split-KV is not built\n";
+  s += "  workspace " + num(static_cast<long long>(m.workspace_bytes)) + " B";
+  if (m.rebase) s += " (rebased cu_seqlens_q at " + num(static_cast<long long>(m.cu_offset)) + ")";
+  return s;
+}
+
+}  // namespace muh
