@@ -23,14 +23,22 @@
 //   * bytes in flight: a whole tile (32 tokens · 2 · 512 B = 32 KB at hd 256 fp16) is loading
 //     during the previous tile's math, and K and V go straight to the registers that use them;
 //   * FMAs per K/V element: one per live query head (the CTA's other MMA rows are skipped), the
-//     element converted once and reused from a register by every head — a GQA-4 decode needs 2
-//     FMAs per byte, so at 0.4 of the 16-SM floor (~29 B/clock/SM at 1.98 GHz) the FMA pipe is
-//     ~45 % busy; the remaining instructions are one conversion per element, one q broadcast
-//     per 4 FMAs (step 1) or one p load per 8–32 (step 3), and the loads themselves;
+//     element converted once and reused from a register by every head. A GQA-4 decode needs 2
+//     FMAs per byte; the other instructions are one conversion per element, one q broadcast per
+//     4 FMAs (step 1) or one p load per 4–8 (step 3), the loads and their addresses: ~600 per
+//     thread and tile at 4 heads (sm_90 SASS), ~45 % of them FMAs;
 //   * fp32 FMAs, not packed half2 ones: with half2 products summed in fp16 over runs of 8, the
 //     score error at hd 256 (~5e-4 in log units for |q| ≤ 2) is ~3× the p rounding the tests'
 //     naive reference makes (tol = 2 × its error, check/decode_case.hpp), and at short lengths a
-//     score error moves the output by as much: no margin. Every dtype takes the same path.
+//     score error moves the output by as much: no margin. With fp32 sums, half2 products save
+//     nothing (each pair needs two conversions and two adds). Every dtype takes the same path.
+// Measured (H200, 16-SM green partition, fp16 hd 256, vLLM layout, cold L2;
+// bench/results/h200-2026-12-02-8236b7e-portable/): 0.17 (4 heads) / 0.12 (6 heads) of the read
+// floor at 256k, 0.18–0.27 / 0.13–0.20 at 8k–32k: 4.3–6.6× the kernel before it at each one's
+// best split count. One CTA alone on an SM streams 17 / 13 GB/s, two share one at 12.7 / 8.7
+// GB/s each (≈ 1.9 instructions a clock per SM at 4 heads, from the count above); with one CTA
+// per SM (registers uncapped) the 256k cells take 1.5× as long (1005 against 663 µs): issue-
+// and latency-bound at this occupancy, far from the bandwidth (issue 18's 0.4 is not reached).
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
