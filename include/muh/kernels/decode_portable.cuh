@@ -25,20 +25,22 @@
 //   * FMAs per K/V element: one per live query head (the CTA's other MMA rows are skipped), the
 //     element converted once and reused from a register by every head. A GQA-4 decode needs 2
 //     FMAs per byte; the other instructions are one conversion per element, one q broadcast per
-//     4 FMAs (step 1) or one p load per 4–8 (step 3), the loads and their addresses: ~600 per
-//     thread and tile at 4 heads (sm_90 SASS), ~45 % of them FMAs;
+//     4 FMAs (step 1) or one p load per 4–8 (step 3), the loads and their addresses: the tile
+//     loop is 840 instructions at 4 heads in the vLLM layout (sm_90 SASS), 257 of them FMAs;
 //   * fp32 FMAs, not packed half2 ones: with half2 products summed in fp16 over runs of 8, the
-//     score error at hd 256 (~5e-4 in log units for |q| ≤ 2) is ~3× the p rounding the tests'
-//     naive reference makes (tol = 2 × its error, check/decode_case.hpp), and at short lengths a
-//     score error moves the output by as much: no margin. With fp32 sums, half2 products save
-//     nothing (each pair needs two conversions and two adds). Every dtype takes the same path.
+//     score error at hd 256 (estimated ~5e-4 in log units for |q| ≤ 2) would be ~3× the p
+//     rounding of the tests' naive reference (tol = 2 × its error, check/decode_case.hpp), and
+//     at short lengths a score error moves the output by as much: no margin. With fp32 sums,
+//     half2 products save nothing (each pair needs two conversions and two adds). Every dtype
+//     takes the same path.
 // Measured (H200, 16-SM green partition, fp16 hd 256, vLLM layout, cold L2;
 // bench/results/h200-2026-12-02-8236b7e-portable/): 0.17 (4 heads) / 0.12 (6 heads) of the read
 // floor at 256k, 0.18–0.27 / 0.13–0.20 at 8k–32k: 4.3–6.6× the kernel before it at each one's
 // best split count. One CTA alone on an SM streams 17 / 13 GB/s, two share one at 12.7 / 8.7
-// GB/s each (≈ 1.9 instructions a clock per SM at 4 heads, from the count above); with one CTA
-// per SM (registers uncapped) the 256k cells take 1.5× as long (1005 against 663 µs): issue-
-// and latency-bound at this occupancy, far from the bandwidth (issue 18's 0.4 is not reached).
+// GB/s each (≈ 2.3 instructions a clock per SM at 4 heads, ~750 of the 840 run a tile); with
+// one CTA per SM (registers uncapped) the 256k cells take 1.5× as long (1005 against 663 µs):
+// issue- and latency-bound at this occupancy, far from the bandwidth (issue 18's 0.4 is not
+// reached).
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
@@ -231,7 +233,8 @@ inline constexpr int kPortableMinCtas =
 // picks the smallest N ≥ min(group, 8) (portable_pass_heads()). Shared memory keeps the strides
 // of kPassRows = 8 whatever N is.
 template <class Tr, KVLayout L, int N>
-__global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>)) decode_portable_kernel(const DecodeArgs a, int* input_errors) {
+__global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
+    decode_portable_kernel(const DecodeArgs a, int* input_errors) {
   using E = typename Tr::E;
   using VM = PortableVMap<Tr, L>;
   constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec;
@@ -427,12 +430,12 @@ constexpr int portable_pass_heads(int group) { return group <= 1 ? 1 : group <= 
 template <class Tr>
 inline auto portable_decode_kernel(KVLayout layout, int group) {
   using Fn = void (*)(const DecodeArgs, int*);
-  const bool nhd = layout == KVLayout::nhd;
+  auto pick = [layout](auto nhd, auto vllm) { return layout == KVLayout::nhd ? Fn(nhd) : Fn(vllm); };
   switch (portable_pass_heads(group)) {
-    case 1: return nhd ? Fn(&decode_portable_kernel<Tr, KVLayout::nhd, 1>) : Fn(&decode_portable_kernel<Tr, KVLayout::vllm, 1>);
-    case 2: return nhd ? Fn(&decode_portable_kernel<Tr, KVLayout::nhd, 2>) : Fn(&decode_portable_kernel<Tr, KVLayout::vllm, 2>);
-    case 4: return nhd ? Fn(&decode_portable_kernel<Tr, KVLayout::nhd, 4>) : Fn(&decode_portable_kernel<Tr, KVLayout::vllm, 4>);
-    default: return nhd ? Fn(&decode_portable_kernel<Tr, KVLayout::nhd, 8>) : Fn(&decode_portable_kernel<Tr, KVLayout::vllm, 8>);
+    case 1: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 1>, &decode_portable_kernel<Tr, KVLayout::vllm, 1>);
+    case 2: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 2>, &decode_portable_kernel<Tr, KVLayout::vllm, 2>);
+    case 4: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 4>, &decode_portable_kernel<Tr, KVLayout::vllm, 4>);
+    default: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 8>, &decode_portable_kernel<Tr, KVLayout::vllm, 8>);
   }
 }
 
