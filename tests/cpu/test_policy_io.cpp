@@ -19,7 +19,7 @@ TEST(PolicyIo, CanonicalForms) {
   EXPECT_EQ(to_string(prefill_policy(86, DType::bf16, 256)), "sm80 64x64 w4 s2");
   EXPECT_EQ(to_string(prefill_policy(0, DType::bf16, 256)), "portable 32x32 w4 s1");
   EXPECT_EQ(to_string(decode_policy(90, DType::bf16, 128)), "sm80 w4 64tok s3 c2 p128 tma");
-  EXPECT_EQ(to_string(decode_policy(0, DType::fp16, 256)), "portable w4 16tok s1 c2 p512");
+  EXPECT_EQ(to_string(decode_policy(0, DType::fp16, 256)), "portable w8 32tok s1 c2 p512");
   EXPECT_EQ(to_string(prefill_policy(90, DType::bf16, 256), DType::bf16, 256),
             "sm80 128x64 w8 s4 pp, smem 214080 of 232448 B");
   EXPECT_EQ(to_string(decode_policy(86, DType::fp16, 256), DType::fp16, 256),

@@ -28,8 +28,11 @@ template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSou
                                                                                                 const PrefillPagedKV);
 template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSource::paged_vllm>(const PrefillArgs,
                                                                                                  const PrefillPagedKV);
-template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd>(const decode::DecodeArgs, int*);
-template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm>(const decode::DecodeArgs, int*);
+// Decode: the seed's 4 query heads per KV head (passes of 4) and 6 (passes of 8), both layouts.
+template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd, 4>(const decode::DecodeArgs, int*);
+template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm, 4>(const decode::DecodeArgs, int*);
+template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd, 8>(const decode::DecodeArgs, int*);
+template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm, 8>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_merge_kernel<storage_t<kT>, kD>(const decode::DecodeArgs);
 
 }  // namespace muh::kernels

@@ -31,15 +31,15 @@ struct DecodeKernel {
   static constexpr int threads = policy.num_warps * 32;
   static constexpr int smem_bytes = decode_smem_bytes(policy, DT, D);
 
-  static auto function(KVLayout layout) {
+  // group: query heads per KV head (the portable agent compiles its loops per heads of a pass).
+  static auto function(KVLayout layout, int group) {
     if constexpr (policy.agent == Agent::sm80 && DT != DType::fp32) {
+      (void)group;
       using Tr = Sm80Traits<Getter, DT, D, kGuard>;
       return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd>
                                      : &decode_sm80_kernel<Tr, KVLayout::vllm>;
     } else {
-      using Tr = PortableTraits<Getter, DT, D, kGuard>;
-      return layout == KVLayout::nhd ? &decode_portable_kernel<Tr, KVLayout::nhd>
-                                     : &decode_portable_kernel<Tr, KVLayout::vllm>;
+      return portable_decode_kernel<PortableTraits<Getter, DT, D, kGuard>>(layout, group);
     }
   }
 };
@@ -90,7 +90,7 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
     }
   }
   if (!launched) {
-    auto kernel = K::function(layout);
+    auto kernel = K::function(layout, a.group);
     MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode"));
     kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, input_errors);
   }

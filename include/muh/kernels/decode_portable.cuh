@@ -1,18 +1,53 @@
 // kernels/decode_portable.cuh — the portable decode agent: plain CUDA C++ (no inline PTX, no
-// async copies), fits 48 KB of shared memory, runs fp16 / bf16 / fp32. It is what the BI-V100
-// profile (own arch) and the T4 rows run, and what the H200 runs when those targets are forced.
+// async copies, no tensor cores), fits 48 KB of shared memory, runs fp16 / bf16 / fp32. It is
+// what the BI-V100 profile (own arch) and the T4 rows run, and what the H200 runs when those
+// targets are forced. Cross-lane operations only through kernels/warp_tile.cuh (32-lane tiles).
 //
-// One CTA = one (sequence, KV head, ≤ 16-query-head chunk, partition). Per tile of kTile tokens:
-//   1. K, V tile → shared memory with 16-byte loads (synchronous); tokens past the range are 0
-//   2. S = Q Kᵀ on CUDA cores: lane t of warp w scores token t against the rows r ≡ w (mod W)
-//   3. online softmax: the same warp reduces its rows over the tile (base 2, scale folded in)
-//   4. O = O·α + P V: each thread owns fixed (row, dim) slots of the 16 × D output
-// V1 and V2 are this one kernel: a partition of one writes the output, several write partials.
+// One CTA = one (sequence, KV head, ≤ 16-query-head chunk, partition), as decode_common.cuh
+// schedules it; its query heads are taken kPassRows (8) at a time, each pass one sweep over the
+// partition's K/V (the seed's 4 and 6 query heads per KV head: one pass). Per tile of kTile (32)
+// tokens, with the NEXT tile's K and V already on their way into registers:
+//   1. partial scores: lane t of tile w scores token t against the pass's query heads over the
+//      w-th slice of head_dim, straight from its own 16-byte K loads (q from shared memory,
+//      fp32, one broadcast per 4 dims and head); the slices' sums go to shared memory;
+//   2. online softmax: tile r (one per query head) adds the slices, scales to log2 units and
+//      updates the head's running max and sum; p and the rescale factor go to shared memory;
+//   3. O = O·α + P V: each thread accumulates, in fp32 registers, the pass's query heads over its
+//      own 16-byte V loads: (token group, 8 dims) in NHD, (token group, 1 dim) in vLLM's layout;
+//   and at the end the token groups' O are added in a fixed order and combine_and_store
+//   (decode_common.cuh) normalises and writes the output (V1) or the (o, lse) partial (V2).
+// Why this shape (issue 18; the kernel before it reached 0.02–0.05 of the read floor on 16 SMs,
+// bench/results/h200-2026-12-01-20d64c7/): it staged each tile in shared memory with
+// synchronous loads (16 KB per CTA in flight, then nothing while it computed), computed all 16
+// MMA rows for 4 live heads (4× the FMAs) and converted one element per FMA. Here:
+//   * bytes in flight: a whole tile (32 tokens · 2 · 512 B = 32 KB at hd 256 fp16) is loading
+//     during the previous tile's math, and K and V go straight to the registers that use them;
+//   * FMAs per K/V element: one per live query head (the CTA's other MMA rows are skipped), the
+//     element converted once and reused from a register by every head. A GQA-4 decode needs 2
+//     FMAs per byte; the other instructions are one conversion per element, one q broadcast per
+//     4 FMAs (step 1) or one p load per 4–8 (step 3), the loads and their addresses: the tile
+//     loop is 840 instructions at 4 heads in the vLLM layout (sm_90 SASS), 257 of them FMAs;
+//   * fp32 FMAs, not packed half2 ones: with half2 products summed in fp16 over runs of 8, the
+//     score error at hd 256 (estimated ~5e-4 in log units for |q| ≤ 2) would be ~3× the p
+//     rounding of the tests' naive reference (tol = 2 × its error, check/decode_case.hpp), and
+//     at short lengths a score error moves the output by as much: no margin. With fp32 sums,
+//     half2 products save nothing (each pair needs two conversions and two adds). Every dtype
+//     takes the same path.
+// Measured (H200, 16-SM green partition, fp16 hd 256, vLLM layout, cold L2;
+// bench/results/h200-2026-12-02-8236b7e-portable/): 0.17 (4 heads) / 0.12 (6 heads) of the read
+// floor at 256k, 0.18–0.27 / 0.13–0.20 at 8k–32k: 4.3–6.6× the kernel before it at each one's
+// best split count. One CTA alone on an SM streams 17 / 13 GB/s, two share one at 12.7 / 8.7
+// GB/s each (≈ 2.3 instructions a clock per SM at 4 heads, ~750 of the 840 run a tile); with
+// one CTA per SM (registers uncapped) the 256k cells take 1.5× as long (1005 against 663 µs):
+// issue- and latency-bound at this occupancy, far from the bandwidth (issue 18's 0.4 is not
+// reached).
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
+
+#include <type_traits>
 
 namespace muh::kernels::decode {
 
@@ -22,110 +57,192 @@ struct PortableTraits {
   static constexpr bool kGuard = kGuardInputs;  // the input guard (decode_common.cuh)
   static constexpr int kD = D;
   static constexpr DecodePolicy kPolicy = Getter{}();
-  static constexpr int kWarps = kPolicy.num_warps;
-  static constexpr int kThreads = tile32::kLanes * kWarps;  // num_warps counts 32-lane tiles
-  static constexpr int kTile = kPolicy.tile_tokens;     // tokens per tile, one lane each
-  static constexpr int kVec = 16 / int(sizeof(E));        // elements per 16-byte load
-  static constexpr int kPerWord = 4 / int(sizeof(E));     // elements per 4-byte word
-  static constexpr int kKStride = D + kPerWord;           // K row + one word: lanes hit distinct banks
-  static constexpr int kRowsPerWarp = kRows / kWarps;
-  static constexpr int kSlots = kRows * D / kThreads;     // output elements per thread
+  static constexpr int kWarps = kPolicy.num_warps;           // 32-lane tiles (warp_tile.cuh)
+  static constexpr int kThreads = tile32::kLanes * kWarps;   // num_warps counts 32-lane tiles
+  static constexpr int kTile = kPolicy.tile_tokens;          // tokens per tile: one lane each in step 1
+  static constexpr int kPassRows = kPortableDecodeRows;      // query heads per pass (8)
+  static constexpr int kVec = 16 / int(sizeof(E));           // elements per 16-byte load
+  static constexpr int kChunks = D / kVec;                   // 16-byte chunks per K (or NHD V) row
+  static constexpr int kKChunks = (kChunks + kWarps - 1) / kWarps;  // step 1: chunks per lane and token
   // Shared memory, in bytes (decode_smem_bytes() in tuning/policy.hpp is the same sum).
-  static constexpr int kOffK = 0;                                          // [kTile][kKStride] E
-  static constexpr int kOffV = kOffK + kTile * kKStride * int(sizeof(E));  // [kTile][D] E
-  static constexpr int kOffQ = kOffV + kTile * D * int(sizeof(E));         // [16][D] E
-  static constexpr int kOffS = kOffQ + kRows * D * int(sizeof(E));         // [16][kTile] f32 scores → p
-  static constexpr int kOffAlpha = kOffS + kRows * kTile * 4;              // [16] f32 rescale of this tile
-  static constexpr int kOffM = kOffAlpha + kRows * 4;                      // [16] f32 running max (log2)
-  static constexpr int kOffL = kOffM + kRows * 4;                          // [16] f32 running sum
-  static constexpr int kSmemBytes = kOffL + kRows * 4;
+  static constexpr int kOffQ = 0;                                          // [kPassRows][D] f32 q; after the loop O
+  static constexpr int kOffPart = kOffQ + kPassRows * D * 4;               // [kWarps][kPassRows][kTile] f32 slice sums
+  static constexpr int kOffP = kOffPart + kWarps * kPassRows * kTile * 4;  // [kTile][kPassRows] f32 p
+  static constexpr int kOffAlpha = kOffP + kTile * kPassRows * 4;          // [kPassRows] f32 rescale of this tile
+  static constexpr int kOffM = kOffAlpha + kPassRows * 4;                  // [kPassRows] f32 final max (log2)
+  static constexpr int kOffL = kOffM + kPassRows * 4;                      // [kPassRows] f32 final sum
+  static constexpr int kSmemBytes = kOffL + kPassRows * 4;
 
   static_assert(kPolicy.agent == Agent::portable, "portable traits need a portable policy row");
   static_assert(validate(kPolicy, DT, D), "decode policy row does not fit its profile");
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
-  static_assert(kRows % kWarps == 0 && kTile <= tile32::kLanes && kTile % kVec == 0, "tile shape");
-  static_assert(kOffV % 16 == 0 && kOffQ % 16 == 0 && kOffS % 16 == 0, "16-byte aligned tiles");
+  static_assert(kTile <= tile32::kLanes && kTile % kVec == 0, "a tile: one lane per token, whole 16-byte V chunks");
+  static_assert(kWarps >= kPassRows, "step 2 gives each query head of a pass its own tile");
+  static_assert(kThreads >= D && D % kVec == 0 && D % 4 == 0, "step 3 gives each dim (vLLM) a thread");
 };
 
-// One 4-byte word of K or Q (2 × 16-bit or 1 × fp32 elements) → floats.
-__device__ __forceinline__ void word_to_float(const __half* p, float (&f)[2]) {
-  const float2 x = __half22float2(*reinterpret_cast<const __half2*>(p));
-  f[0] = x.x;
-  f[1] = x.y;
-}
-__device__ __forceinline__ void word_to_float(const __nv_bfloat16* p, float (&f)[2]) {
-  const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-  f[0] = x.x;
-  f[1] = x.y;
-}
-__device__ __forceinline__ void word_to_float(const float* p, float (&f)[1]) { f[0] = *p; }
-
-// bad_page (the guard): set when a block id read is outside [0, num_pages); page 0 is read instead.
+// Where step 3's thread reads V and what it accumulates. A V chunk is 16 contiguous bytes:
+//   NHD  [page][slot][head][D]: kVec dims of one token. Thread (g, c): chunk column c (dims
+//        c·kVec …), tokens g, g + G, … of the tile: o[row][kVec].
+//   vLLM [page][head][D][page_size]: kVec tokens of one dim (page_size is a multiple of kVec).
+//        Thread (g, d): dim d, token groups g, g + G, … of the tile: o[row][1].
+// G = the threads' groups; threads past G · columns (head_dim 96) have no V work.
 template <class Tr, KVLayout L>
-__device__ __forceinline__ void portable_load_kv_tile(const DecodeArgs& a, const CtaWork& w,
-                                                      int t0, unsigned char* smem, bool& bad_page) {
+struct PortableVMap {
+  static constexpr int kColumns = L == KVLayout::nhd ? Tr::kChunks : Tr::kD;
+  static constexpr int kGroups = Tr::kThreads / kColumns;
+  static constexpr int kUnits = L == KVLayout::nhd ? Tr::kTile : Tr::kTile / Tr::kVec;  // per column and tile
+  static constexpr int kPerThread = (kUnits + kGroups - 1) / kGroups;
+  static constexpr int kOut = L == KVLayout::nhd ? Tr::kVec : 1;  // output elements per query head
+};
+
+// One 16-byte chunk → its 16 / sizeof(E) elements as floats.
+template <class E>
+__device__ __forceinline__ void unpack(const uint4& x, float (&f)[16 / sizeof(E)]) {
+  if constexpr (sizeof(E) == 4) {
+    f[0] = __uint_as_float(x.x);
+    f[1] = __uint_as_float(x.y);
+    f[2] = __uint_as_float(x.z);
+    f[3] = __uint_as_float(x.w);
+  } else {
+    using E2 = std::conditional_t<std::is_same_v<E, __half>, __half2, __nv_bfloat162>;
+    const E2* h = reinterpret_cast<const E2*>(&x);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float2 v;
+      if constexpr (std::is_same_v<E, __half>) v = __half22float2(h[i]);
+      else v = __bfloat1622float2(h[i]);
+      f[2 * i] = v.x;
+      f[2 * i + 1] = v.y;
+    }
+  }
+}
+
+// A 4-byte word holding elements elem0 … of a chunk, with the elements at index ≥ n zeroed.
+template <class E>
+__device__ __forceinline__ unsigned zero_past(unsigned word, int elem0, int n) {
+  if constexpr (sizeof(E) == 4) {
+    return elem0 < n ? word : 0u;
+  } else {
+    return (elem0 < n ? word & 0xffffu : 0u) | (elem0 + 1 < n ? word & 0xffff0000u : 0u);
+  }
+}
+
+// Step 3's p of one token for heads 0 … N−1 of the pass: broadcasts of four (or fewer) floats.
+template <int N>
+__device__ __forceinline__ void load_p(const float* pt, float (&p)[N]) {
+  if constexpr (N < 4) {
+#pragma unroll
+    for (int r = 0; r < N; ++r) p[r] = pt[r];
+  } else {
+#pragma unroll
+    for (int q = 0; q < N / 4; ++q) {
+      const float4 x = *reinterpret_cast<const float4*>(pt + 4 * q);
+      p[4 * q] = x.x;
+      p[4 * q + 1] = x.y;
+      p[4 * q + 2] = x.z;
+      p[4 * q + 3] = x.w;
+    }
+  }
+}
+
+// One tile's K and V chunks of this thread, in registers (16 bytes each; zeros past kv_end).
+template <class Tr, KVLayout L>
+struct PortableTileRegs {
+  uint4 k[Tr::kKChunks];
+  uint4 v[PortableVMap<Tr, L>::kPerThread];
+};
+
+// Issues this thread's loads of the tile at t0 (nothing waits on them here). All threads of the
+// CTA call it (a shuffle inside). bad_page (the guard): set when a block id read is outside
+// [0, num_pages); page 0 is read instead.
+template <class Tr, KVLayout L>
+__device__ __forceinline__ void portable_load_tile(const DecodeArgs& a, const CtaWork& w, int t0, int warp,
+                                                   int lane, int tid, PortableTileRegs<Tr, L>& r, bool& bad_page) {
   using E = typename Tr::E;
-  constexpr int D = Tr::kD;
-  E* sK = reinterpret_cast<E*>(smem + Tr::kOffK);
-  E* sV = reinterpret_cast<E*>(smem + Tr::kOffV);
+  using VM = PortableVMap<Tr, L>;
+  constexpr int D = Tr::kD, kVec = Tr::kVec;
   const E* kc = static_cast<const E*>(a.k_cache);
   const E* vc = static_cast<const E*>(a.v_cache);
   const int* bt = a.block_table + static_cast<std::int64_t>(w.seq) * a.max_blocks;
   const int Hkv = a.num_kv_heads, ps = a.page_size;
-  constexpr int kCPT = D / Tr::kVec;  // 16-byte chunks per token row
-  // K (both layouts) and V (NHD): chunk (token t, dims c·kVec ..) is 16 contiguous bytes.
-  for (int i = threadIdx.x; i < Tr::kTile * kCPT; i += Tr::kThreads) {
-    const int t = i / kCPT, c = i % kCPT, tok = t0 + t;
-    uint4 kx = make_uint4(0, 0, 0, 0), vx = make_uint4(0, 0, 0, 0);
-    if (tok < w.kv_end) {
-      const std::int64_t page = guarded_page<Tr::kGuard>(a, bt[tok >> a.page_shift], bad_page);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+
+  // K (both layouts): chunk (token t0 + lane, c) for this tile's slice c = warp·kKChunks + i.
+  // Every tile of the CTA looks up the pages of all kTile tokens here; V takes them from it.
+  int lane_page = 0;  // the page of token t0 + lane (guarded)
+  {
+    const int tok = t0 + lane;
+    const bool live = lane < Tr::kTile && tok < w.kv_end;
+    std::int64_t base = 0;  // element offset of the token's chunk 0
+    if (live) {
+      lane_page = guarded_page<Tr::kGuard>(a, bt[tok >> a.page_shift], bad_page);
+      const std::int64_t page = lane_page;
+      const int slot = tok & (ps - 1);
+      base = L == KVLayout::nhd ? ((page * ps + slot) * Hkv + w.kv_head) * D
+                                : (page * Hkv + w.kv_head) * std::int64_t(Tr::kChunks) * ps * kVec + slot * kVec;
+    }
+    // Chunk c is c·kVec elements on (NHD) or c·page_size·kVec elements on (vLLM).
+    const std::int64_t step = L == KVLayout::nhd ? kVec : std::int64_t(ps) * kVec;
+#pragma unroll
+    for (int i = 0; i < Tr::kKChunks; ++i) {
+      const int c = warp * Tr::kKChunks + i;
+      r.k[i] = live && c < Tr::kChunks ? *reinterpret_cast<const uint4*>(kc + base + c * step) : zero;
+    }
+  }
+
+  // V: this thread's units of its column (PortableVMap).
+  const int g = tid / VM::kColumns, col = tid % VM::kColumns;
+#pragma unroll
+  for (int j = 0; j < VM::kPerThread; ++j) {
+    const int u = g + VM::kGroups * j;
+    const int x = min(L == KVLayout::nhd ? u : u * kVec, Tr::kTile - 1);  // the unit's (first) token − t0
+    const int tok = t0 + x;
+    // Lane x's page, by shuffle (every lane takes part; a lane past its units ignores it).
+    const std::int64_t page = __float_as_int(tile32::broadcast(__int_as_float(lane_page), x));
+    r.v[j] = zero;
+    if (g < VM::kGroups && u < VM::kUnits && tok < w.kv_end) {
       const int slot = tok & (ps - 1);
       if constexpr (L == KVLayout::nhd) {
-        const std::int64_t off = ((page * ps + slot) * Hkv + w.kv_head) * D + c * Tr::kVec;
-        kx = *reinterpret_cast<const uint4*>(kc + off);
-        vx = *reinterpret_cast<const uint4*>(vc + off);
+        r.v[j] = *reinterpret_cast<const uint4*>(vc + ((page * ps + slot) * Hkv + w.kv_head) * D + col * kVec);
       } else {
-        const std::int64_t off = (((page * Hkv + w.kv_head) * kCPT + c) * ps + slot) * Tr::kVec;
-        kx = *reinterpret_cast<const uint4*>(kc + off);
+        r.v[j] = *reinterpret_cast<const uint4*>(vc + ((page * Hkv + w.kv_head) * D + col) * ps + slot);
+        if (tok + kVec > w.kv_end) {  // the range ends inside this chunk: zero the slots past it
+          const int n = w.kv_end - tok;
+          constexpr int kPerWord = 4 / int(sizeof(E));
+          const uint4 x = r.v[j];
+          r.v[j] = make_uint4(zero_past<E>(x.x, 0, n), zero_past<E>(x.y, kPerWord, n),
+                              zero_past<E>(x.z, 2 * kPerWord, n), zero_past<E>(x.w, 3 * kPerWord, n));
+        }
       }
-    }
-    // K rows are padded by one word: store word by word.
-    unsigned* kdst = reinterpret_cast<unsigned*>(sK + t * Tr::kKStride + c * Tr::kVec);
-    kdst[0] = kx.x;
-    kdst[1] = kx.y;
-    kdst[2] = kx.z;
-    kdst[3] = kx.w;
-    if constexpr (L == KVLayout::nhd) *reinterpret_cast<uint4*>(sV + t * D + c * Tr::kVec) = vx;
-  }
-  if constexpr (L == KVLayout::vllm) {
-    // V [page][head][D][page_size]: chunk (dim d, tokens g·kVec ..) is 16 contiguous bytes of
-    // one page (page_size is a multiple of kVec); transpose it into sV[t][d], zeros past the range.
-    constexpr int kGroups = Tr::kTile / Tr::kVec;
-    for (int i = threadIdx.x; i < D * kGroups; i += Tr::kThreads) {
-      const int d = i / kGroups, g = i % kGroups, tok0 = t0 + g * Tr::kVec;
-      uint4 vx = make_uint4(0, 0, 0, 0);
-      if (tok0 < w.kv_end) {
-        const std::int64_t page = guarded_page<Tr::kGuard>(a, bt[tok0 >> a.page_shift], bad_page);
-        const int slot0 = tok0 & (ps - 1);
-        vx = *reinterpret_cast<const uint4*>(vc + ((page * Hkv + w.kv_head) * D + d) * ps + slot0);
-      }
-      const E* ve = reinterpret_cast<const E*>(&vx);
-#pragma unroll
-      for (int j = 0; j < Tr::kVec; ++j)
-        sV[(g * Tr::kVec + j) * D + d] = tok0 + j < w.kv_end ? ve[j] : from_float<E>(0.f);
     }
   }
 }
 
-template <class Tr, KVLayout L>
-__global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const DecodeArgs a, int* input_errors) {
+// The CTAs per SM the registers are capped for (__launch_bounds__): the row's ctas_per_sm (2 →
+// 128 registers a thread at 256 threads), except where ptxas then spills much. sm_90, hd 256
+// fp16, registers uncapped / spills at 128: vLLM N = 4 176 / 24 B, N = 8 188 / 32 B; NHD N = 4
+// 174 / 20 B, N = 8 250 / 452 B — so NHD with 8 heads a pass (and fp32, twice the K/V
+// registers) keeps one CTA.
+template <class Tr, KVLayout L, int N>
+inline constexpr int kPortableMinCtas =
+    sizeof(typename Tr::E) == 4 || (L == KVLayout::nhd && N == 8) ? 1 : Tr::kPolicy.ctas_per_sm;
+
+// N: query heads the kernel computes per pass (1, 2, 4 or 8 ≥ the live heads of a pass, so no
+// per-head branch sits in the loops: heads past `rows` compute zeros nobody stores); the launch
+// picks the smallest N ≥ min(group, 8) (portable_pass_heads()). Shared memory keeps the strides
+// of kPassRows = 8 whatever N is.
+template <class Tr, KVLayout L, int N>
+__global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
+    decode_portable_kernel(const DecodeArgs a, int* input_errors) {
   using E = typename Tr::E;
-  constexpr int D = Tr::kD;
+  using VM = PortableVMap<Tr, L>;
+  constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec;
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8, "heads per pass");
   extern __shared__ __align__(16) unsigned char smem[];
-  const E* sK = reinterpret_cast<const E*>(smem + Tr::kOffK);  // [kTile][kKStride]
-  const E* sV = reinterpret_cast<E*>(smem + Tr::kOffV);          // [kTile][D]
-  E* sQ = reinterpret_cast<E*>(smem + Tr::kOffQ);          // [16][D]
-  float* sS = reinterpret_cast<float*>(smem + Tr::kOffS);  // [16][kTile]
+  float* sQ = reinterpret_cast<float*>(smem + Tr::kOffQ);        // [R][D] this pass's q (then its O)
+  float* sPart = reinterpret_cast<float*>(smem + Tr::kOffPart);  // [kWarps][R][kTile] slice sums
+  float* sP = reinterpret_cast<float*>(smem + Tr::kOffP);        // [kTile][R] p
   float* sAlpha = reinterpret_cast<float*>(smem + Tr::kOffAlpha);
   float* sM = reinterpret_cast<float*>(smem + Tr::kOffM);
   float* sL = reinterpret_cast<float*>(smem + Tr::kOffL);
@@ -134,120 +251,191 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_portable_kernel(const Dec
   if (w.idle) return;
   bool bad_page = false;  // the guard: this thread met a block id outside [0, num_pages)
   const int tid = threadIdx.x, warp = tile32::index(tid), lane = tile32::lane(tid);
-  constexpr Log2Units<> kUnits;  // scores in log2 units (scale_log2 applied below), exp2f
+  const int vg = tid / VM::kColumns, vcol = tid % VM::kColumns;  // step 3's (group, column)
+  constexpr Log2Units<> kUnits;  // scores in log2 units (scale_log2 applied in step 2), exp2f
 
-  // Q rows of this CTA → shared memory (rows past w.rows are zero), running state reset.
-  {
-    constexpr int kCPT = D / Tr::kVec;
-    const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + w.head0) * D;
-    for (int i = tid; i < kRows * kCPT; i += Tr::kThreads) {
-      const int r = i / kCPT, c = i % kCPT;
-      uint4 x = make_uint4(0, 0, 0, 0);
-      if (r < w.rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * Tr::kVec);
-      *reinterpret_cast<uint4*>(sQ + r * D + c * Tr::kVec) = x;
+  for (int pass0 = 0; pass0 < w.rows; pass0 += N) {
+    const int rows = min(N, w.rows - pass0);  // live query heads of this pass
+    CtaWork wp = w;                           // the pass as combine_and_store sees it
+    wp.head0 = w.head0 + pass0;
+    wp.rows = rows;
+
+    // This pass's q → shared memory as fp32 (heads past `rows` are zero), before the first tile.
+    {
+      const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + wp.head0) * D;
+      for (int i = tid; i < R * Tr::kChunks; i += Tr::kThreads) {
+        const int r = i / Tr::kChunks, c = i % Tr::kChunks;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (r < rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * kVec);
+        float f[kVec];
+        unpack<E>(x, f);
+#pragma unroll
+        for (int v = 0; v < kVec; v += 4)
+          *reinterpret_cast<float4*>(sQ + r * D + c * kVec + v) = make_float4(f[v], f[v + 1], f[v + 2], f[v + 3]);
+      }
     }
-    if (tid < kRows) {
-      sM[tid] = -INFINITY;
-      sL[tid] = 0.f;
-    }
-  }
-  float o[Tr::kSlots];  // unnormalised O: slot s is element (idx / D, idx % D), idx = tid + s·kThreads
+    // p and α of the heads past `rows`: 0 and 1 for the whole pass (step 2 writes only live heads).
+    for (int i = tid; i < Tr::kTile * R; i += Tr::kThreads) sP[i] = 0.f;
+    if (tid < R) sAlpha[tid] = 1.f;
+    OnlineSoftmax st;  // step 2's running (max, sum) of head `warp` (all lanes of the tile alike)
+    float o[N][VM::kOut];  // step 3: unnormalised O of this thread's elements, per head of the pass
 #pragma unroll
-  for (int s = 0; s < Tr::kSlots; ++s) o[s] = 0.f;
+    for (int r = 0; r < N; ++r)
+#pragma unroll
+      for (int e = 0; e < VM::kOut; ++e) o[r][e] = 0.f;
 
-  for (int t0 = w.kv_begin; t0 < w.kv_end; t0 += Tr::kTile) {
-    __syncthreads();  // the previous tile's P V is done with sV / sS (and Q is in place)
-    portable_load_kv_tile<Tr, L>(a, w, t0, smem, bad_page);
-    __syncthreads();
-    const int valid = min(Tr::kTile, w.kv_end - t0);
+    PortableTileRegs<Tr, L> cur;
+    portable_load_tile<Tr, L>(a, w, w.kv_begin, warp, lane, tid, cur, bad_page);
+    __syncthreads();  // q in place
 
-    // S = Q Kᵀ: lane = token, this warp's rows r = warp + j·W.
-    float acc[Tr::kRowsPerWarp];
+    for (int t0 = w.kv_begin; t0 < w.kv_end; t0 += Tr::kTile) {
+      // The next tile's loads go out first: they land while this tile is computed.
+      PortableTileRegs<Tr, L> next;
+      portable_load_tile<Tr, L>(a, w, t0 + Tr::kTile, warp, lane, tid, next, bad_page);
+      const int valid = min(Tr::kTile, w.kv_end - t0);
+
+      // 1. Partial scores over this tile's head_dim slice: acc[r] = Σ_slice q[r]·k[lane].
+      {
+        float acc[N];
 #pragma unroll
-    for (int j = 0; j < Tr::kRowsPerWarp; ++j) acc[j] = 0.f;
-    if (lane < Tr::kTile) {
-      const E* krow = sK + lane * Tr::kKStride;
-      for (int d = 0; d < D; d += Tr::kPerWord) {
-        float kf[Tr::kPerWord];
-        word_to_float(krow + d, kf);
+        for (int r = 0; r < N; ++r) acc[r] = 0.f;
 #pragma unroll
-        for (int j = 0; j < Tr::kRowsPerWarp; ++j) {
-          float qf[Tr::kPerWord];
-          word_to_float(sQ + (warp + j * Tr::kWarps) * D + d, qf);
+        for (int i = 0; i < Tr::kKChunks; ++i) {
+          const int c = warp * Tr::kKChunks + i;
+          if (c < Tr::kChunks) {  // the same for the whole tile
+            float kf[kVec];
+            unpack<E>(cur.k[i], kf);
 #pragma unroll
-          for (int i = 0; i < Tr::kPerWord; ++i) acc[j] += qf[i] * kf[i];
+            for (int v = 0; v < kVec; v += 4) {
+#pragma unroll
+              for (int r = 0; r < N; ++r) {  // every lane the same q address: a broadcast
+                const float4 q4 = *reinterpret_cast<const float4*>(sQ + r * D + c * kVec + v);
+                acc[r] = fmaf(q4.x, kf[v], acc[r]);
+                acc[r] = fmaf(q4.y, kf[v + 1], acc[r]);
+                acc[r] = fmaf(q4.z, kf[v + 2], acc[r]);
+                acc[r] = fmaf(q4.w, kf[v + 3], acc[r]);
+              }
+            }
+          }
+        }
+        if (lane < Tr::kTile) {
+#pragma unroll
+          for (int r = 0; r < N; ++r)
+            if (r < rows) sPart[(warp * R + r) * Tr::kTile + lane] = acc[r];
         }
       }
-    }
+      __syncthreads();
 
-    // Online softmax over this tile, one row at a time (all 32 lanes; lanes past the tile hold −inf).
-    // The row's state lives in shared memory; lane 0 updates it.
+      // 2. Online softmax of head `warp` over this tile: s = Σ slices · scale·log2(e); lanes past
+      //    the valid tokens hold −inf (weight 0).
+      if (warp < rows) {
+        float s = -INFINITY;
+        if (lane < valid) {
+          float x = 0.f;
 #pragma unroll
-    for (int j = 0; j < Tr::kRowsPerWarp; ++j) {
-      const int r = warp + j * Tr::kWarps;
-      const float s = lane < valid ? acc[j] * a.scale_log2 : -INFINITY;
-      float mx = s;
-      mx = tile32::reduce_max(mx);
-      OnlineSoftmax st{sM[r]};
-      const float m_new = st.max_with(mx);  // finite: the tile holds ≥ 1 token
-      const float p = kUnits.weight(s, m_new);  // masked: 2^−inf = 0
-      float sum = p;
-      sum = tile32::reduce_sum(sum);
-      if (lane < Tr::kTile) sS[r * Tr::kTile + lane] = p;
-      tile32::sync();
-      if (lane == 0) {
-        const float alpha = st.rescale_to(m_new, kUnits);  // first tile: 2^−inf = 0
-        sAlpha[r] = alpha;
-        st.l = sL[r];
+          for (int k = 0; k < Tr::kWarps; ++k) x += sPart[(k * R + warp) * Tr::kTile + lane];
+          s = x * a.scale_log2;
+        }
+        const float m_new = st.max_with(tile32::reduce_max(s));  // finite: the tile holds ≥ 1 token
+        const float p = kUnits.weight(s, m_new);                  // masked: 2^−inf = 0
+        const float sum = tile32::reduce_sum(p);
+        const float alpha = st.rescale_to(m_new, kUnits);          // first tile: 2^−inf = 0
         st.accumulate(alpha, sum);
-        sL[r] = st.l;
-        sM[r] = st.m;
+        if (lane < Tr::kTile) sP[lane * R + warp] = p;
+        if (lane == 0) sAlpha[warp] = alpha;
       }
-    }
-    __syncthreads();
+      __syncthreads();
 
-    // O = O·α + P V over the valid tokens.
+      // 3. O = O·α + P V over this thread's V chunks (p = 0 past the valid tokens, V zeroed there).
 #pragma unroll
-    for (int s = 0; s < Tr::kSlots; ++s) {
-      const int idx = tid + s * Tr::kThreads, r = idx / D, d = idx % D;
-      if (r < w.rows) {
-        float x = o[s] * sAlpha[r];
-        const float* p = sS + r * Tr::kTile;
-        for (int t = 0; t < valid; ++t) x += p[t] * to_float(sV[t * D + d]);
-        o[s] = x;
+      for (int r = 0; r < N; ++r) {
+        const float alpha = sAlpha[r];
+        if (alpha != 1.f) {  // the max moved (the same for every thread): rescale
+#pragma unroll
+          for (int e = 0; e < VM::kOut; ++e) o[r][e] *= alpha;
+        }
       }
+      if (vg < VM::kGroups) {
+#pragma unroll
+        for (int j = 0; j < VM::kPerThread; ++j) {
+          const int u = vg + VM::kGroups * j;
+          if (u < VM::kUnits) {
+            float vf[kVec];
+            unpack<E>(cur.v[j], vf);
+            if constexpr (L == KVLayout::nhd) {  // token u, dims vcol·kVec …
+              float p[N];
+              load_p<N>(sP + u * R, p);
+#pragma unroll
+              for (int r = 0; r < N; ++r)
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) o[r][e] = fmaf(p[r], vf[e], o[r][e]);
+            } else {  // tokens u·kVec + e, dim vcol
+#pragma unroll
+              for (int e = 0; e < kVec; ++e) {
+                float p[N];
+                load_p<N>(sP + (u * kVec + e) * R, p);
+#pragma unroll
+                for (int r = 0; r < N; ++r) o[r][0] = fmaf(p[r], vf[e], o[r][0]);
+              }
+            }
+          }
+        }
+      }
+      cur = next;
     }
-  }
-  // The guard: did any thread meet a bad block id? Then the CTA's rows are dropped (a V1 row as
-  // of length 0, a V2 partial poisoned for the merge), and its thread 0 flags it.
-  bool poisoned = false;
-  if constexpr (Tr::kGuard) {
-    poisoned = __syncthreads_or(bad_page);
-    if (poisoned && tid == 0) flag_input_error(input_errors, InputError::block_id);
-  } else {
-    __syncthreads();
-  }
 
-  // Epilogue: normalise and write the output (V1) or the (o, lse) partial (V2).
-#pragma unroll
-  for (int s = 0; s < Tr::kSlots; ++s) {
-    const int idx = tid + s * Tr::kThreads, r = idx / D, d = idx % D;
-    if (r >= w.rows) continue;
-    const float l = sL[r];
-    const float val[1] = {l > 0.f && !poisoned ? o[s] / l : 0.f};
-    const int h = w.head0 + r;
-    if (a.num_splits == 1)
-      store_elems<E, 1>(out_row<E>(a, w.seq, h, D) + d, val);
-    else
-      store_elems<float, 1>(a.part_o + part_row(a, w, h) * D + d, val);
-    if (d == 0) {  // the row's lse, computed by this thread alone
-      const float lse = OnlineSoftmax{sM[r], l}.lse(kUnits);
-      if (a.num_splits == 1) {
-        if (a.lse != nullptr) *lse_slot(a, w.seq, h) = poisoned ? -INFINITY : lse;
-      } else {
-        a.part_lse[part_row(a, w, h)] = poisoned ? __uint_as_float(kPoisonedLseBits) : lse;
-      }
+    // The guard: did any thread meet a bad block id? Then the CTA's rows are dropped (a V1 row as
+    // of length 0, a V2 partial poisoned for the merge), and its thread 0 flags it.
+    bool poisoned = false;
+    if constexpr (Tr::kGuard) {
+      poisoned = __syncthreads_or(bad_page);
+      if (poisoned && tid == 0) flag_input_error(input_errors, InputError::block_id);
+    } else {
+      __syncthreads();
     }
+
+    // Epilogue: each head's (max, sum); the token groups' O added into sQ's space in a fixed
+    // order (group G−1 first: deterministic); then combine_and_store normalises and writes.
+    if (warp < rows && lane == 0) {
+      sM[warp] = st.m;
+      sL[warp] = st.l;
+    }
+    float* sO = sQ;  // [R][D]; step 1 is done with q (two barriers since its last read)
+    for (int g = VM::kGroups - 1; g >= 0; --g) {
+      if (vg == g) {
+#pragma unroll
+        for (int r = 0; r < N; ++r) {
+          if (r < rows) {
+#pragma unroll
+            for (int e = 0; e < VM::kOut; ++e) {
+              float& dst = sO[r * D + (L == KVLayout::nhd ? vcol * kVec + e : vcol)];
+              dst = (g == VM::kGroups - 1 ? 0.f : dst) + o[r][e];
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+    // combine_and_store reads m[p·16 + r], l[p·16 + r] and o[(p·16 + r)·D + d] of part p = 0.
+    combine_and_store<E, D>(a, wp, 1, sM, sL, sO, tid, Tr::kThreads, poisoned);
+    __syncthreads();  // the next pass rewrites sQ / sM / sL
+  }
+}
+
+// The heads per pass the launch compiles for a GQA group: the smallest of 1, 2, 4, 8 that holds
+// min(group, 8) (groups of 9 and more take passes of 8; a chunk of 16 two).
+constexpr int portable_pass_heads(int group) { return group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8; }
+
+// The kernel a launch of this row runs: by KV layout and portable_pass_heads(group).
+template <class Tr>
+inline auto portable_decode_kernel(KVLayout layout, int group) {
+  using Fn = void (*)(const DecodeArgs, int*);
+  auto pick = [layout](auto nhd, auto vllm) { return layout == KVLayout::nhd ? Fn(nhd) : Fn(vllm); };
+  switch (portable_pass_heads(group)) {
+    case 1: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 1>, &decode_portable_kernel<Tr, KVLayout::vllm, 1>);
+    case 2: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 2>, &decode_portable_kernel<Tr, KVLayout::vllm, 2>);
+    case 4: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 4>, &decode_portable_kernel<Tr, KVLayout::vllm, 4>);
+    default: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 8>, &decode_portable_kernel<Tr, KVLayout::vllm, 8>);
   }
 }
 

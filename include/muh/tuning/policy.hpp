@@ -128,18 +128,21 @@ constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim) {
 
 // Decode (kernels/decode_portable.cuh, kernels/decode_sm80.cuh; each static_asserts its
 // allocation against this). kDecodeRows = 16 query heads per CTA (the MMA's m16 rows).
-//   portable: K tile [tile][head_dim + one 4-byte word of padding] (conflict-free column reads),
-//             V tile [tile][head_dim], Q [16][head_dim], scores [16][tile] fp32, and three
-//             [16] fp32 row vectors (rescale factor, running max, running sum).
+//   portable: takes a CTA's query heads kPortableDecodeRows (8) at a time: q of those heads
+//             [8][head_dim] fp32 (reused for their O at the end), the per-tile slice sums of the
+//             scores [num_warps][8][tile] fp32, p [tile][8] fp32, and three [8] fp32 row vectors
+//             (rescale factor, final max, final sum). K and V stay in registers.
 //   sm80:     Q [16][head_dim + 8] plus, per warp and stage, a 16-token K tile and V tile of
 //             [16][head_dim + 8] (16 bytes of padding per row: ldmatrix rows on distinct banks);
 //             tile_tokens = 16 · num_warps is one stage of all warps together.
 inline constexpr int kDecodeRows = 16;
+inline constexpr int kPortableDecodeRows = 8;
 constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
-  if (p.agent == Agent::portable)
-    return p.tile_tokens * (head_dim * e + 4) + p.tile_tokens * head_dim * e +
-           kDecodeRows * head_dim * e + kDecodeRows * p.tile_tokens * 4 + 3 * kDecodeRows * 4;
+  if (p.agent == Agent::portable) {
+    constexpr int R = kPortableDecodeRows;
+    return R * head_dim * 4 + p.num_warps * R * p.tile_tokens * 4 + p.tile_tokens * R * 4 + 3 * R * 4;
+  }
   return (p.num_stages * 2 * p.tile_tokens + kDecodeRows) * (head_dim + 8) * e;
 }
 
@@ -158,13 +161,15 @@ constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 
-// Decode agents: portable gives one lane per token of a tile (≤ 32 tokens) and needs
-// 16·head_dim to split evenly over its threads; sm80 runs 16-token warp tiles on 16-bit tensor
-// cores with a ≥ 2-stage cp.async pipeline.
+// Decode agents: portable gives one lane per token of a tile (≤ 32 tokens, whole 16-byte V
+// chunks of tokens), one 32-lane tile per query head of a pass (≥ 8 tiles) and at least one
+// thread per dim; sm80 runs 16-token warp tiles on 16-bit tensor cores with a ≥ 2-stage
+// cp.async pipeline.
 constexpr bool validate(const DecodePolicy& p, DType t, int head_dim) {
   const bool agent_ok =
       p.agent == Agent::portable
-          ? (p.num_stages == 1 && p.tile_tokens <= 32 && (kDecodeRows * head_dim) % (32 * p.num_warps) == 0)
+          ? (p.num_stages == 1 && p.tile_tokens <= 32 && p.tile_tokens % (16 / dtype_size(t)) == 0 &&
+             p.num_warps >= kPortableDecodeRows && 32 * p.num_warps >= head_dim)
           : (p.agent == Agent::sm80 && t != DType::fp32 && p.tile_tokens == 16 * p.num_warps &&
              p.num_stages >= 2);
   return agent_ok && p.num_warps >= 1 && p.num_warps <= 16 && p.tile_tokens >= 1 &&

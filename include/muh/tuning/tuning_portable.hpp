@@ -30,17 +30,17 @@ constexpr PrefillPolicy prefill(DType t, int head_dim) {
   return p;
 }
 
-// Decode (kernels/decode_portable.cuh): 4 warps, 32-token K/V tiles (two 16-token pages),
-// halved while the footprint exceeds 32 KB, so two CTAs fit a 64 KB SM (T4) and one fits the
-// BI-V100's 48 KB; fp32 at head_dim 256 bottoms out at 8 tokens (33 KB, inside 48 KB).
-// Resulting tiles: 16-bit hd 64/96/128 → 32, hd 256 → 16; fp32 hd 64 → 32, 96/128 → 16, 256 → 8.
-// Partition 512 is the seed's (V2 partitions are multiples of it). ctas_per_sm = 2 as above.
-constexpr DecodePolicy decode(DType t, int head_dim) {
-  DecodePolicy p{Agent::portable, 4, 32, 1, 512, 2, kSmemCap,
-                 "portable: largest of 32/16/8-token tiles within 32 KB (2 CTAs on a 64 KB SM); "
-                 "seed's partition 512; correctness-first agent (no H200 speed target)"};
-  while (p.tile_tokens > 8 && decode_smem_bytes(p, t, head_dim) > 32 * 1024) p.tile_tokens /= 2;
-  return p;
+// Decode (kernels/decode_portable.cuh): 8 tiles of 32 lanes (one per query head of a pass of 8),
+// 32-token tiles (one lane per token of the scores; a tile of K and V in flight per CTA: 32 KB
+// at hd 256 fp16), every dtype and head dim: 11–18 KB of shared memory, so two CTAs fit a 64 KB
+// SM (T4) and the BI-V100's 48 KB holds one with room. ctas_per_sm = 2 also caps the kernel's
+// registers at 128 a thread (kernels/decode_portable.cuh): on the H200's 16-SM partition the
+// seed's 256k cells ran 1.5× faster than uncapped at one CTA per SM. Partition 512 is the
+// seed's (V2 partitions are multiples of it).
+// bench/results/h200-2026-12-02-8236b7e-portable/: b1 4q 256k 662.8 µs (32 splits) = 0.17 of the floor; 1 CTA/SM 1004.9
+constexpr DecodePolicy decode(DType, int) {
+  return DecodePolicy{Agent::portable, 8, 32, 1, 512, 2, kSmemCap,
+                      "portable: 8 tiles × 32 tokens, K/V in registers, next tile in flight, 2 CTAs/SM; seed's partition 512"};
 }
 
 }  // namespace muh::tuning::portable
