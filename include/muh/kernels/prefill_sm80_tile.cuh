@@ -119,14 +119,17 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
 // page of each row is a block-table read, which the copy of the tile before prefetched into L1
 // (PagedKvGroups::prefetch_blocks, prefill_sm80_pipeline.cuh).
 // The rows go in groups of kIdGroup: the group's block ids are loaded first, back to back, then
-// its copies are issued. Row by row, every id load waited for the copy before it (a cp.async is
-// an asm with a memory clobber, which no load moves across), so a thread's 16 rows of a 64-key
-// tile at head_dim 256 were 16 L1 round trips in a row per K or V tile, on the path of every
-// key tile — with few CTAs (the seed's chunks: 16–64 CTAs) paged NHD ran at 0.60–0.64× the
-// contiguous copy (bench/results/h200-2026-12-02-fb9d671/). A group of 4 keeps 4 ids live, and
-// the groups are not unrolled: the sm80 rows sit at 255 registers, and unrolled groups spilled
-// (sm_90 SASS: target 86 hd 256 12 B, target 80 hd 128 bf16 112 B; not unrolled 0 and 96 B —
-// the latter 184 B before, and on sm_80 SASS 172 B before, 152 B now).
+// its copies are issued (row by row, each id load waited for the copy before it: a cp.async is an
+// asm with a memory clobber, which no load moves across). Measured, this did not move the paged
+// NHD prefill (0.58–0.61× dense, as 0.58–0.64× before: bench/results/h200-2026-12-02-6e546d2/):
+// the ids are L1 hits. What costs is the copies' instruction count: ncu on the 8k + 2048 seed cell
+// reads 1.08 ms against dense's 0.644 with 4.83 against 6.34 warp cycles per issued instruction
+// — ≈ 2.2× the instructions, half the stalls fixed-latency dependencies (the per-row cursor walk
+// and 64-bit address math) — and in-order pages run exactly as slowly as random ones (0.601×), so
+// it is not the memory system. The next step: fewer instructions per row (power-of-two pages by
+// shift and mask, one id per page a thread touches). The groups stay because they spill less: not
+// unrolled (the sm80 rows sit at 255 registers), target 80 hd 128 bf16 spills 96 B on sm_90 SASS
+// (184 B row by row; on sm_80 SASS 152 against 172 B), target 86 hd 256 none.
 inline constexpr int kIdGroup = 4;
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
@@ -185,8 +188,9 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
 // 16 contiguous bytes of one page (page_size and n0 are multiples of 8), keys >= valid are
 // zero-filled and not read. Each thread keeps one key group g (NT % (ROWS / 8) == 0), so it reads
 // one block id per tile. It replaced a synchronous transposing copy through registers, whose
-// loads waited on HBM in the middle of every key tile: context_attention_fwd ran at 0.41–0.50×
-// the dense prefill (bench/results/h200-2026-12-02-fb9d671/).
+// loads waited on HBM in the middle of every key tile: on the seed's cells context_attention_fwd
+// went from 0.41–0.50× the dense prefill (bench/results/h200-2026-12-02-fb9d671/) to 0.63–0.92×
+// (h200-2026-12-02-6e546d2/; the rest is the K copies' cost, sm80_load_tile_paged above).
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, int n0, int valid, int tid) {
   static_assert(sizeof(T) == 2 && ROWS % 32 == 0, "16-bit elements; whole swizzle groups of 8-key chunks");
