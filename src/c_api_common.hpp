@@ -5,6 +5,7 @@
 
 #include "muh/build_config.hpp"
 #include "muh/muh.h"
+#include "muh/params.hpp"
 #include "muh/status.hpp"
 
 namespace muh::capi {
@@ -13,5 +14,14 @@ extern thread_local std::string g_last_error;
 
 // Records s as the thread's last error and returns its code as the C ABI int.
 int report(const Status& s);
+
+// A paged-prefill call's shape from the C ABI's ints (pointers unset), with the ABI's own checks of
+// dtype and layout (fn names the entry point); c_api_prefill.cpp, shared with c_api_mixed.cpp.
+Status paged_shape(int dtype, int layout, int batch, int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                   int num_kv_heads, int head_dim, int page_size, int num_pages, int max_blocks_per_seq, int causal,
+                   const char* fn, PrefillParams* p);
+// Its pointers and scale.
+void set_paged_pointers(PrefillParams* p, const void* q, const void* k_cache, const void* v_cache, void* out, float* lse,
+                        const int* cu_seqlens_q, const int* block_table, const int* seqused_k, float softmax_scale);
 
 }  // namespace muh::capi

@@ -14,24 +14,8 @@ muh::Status mixed_shape(int dtype, int layout, int batch, int total_q, int max_s
                         int max_blocks_per_seq, int causal, int force_target, int force_split, int with_lse,
                         int cuda_graph, int graph_num_decodes, const char* fn, muh::PrefillParams* p,
                         muh::MixedPlanOptions* o) {
-  if (dtype < MUH_FP16 || dtype > MUH_FP32)
-    return muh::invalid_argument(std::string(fn) + ": dtype " + std::to_string(dtype) +
-                                 " is not MUH_FP16, MUH_BF16 or MUH_FP32");
-  if (layout != MUH_KV_NHD && layout != MUH_KV_VLLM)
-    return muh::invalid_argument(std::string(fn) + ": layout " + std::to_string(layout) +
-                                 " is not MUH_KV_NHD or MUH_KV_VLLM");
-  muh::PrefillParams s;
-  s.dtype = static_cast<muh::DType>(dtype);
-  s.batch = batch;
-  s.total_q = total_q;
-  s.max_seqlen_q = max_seqlen_q;
-  s.max_seqlen_k = max_seqlen_k;
-  s.num_q_heads = num_q_heads;
-  s.num_kv_heads = num_kv_heads;
-  s.head_dim = head_dim;
-  s.causal = causal != 0;
-  *p = muh::make_paged_prefill(s, static_cast<muh::KVLayout>(layout), nullptr, nullptr, nullptr, nullptr, page_size,
-                               num_pages, max_blocks_per_seq);
+  MUH_TRY(muh::capi::paged_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                 head_dim, page_size, num_pages, max_blocks_per_seq, causal, fn, p));
   o->force_target = force_target;
   o->force_split = force_split;
   o->with_lse = with_lse != 0;
@@ -64,15 +48,7 @@ extern "C" int muh_paged_attention(int dtype, int layout, const void* q, const v
                                   lse != nullptr, cuda_graph, graph_num_decodes, "muh_paged_attention", &p, &o);
       !s.ok())
     return muh::capi::report(s);
-  p.q = q;
-  p.out = out;
-  p.lse = lse;
-  p.cu_seqlens_q = cu_seqlens_q;
-  p.k_cache = k_cache;
-  p.v_cache = v_cache;
-  p.block_table = block_table;
-  p.seqused_k = seqused_k;
-  p.softmax_scale = softmax_scale;
+  muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
   // The inputs first (no device needed), then the plan on the stream's profile, then the run.
   if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
   muh::MixedPlan plan;

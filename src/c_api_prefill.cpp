@@ -111,24 +111,34 @@ extern "C" int muh_prefill_workspace_size_on_stream(int dtype, int batch, int to
 
 // ---- Paged prefill: K/V from the paged cache (muh::PrefillParams::kv_source) ------------------
 
-namespace {
-
-muh::Status paged_shape(int dtype, int layout, int batch, int total_q, int max_seqlen_q, int max_seqlen_k,
-                        int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
-                        int max_blocks_per_seq, int causal, const char* fn, muh::PrefillParams* p) {
+muh::Status muh::capi::paged_shape(int dtype, int layout, int batch, int total_q, int max_seqlen_q, int max_seqlen_k,
+                                   int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                   int max_blocks_per_seq, int causal, const char* fn, muh::PrefillParams* p) {
   MUH_TRY(check_dtype(dtype, fn));
   if (layout != MUH_KV_NHD && layout != MUH_KV_VLLM)
     return muh::invalid_argument(std::string(fn) + ": layout " + std::to_string(layout) +
                                  " is not MUH_KV_NHD or MUH_KV_VLLM");
-  *p = shape(dtype, batch, total_q, 0, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal);
-  p->kv_source = muh::paged_source(static_cast<muh::KVLayout>(layout));
-  p->page_size = page_size;
-  p->num_pages = num_pages;
-  p->max_blocks_per_seq = max_blocks_per_seq;
+  *p = muh::make_paged_prefill(
+      shape(dtype, batch, total_q, 0, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal),
+      static_cast<muh::KVLayout>(layout), nullptr, nullptr, nullptr, nullptr, page_size, num_pages, max_blocks_per_seq);
   return muh::Status::Ok();
 }
 
-}  // namespace
+void muh::capi::set_paged_pointers(muh::PrefillParams* p, const void* q, const void* k_cache, const void* v_cache,
+                                   void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
+                                   const int* seqused_k, float softmax_scale) {
+  p->q = q;
+  p->out = out;
+  p->lse = lse;
+  p->cu_seqlens_q = cu_seqlens_q;
+  p->k_cache = k_cache;
+  p->v_cache = v_cache;
+  p->block_table = block_table;
+  p->seqused_k = seqused_k;
+  p->softmax_scale = softmax_scale;
+}
+
+using muh::capi::paged_shape;
 
 extern "C" int muh_paged_prefill(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
                                  void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
@@ -141,15 +151,7 @@ extern "C" int muh_paged_prefill(int dtype, int layout, const void* q, const voi
                                   head_dim, page_size, num_pages, max_blocks_per_seq, causal, "muh_paged_prefill", &p);
       !s.ok())
     return muh::capi::report(s);
-  p.q = q;
-  p.out = out;
-  p.lse = lse;
-  p.cu_seqlens_q = cu_seqlens_q;
-  p.k_cache = k_cache;
-  p.v_cache = v_cache;
-  p.block_table = block_table;
-  p.seqused_k = seqused_k;
-  p.softmax_scale = softmax_scale;
+  muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
   return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
 }
 

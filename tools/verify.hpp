@@ -32,6 +32,11 @@ struct VerifyRow {
   std::string note;
 };
 
+// The dispatch targets a prefill family checks: every compiled target the device (compute
+// capability cc) runs, or opt.only_target alone; when that one is not compiled, a failing row of
+// `family` says so (verify_targets.cpp).
+std::vector<int> verify_targets(const VerifyOptions& opt, int cc, const char* family, std::vector<VerifyRow>* rows);
+
 // Called after each shape: done of total, and what ran.
 using VerifyProgress = std::function<void(int done, int total, const std::string& what)>;
 

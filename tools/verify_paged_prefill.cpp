@@ -58,13 +58,7 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
   }
   const int cc = hw.compute_capability;
   const std::vector<std::size_t> cases = case_indices(opt.quick);
-  std::vector<int> targets;
-  for (std::size_t i = 0; i < compiled_targets::size; ++i)
-    if (compiled_targets::values[i] <= cc && (opt.only_target < 0 || compiled_targets::values[i] == opt.only_target))
-      targets.push_back(compiled_targets::values[i]);
-  if (targets.empty() && opt.only_target >= 0)
-    rows.push_back({"paged", "(none)", 0, 0, 0, false,
-                    "target " + std::to_string(opt.only_target) + " is not compiled into this build"});
+  const std::vector<int> targets = verify_targets(opt, cc, "paged", &rows);
   const int total = int(targets.size() * std::size(kCompiledInstances) * 2 * cases.size());
   int done = 0;
   for (int target : targets) {

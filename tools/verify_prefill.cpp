@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
 #include "muh/instances.hpp"
 #include "muh/select.hpp"
@@ -40,13 +39,7 @@ std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProg
 
   // --quick: the two varlen shapes (GQA 4 causal, GQA 8 with k ≠ q); otherwise all of them.
   const std::size_t n_cases = opt.quick ? 2 : check::prefill_cases().size();
-  std::vector<int> targets;
-  for (std::size_t i = 0; i < compiled_targets::size; ++i)
-    if (compiled_targets::values[i] <= cc && (opt.only_target < 0 || compiled_targets::values[i] == opt.only_target))
-      targets.push_back(compiled_targets::values[i]);
-  if (targets.empty() && opt.only_target >= 0)
-    rows.push_back({"prefill", "(none)", 0, 0, 0, false,
-                    "target " + std::to_string(opt.only_target) + " is not compiled into this build"});
+  const std::vector<int> targets = verify_targets(opt, cc, "prefill", &rows);
   const int total = int(targets.size() * std::size(kCompiledInstances) * n_cases);
   int done = 0;
   for (int target : targets) {

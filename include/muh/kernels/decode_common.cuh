@@ -107,6 +107,21 @@ __device__ __forceinline__ int guarded_page(const DecodeArgs& a, int page, bool&
   }
 }
 
+// The CTA's vote at the end of its K/V loop, on the barrier the epilogue needs anyway: did any
+// thread meet a bad block id (`bad_page`)? Then its thread 0 flags it and the CTA's rows are
+// stored as poisoned (combine_and_store). Without the guard: the plain barrier.
+template <bool kGuard>
+__device__ __forceinline__ bool cta_poisoned(bool bad_page, int* input_errors) {
+  if constexpr (kGuard) {
+    const bool poisoned = __syncthreads_or(bad_page);
+    if (poisoned && threadIdx.x == 0) flag_input_error(input_errors, InputError::block_id);
+    return poisoned;
+  } else {
+    __syncthreads();
+    return false;
+  }
+}
+
 // The work of one CTA. Grid: x = kv_head · head_chunks + chunk, y = partition, z = sequence —
 // the CTAs of one (sequence, partition) for all heads are neighbours and read the same pages.
 struct CtaWork {

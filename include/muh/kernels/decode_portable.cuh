@@ -386,13 +386,7 @@ __global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
 
     // The guard: did any thread meet a bad block id? Then the CTA's rows are dropped (a V1 row as
     // of length 0, a V2 partial poisoned for the merge), and its thread 0 flags it.
-    bool poisoned = false;
-    if constexpr (Tr::kGuard) {
-      poisoned = __syncthreads_or(bad_page);
-      if (poisoned && tid == 0) flag_input_error(input_errors, InputError::block_id);
-    } else {
-      __syncthreads();
-    }
+    const bool poisoned = cta_poisoned<Tr::kGuard>(bad_page, input_errors);
 
     // Epilogue: each head's (max, sum); the token groups' O added into sQ's space in a fixed
     // order (group G−1 first: deterministic); then combine_and_store normalises and writes.

@@ -499,13 +499,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   if constexpr (!kTma) sm80::cp_async_wait<0>();
   // Every warp is done with its stages: the combine reuses them. (The guard: and did any lane
   // meet a bad block id? Then the CTA's rows are dropped, and its thread 0 flags it.)
-  bool poisoned = false;
-  if constexpr (Tr::kGuard) {
-    poisoned = __syncthreads_or(bad_page);
-    if (poisoned && tid == 0) flag_input_error(input_errors, InputError::block_id);
-  } else {
-    __syncthreads();
-  }
+  const bool poisoned = cta_poisoned<Tr::kGuard>(bad_page, input_errors);
 
   // Combine the warps' states (m, l, unnormalised O) through shared memory, then store.
   float* sO = reinterpret_cast<float*>(sQ + Tr::kQElems);  // [W][16][D]
