@@ -12,6 +12,20 @@ int report(const Status& s) {
   return static_cast<int>(s.code());
 }
 
+Status dtype_of(int dtype, const std::string& who, DType* t) {
+  if (dtype < MUH_FP16 || dtype > MUH_FP32)
+    return invalid_argument(who + "dtype " + std::to_string(dtype) + " is not one of MUH_FP16, MUH_BF16, MUH_FP32");
+  *t = static_cast<DType>(dtype);
+  return Status::Ok();
+}
+
+Status layout_of(int layout, const std::string& who, KVLayout* l) {
+  if (layout < MUH_KV_NHD || layout > MUH_KV_VLLM)
+    return invalid_argument(who + "layout " + std::to_string(layout) + " is not one of MUH_KV_NHD, MUH_KV_VLLM");
+  *l = static_cast<KVLayout>(layout);
+  return Status::Ok();
+}
+
 }  // namespace muh::capi
 
 extern "C" const char* muh_last_error(void) { return muh::capi::g_last_error.c_str(); }

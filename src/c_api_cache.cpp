@@ -8,20 +8,6 @@
 #include "muh/cache_write.hpp"
 #include "muh/merge_states.hpp"
 
-namespace muh::capi {
-namespace {
-
-// An int cast to the 8-bit enums could otherwise wrap onto a valid value.
-Status dtype_of(int dtype, const char* who, DType* t) {
-  if (dtype < MUH_FP16 || dtype > MUH_FP32)
-    return invalid_argument(std::string(who) + "dtype " + std::to_string(dtype) +
-                            " is not one of MUH_FP16, MUH_BF16, MUH_FP32");
-  *t = static_cast<DType>(dtype);
-  return Status::Ok();
-}
-
-}  // namespace
-}  // namespace muh::capi
 
 extern "C" int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* value, void* key_cache,
                                      void* value_cache, const int64_t* slot_mapping, int num_tokens, int num_kv_heads,
@@ -31,10 +17,8 @@ extern "C" int muh_reshape_and_cache(int dtype, int layout, const void* key, con
   CacheWriteParams p;
   Status s = capi::dtype_of(dtype, "reshape_and_cache: ", &p.dtype);
   if (!s.ok()) return capi::report(s);
-  if (layout < MUH_KV_NHD || layout > MUH_KV_VLLM)
-    return capi::report(invalid_argument("reshape_and_cache: layout " + std::to_string(layout) +
-                                         " is not one of MUH_KV_NHD, MUH_KV_VLLM"));
-  p.layout = static_cast<KVLayout>(layout);
+  s = capi::layout_of(layout, "reshape_and_cache: ", &p.layout);
+  if (!s.ok()) return capi::report(s);
   p.key = key;
   p.value = value;
   p.key_cache = key_cache;

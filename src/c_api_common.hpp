@@ -4,7 +4,9 @@
 #include <string>
 
 #include "muh/build_config.hpp"
+#include "muh/dtype.hpp"
 #include "muh/muh.h"
+#include "muh/paged_kv.hpp"
 #include "muh/params.hpp"
 #include "muh/status.hpp"
 
@@ -14,6 +16,11 @@ extern thread_local std::string g_last_error;
 
 // Records s as the thread's last error and returns its code as the C ABI int.
 int report(const Status& s);
+
+// The C ints of the enums, range-checked (a cast could otherwise wrap onto a valid value); `who`
+// prefixes the message (e.g. "muh_paged_prefill: ").
+Status dtype_of(int dtype, const std::string& who, DType* t);
+Status layout_of(int layout, const std::string& who, KVLayout* l);
 
 // A paged-prefill call's shape from the C ABI's ints (pointers unset), with the ABI's own checks of
 // dtype and layout (fn names the entry point); c_api_prefill.cpp, shared with c_api_mixed.cpp.

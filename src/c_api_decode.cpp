@@ -17,12 +17,8 @@ namespace {
 // enums could otherwise wrap onto a valid value).
 Status make_params(int dtype, int layout, int num_seqs, int num_q_heads, int num_kv_heads, int head_dim,
                    int page_size, int max_seq_len, DecodeParams* p) {
-  if (dtype < MUH_FP16 || dtype > MUH_FP32)
-    return invalid_argument("dtype " + std::to_string(dtype) + " is not one of MUH_FP16, MUH_BF16, MUH_FP32");
-  if (layout < MUH_KV_NHD || layout > MUH_KV_VLLM)
-    return invalid_argument("layout " + std::to_string(layout) + " is not one of MUH_KV_NHD, MUH_KV_VLLM");
-  p->dtype = static_cast<DType>(dtype);
-  p->layout = static_cast<KVLayout>(layout);
+  MUH_TRY(capi::dtype_of(dtype, "", &p->dtype));
+  MUH_TRY(capi::layout_of(layout, "", &p->layout));
   p->num_seqs = num_seqs;
   p->num_q_heads = num_q_heads;
   p->num_kv_heads = num_kv_heads;

@@ -7,10 +7,8 @@
 namespace {
 
 muh::Status check_dtype(int dtype, const char* fn) {
-  if (dtype < MUH_FP16 || dtype > MUH_FP32)
-    return muh::invalid_argument(std::string(fn) + ": dtype " + std::to_string(dtype) +
-                                 " is not MUH_FP16, MUH_BF16 or MUH_FP32");
-  return muh::Status::Ok();
+  muh::DType t;
+  return muh::capi::dtype_of(dtype, std::string(fn) + ": ", &t);
 }
 
 muh::PrefillParams shape(int dtype, int batch, int total_q, int total_k, int max_seqlen_q, int max_seqlen_k,
@@ -115,12 +113,11 @@ muh::Status muh::capi::paged_shape(int dtype, int layout, int batch, int total_q
                                    int num_q_heads, int num_kv_heads, int head_dim, int page_size, int num_pages,
                                    int max_blocks_per_seq, int causal, const char* fn, muh::PrefillParams* p) {
   MUH_TRY(check_dtype(dtype, fn));
-  if (layout != MUH_KV_NHD && layout != MUH_KV_VLLM)
-    return muh::invalid_argument(std::string(fn) + ": layout " + std::to_string(layout) +
-                                 " is not MUH_KV_NHD or MUH_KV_VLLM");
+  muh::KVLayout l;
+  MUH_TRY(muh::capi::layout_of(layout, std::string(fn) + ": ", &l));
   *p = muh::make_paged_prefill(
-      shape(dtype, batch, total_q, 0, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal),
-      static_cast<muh::KVLayout>(layout), nullptr, nullptr, nullptr, nullptr, page_size, num_pages, max_blocks_per_seq);
+      shape(dtype, batch, total_q, 0, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads, head_dim, causal), l,
+      nullptr, nullptr, nullptr, nullptr, page_size, num_pages, max_blocks_per_seq);
   return muh::Status::Ok();
 }
 
