@@ -37,6 +37,16 @@ struct VerifyRow {
 // `family` says so (verify_targets.cpp).
 std::vector<int> verify_targets(const VerifyOptions& opt, int cc, const char* family, std::vector<VerifyRow>* rows);
 
+// A row's error and tolerance are those of its worst shape (the largest max_err / tol):
+// `worst_ratio` holds that ratio so far (start it at −1).
+inline void keep_worst(VerifyRow& row, double& worst_ratio, double max_err, double tol) {
+  const double ratio = tol > 0 ? max_err / tol : 0;
+  if (ratio <= worst_ratio) return;
+  worst_ratio = ratio;
+  row.max_err = max_err;
+  row.tol = tol;
+}
+
 // Called after each shape: done of total, and what ran.
 using VerifyProgress = std::function<void(int done, int total, const std::string& what)>;
 

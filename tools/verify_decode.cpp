@@ -65,12 +65,7 @@ std::vector<VerifyRow> verify_decode(const VerifyOptions& opt, const VerifyProgr
     if (err.empty()) r = pr.run(hw, c.force_splits);
     else r.error = err;
     ++row.shapes;
-    const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;
-    if (r.error.empty() && ratio > *worst) {
-      *worst = ratio;
-      row.max_err = r.max_err;
-      row.tol = r.tol;
-    }
+    if (r.error.empty()) keep_worst(row, *worst, r.max_err, r.tol);
     if (!r.pass()) {
       row.pass = false;
       if (row.note.size() < 300)

@@ -88,12 +88,7 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
                                                            opt.seed + 16 + unsigned(c));
           const check::PrefillResult r = check::run_paged_prefill_case(*pi, run_target, nullptr, nullptr, opt.stream);
           ++row.shapes;
-          const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;
-          if (ratio > worst_ratio) {
-            worst_ratio = ratio;
-            row.max_err = r.max_err;
-            row.tol = r.tol;
-          }
+          keep_worst(row, worst_ratio, r.max_err, r.tol);
           const bool ok = r.status.ok() && r.pass && r.deterministic && r.nonfinite == 0;
           if (!ok) {
             row.pass = false;

@@ -58,12 +58,7 @@ std::vector<VerifyRow> verify_prefill(const VerifyOptions& opt, const VerifyProg
         const auto& in = check::cached_prefill_inputs(c, t, d, opt.seed);
         const check::PrefillResult r = check::run_prefill_case(in, target, {}, opt.stream);
         ++row.shapes;
-        const double ratio = r.tol > 0 ? r.max_err / r.tol : 0;
-        if (ratio > worst_ratio) {
-          worst_ratio = ratio;
-          row.max_err = r.max_err;
-          row.tol = r.tol;
-        }
+        keep_worst(row, worst_ratio, r.max_err, r.tol);
         if (!r.pass || !r.status.ok()) {
           row.pass = false;
           row.note += std::string(check::prefill_cases()[c].name) + ": " + r.note + " ";

@@ -20,6 +20,7 @@
 
 #include "muh/kernels/merge_states.hpp"
 #include "muh/reference.hpp"
+#include "random_inputs.hpp"
 
 namespace muh {
 namespace {
@@ -60,13 +61,7 @@ TEST(ContextParallelSharding, LocalLengthsCountTheOwnedTokens) {
 
 // ---- A paged cache, its shards, the decode of each -------------------------------------------
 
-std::vector<float> random_vec(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+using cpu_test::random_vec;
 
 // An NHD paged cache [num_pages, page_size, kv_heads, head_dim]; pages nobody owns hold NaN, so a
 // read past a sequence's (or a shard's) length shows as NaN in the output.

@@ -27,17 +27,12 @@
 #include "muh/muh.h"
 #include "muh/reference.hpp"
 #include "muh/select.hpp"
+#include "random_inputs.hpp"
 
 namespace muh {
 namespace {
 
-std::vector<float> random_vec(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+using cpu_test::random_vec;
 
 // ---- The reference ------------------------------------------------------------------------------
 

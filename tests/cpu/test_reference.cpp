@@ -16,19 +16,14 @@
 
 #include "muh/kernels/online_softmax.hpp"
 #include "muh/reference.hpp"
+#include "random_inputs.hpp"
 
 namespace muh {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::vector<float> random_vec(std::size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+using cpu_test::random_vec;
 
 float max_abs_diff(const float* a, const float* b, std::size_t n) {
   float m = 0.f;
