@@ -58,7 +58,13 @@ inline const std::vector<PagedPrefillCase>& paged_prefill_cases() {
     std::vector<PagedPrefillCase> v;
     for (int P : {16, 528})
       for (auto& c : paged_prefill_shapes_for_page(P)) v.push_back(c);
-    for (int P : {8, 32, 64}) v.push_back(paged_prefill_shapes_for_page(P)[4]);
+    // Other page sizes: the varlen case, and a 511-token chunk whose whole key tiles take the
+    // copies' page-per-row path (sm80_load_tile_paged) with pages smaller than, equal to and
+    // larger than a copy pass's rows.
+    for (int P : {8, 32, 64}) {
+      v.push_back(paged_prefill_shapes_for_page(P)[4]);
+      v.push_back(paged_prefill_shapes_for_page(P)[0]);
+    }
     // Non-causal over a prefix (cross-attention-like use; the mask is the only difference).
     PagedPrefillCase nc{"noncausal_prefix_p16", {40, 3}, {9, 30}, 4, 1, 16, false, 0.7f};
     v.push_back(nc);

@@ -48,6 +48,7 @@ inline kernels::PrefillPagedKV make_prefill_paged_kv(const PrefillParams& p) {
   kv.max_blocks_per_seq = p.max_blocks_per_seq;
   kv.num_kv_heads = p.num_kv_heads;
   kv.num_pages = p.num_pages;
+  kv.page_div = kernels::FastDiv::make(p.page_size > 0 ? p.page_size : 1);
   return kv;
 }
 

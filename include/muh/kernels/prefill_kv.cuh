@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "muh/kernels/fast_div.hpp"
 #include "muh/kernels/input_guard.cuh"
 #include "muh/paged_kv.hpp"
 
@@ -29,6 +30,7 @@ struct PrefillPagedKV {
   int max_blocks_per_seq = 0;
   int num_kv_heads = 0;
   int num_pages = 0;                 // pages in the cache: block ids are guarded against it
+  FastDiv page_div;                  // FastDiv::make(page_size): key n's page and slot (launch_args.cuh)
 };
 
 // Keys of sequence b: seqused_k[b], never beyond what its block-table row covers (a caller's
@@ -74,6 +76,7 @@ struct PagedKvRows {
   const T* v = nullptr;
   const int* blocks = nullptr;  // [max_blocks_per_seq]: the sequence's block-table row
   int page_size = 0;
+  FastDiv page;                // divides by page_size
   long long page_elems = 0;    // elements of one page (page_size · num_kv_heads · D)
   long long ldk = 0;           // NHD: elements between slots (num_kv_heads · D)
 
@@ -86,6 +89,7 @@ struct PagedKvRows {
     r.v = static_cast<const T*>(p.v_cache) + head;
     r.blocks = p.block_table + static_cast<long long>(b) * p.max_blocks_per_seq;
     r.page_size = p.page_size;
+    r.page = p.page_div;
     r.page_elems = static_cast<long long>(p.page_size) * p.num_kv_heads * D;
     r.ldk = static_cast<long long>(p.num_kv_heads) * D;
     return r;
@@ -93,8 +97,7 @@ struct PagedKvRows {
   __device__ __forceinline__ const T* base(bool value) const { return value ? v : k; }
   // Element offset of the page holding key n, and n's slot in it.
   __device__ __forceinline__ long long page_of(int n, int* slot) const {
-    const int blk = n / page_size;
-    *slot = n - blk * page_size;
+    const int blk = page.divmod(n, slot);
     return static_cast<long long>(blocks[blk]) * page_elems;
   }
   // NHD: element offset of key n's row (add the dim).

@@ -134,6 +134,47 @@ inline constexpr int kIdGroup = 4;
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
   constexpr int kChunks = D / 8;
+  constexpr bool kNhd = Rows::kLayout == KVLayout::nhd;
+  // Whole tiles (every row valid: all but the last key tile) at head dims of 8k chunks take the
+  // dense copy layout (sm80_load_tile): 8 threads per row with chunks c, c + 8, …, rows
+  // kRowsPerPass apart. A row costs one FastDiv (its page and slot), one block-id load and one
+  // 64-bit address, which its kChunks / 8 copies share with immediate offsets; the path below
+  // pays a cursor step, an id load and an address per 16-byte copy.
+  constexpr int kRowsPerPass = NT / 8;
+  if constexpr (kChunks % 8 == 0 && kRowsPerPass % 8 == 0 && ROWS % kRowsPerPass == 0) {
+    if (valid >= ROWS) {
+      constexpr int kPasses = ROWS / kRowsPerPass;
+      const int c = tid % 8, r0 = tid / 8;
+      // Chunk c + 8j of a row: NHD 64·j elements on; vLLM K ([D / x][slot][x] per page) 64·j·page_size.
+      const int jstep = kNhd ? 64 : 64 * kv.page_size;
+      const int in_row = kNhd ? c * 8 : c * 8 * kv.page_size;
+      // Rows r0 + p·kRowsPerPass keep r0's swizzle mask (kRowsPerPass % 8 == 0) and the XOR
+      // touches the chunk's low 3 bits only: every copy is d plus an immediate.
+      const std::uint32_t d = sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r0, c));
+#pragma unroll
+      for (int g = 0; g < kPasses; g += kIdGroup) {
+        constexpr int kG = kPasses < kIdGroup ? kPasses : kIdGroup;
+        int id[kG], off[kG];
+#pragma unroll
+        for (int i = 0; i < kG; ++i) {  // 1. the group's block ids, back to back (no copy between)
+          if (g + i >= kPasses) break;
+          int slot;
+          id[i] = kv.blocks[kv.page.divmod(n0 + r0 + (g + i) * kRowsPerPass, &slot)];
+          off[i] = (kNhd ? slot * static_cast<int>(kv.ldk) : slot * 8) + in_row;
+        }
+#pragma unroll
+        for (int i = 0; i < kG; ++i) {  // 2. its rows' copies
+          if (g + i >= kPasses) break;
+          const T* row = base + static_cast<long long>(id[i]) * kv.page_elems + off[i];
+#pragma unroll
+          for (int j = 0; j < kChunks / 8; ++j)
+            sm80::cp_async_16(d + static_cast<std::uint32_t>(((g + i) * kRowsPerPass * D + j * 64) * sizeof(T)),
+                              row + j * jstep);
+        }
+      }
+      return;
+    }
+  }
   if constexpr (NT % kChunks == 0) {
     constexpr int kRowStep = NT / kChunks;
     constexpr int kPer = (ROWS + kRowStep - 1) / kRowStep;  // rows of this thread (the last may be past ROWS)
