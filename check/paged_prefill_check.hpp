@@ -68,6 +68,11 @@ inline const std::vector<PagedPrefillCase>& paged_prefill_cases() {
     // Non-causal over a prefix (cross-attention-like use; the mask is the only difference).
     PagedPrefillCase nc{"noncausal_prefix_p16", {40, 3}, {9, 30}, 4, 1, 16, false, 0.7f};
     v.push_back(nc);
+    // context_attention_fwd's prefix part: non-causal, equal chunks, few q tiles over long keys —
+    // the plan splits the keys (its tail, prefill_plan.hpp); the second sequence's 1064 keys end
+    // long before max_seqlen_k, so its pieces past them are empty.
+    PagedPrefillCase split{"noncausal_split_p16", {3000, 1000}, {64, 64}, 4, 1, 16, false, 0.f};
+    v.push_back(split);
     return v;
   }();
   return all;
@@ -237,6 +242,8 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
     if (!planned.ok()) return fail(std::move(planned));
   }
   if (plan_out) *plan_out = plan;
+  DevBuf ws;  // a split plan's partials (non-causal, few q tiles)
+  if (!ws.alloc(plan.workspace_bytes)) return fail(Status(StatusCode::cuda_error, "paged prefill: workspace cudaMalloc"));
   RunOptions opt;
   opt.debug_checks = true;
   opt.stream = stream;
@@ -247,7 +254,7 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
     // green context's) does not wait for.
     if (err == cudaSuccess && stream) err = cudaDeviceSynchronize();
     if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, cudaGetErrorString(err)));
-    Status s = prefill(p, plan, nullptr, 0, opt);
+    Status s = prefill(p, plan, ws.p, plan.workspace_bytes, opt);
     if (!s.ok()) return fail(std::move(s));
     if ((err = cudaDeviceSynchronize()) == cudaSuccess) err = read_outputs(dev, pi.in->dtype, &out[run], &lse[run]);
     if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, std::string("paged prefill: ") + cudaGetErrorString(err)));

@@ -23,7 +23,7 @@
 // cu_seqlens_q, seqused_k and the block table (check_paged_tables_host: monotonic cu_seqlens_q
 // from 0 to total_q, seqused_k in [q length, max_seqlen_k], every used block id in
 // [0, num_pages)); the (dtype, head_dim) paged instance (prefill_paged_*.cu) launches the plan's
-// policy with the source's accessor. Paged plans never split, so no workspace is read.
+// policy with the source's accessor, and a split plan's tail as for contiguous K/V.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -59,12 +59,12 @@ constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_I
 #define MUH_DECLARE_PREFILL_PAGED_INSTANCE(t, d)                                                             \
   template <>                                                                                              \
   Status prefill_paged_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, \
-                                             int, cudaStream_t);
+                                             const kernels::PrefillTail&, int, int, cudaStream_t);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_PAGED_INSTANCE)
 #undef MUH_DECLARE_PREFILL_PAGED_INSTANCE
 
-using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, int,
-                                          cudaStream_t);
+using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
+                                          const kernels::PrefillTail&, int, int, cudaStream_t);
 #define MUH_PREFILL_PAGED_INSTANCE_ENTRY(t, d) \
   InstanceEntry<PrefillPagedInstanceFn>{DType::t, d, &prefill_paged_instance<DType::t, d>},
 constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
@@ -85,6 +85,20 @@ constexpr InstanceEntry<PrefillOccupancyFn> kPrefillOccupancy[] = {MUH_FOR_EACH_
 #undef MUH_PREFILL_OCCUPANCY_ENTRY
 
 namespace {
+
+// The kernels' view of the plan's tail split (none: tail_tiles 0), its partials in `workspace`.
+kernels::PrefillTail tail_of(const PrefillPlan& plan, void* workspace) {
+  kernels::PrefillTail tail;
+  if (plan.split.split()) {
+    tail.tail_tiles = plan.split.tail_tiles;
+    tail.tail_ctas = plan.split.tail_ctas;
+    tail.tail_chunk = plan.split.tail_chunk;
+    tail.key_tiles = plan.split.key_tiles;
+    tail.ws_o = static_cast<float*>(workspace);
+    tail.ws_lse = tail.ws_o + plan.split.ws_lse_offset;
+  }
+  return tail;
+}
 
 Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
   const std::string w = "prefill: ";
@@ -189,7 +203,8 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     a.input_errors = opt.input_errors;  // the kernels' guard flags (cu_seqlens_q, seqused_k, block ids)
     if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
     return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(
-        a, detail::make_prefill_paged_kv(p), p.kv_source, plan.target, opt.stream);
+        a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), plan.target,
+        hw.compute_capability, opt.stream);
 #endif
   }
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
@@ -197,15 +212,7 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   kernels::PrefillArgs a = detail::make_prefill_args(p);
   a.input_errors = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
   if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
-  kernels::PrefillTail tail;
-  if (plan.split.split()) {
-    tail.tail_tiles = plan.split.tail_tiles;
-    tail.tail_ctas = plan.split.tail_ctas;
-    tail.tail_chunk = plan.split.tail_chunk;
-    tail.key_tiles = plan.split.key_tiles;
-    tail.ws_o = static_cast<float*>(workspace);
-    tail.ws_lse = tail.ws_o + plan.split.ws_lse_offset;
-  }
+  const kernels::PrefillTail tail = tail_of(plan, workspace);
   return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(a, tail, plan.target, hw.compute_capability,
                                                                       opt.stream);
 }

@@ -54,12 +54,15 @@ int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, 
 
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) {
   if (policy.agent != Agent::sm80 && policy.agent != Agent::sm75) return false;
-  // Paged K/V: the tail kernel is not instantiated for them (a paged call's sequences are of
-  // different lengths in practice: prefix + chunk, and a chunk's CTAs are few).
-  if (is_paged(p.kv_source)) return false;
   if (p.causal || p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
-  return static_cast<long long>(p.batch) * p.max_seqlen_q == p.total_q &&
-         static_cast<long long>(p.batch) * p.max_seqlen_k == p.total_k;
+  if (static_cast<long long>(p.batch) * p.max_seqlen_q != p.total_q) return false;
+  // Paged K/V: the key lengths (seqused_k) live on the device, so the split is planned for
+  // max_seqlen_k; a sequence with fewer keys has empty pieces past its end (prefill_sm80.cuh),
+  // correct and only slower than planned. The case it is for: context_attention_fwd's prefix
+  // part (non-causal, every chunk token sees the whole prefix) — at the seed's one sequence and
+  // 4–6 q heads a 512-token chunk is 16–24 q tiles, which unsplit run on 16–24 of 132 SMs.
+  if (is_paged(p.kv_source)) return true;
+  return static_cast<long long>(p.batch) * p.max_seqlen_k == p.total_k;
 }
 
 PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& policy, const HardwareCapability& hw,
@@ -76,6 +79,14 @@ PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& pol
   long long R = N % S;
   if (tail_chunk > 0 && R == 0) R = std::min(N, S);  // forced: split the last round
   if (R == 0) return s;
+  // Paged K/V, automatic: only a tail of at most half a round. Measured on the H200 (fp16 hd 256,
+  // context_attention_fwd's prefix part, 8k–100k keys; bench/results/h200-2026-12-02-paged-split/),
+  // split against unsplit on 132 slots: tails of 16, 24 and 64 tiles, and of 60 after a full
+  // round, 1.07–6.5x faster; 96 tiles −5 % at 8k and +11–16 % at 32k–100k; 128 tiles 0 to −12 %.
+  // The model below predicted gains for all of them. A guess at why, not measured by counters:
+  // whole tiles of one kv head read its keys in lock-step, so L2 serves them once, while the
+  // tail's pieces, dealt end to end, start at different keys per tile.
+  if (is_paged(p.kv_source) && tail_chunk < 0 && 2 * R > S) return s;
   long long c = tail_chunk > 0 ? std::clamp<long long>(tail_chunk, 1, nk) : ceil_div(R * nk, S);
   const long long ctas = ceil_div(R * nk, c);
   // The busiest tail CTA: a chunk that starts inside a tile runs over into the next one.

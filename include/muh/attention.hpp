@@ -46,7 +46,8 @@ struct RunOptions {
 // K/V from a paged cache (chunked prefill, prefix reuse; PrefillParams::kv_source, params.hpp)
 // take the same entry points: set kv_source, k_cache / v_cache / block_table / seqused_k and
 // page_size / num_pages / max_blocks_per_seq, leave k / v / cu_seqlens_k null and total_k 0 —
-// make_paged_prefill() below does it. Paged plans never split the tail (workspace 0).
+// make_paged_prefill() below does it. A non-causal paged call of equal q lengths splits its tail
+// like a contiguous one (planned at max_seqlen_k: prefill_plan.hpp).
 Status prefill(const PrefillParams& p, const PrefillPlan& plan, void* workspace, std::size_t workspace_bytes,
                const RunOptions& opt = {});
 

@@ -61,7 +61,9 @@ int muh_prefill_workspace_size_on_stream(int dtype, int batch, int total_q, int 
  * block_table [batch, max_blocks_per_seq] int32, seqused_k [batch] int32 (keys of each sequence:
  * cached prefix + new tokens, which are already in the cache); max_seqlen_k bounds seqused_k.
  * Causal is bottom-right aligned. lse [num_q_heads, total_q] fp32 or null. workspace may be null
- * (muh_paged_prefill_workspace_size() says 0 today). debug_checks != 0: block ids, seqused_k and
+ * (then every q tile runs whole); with one of muh_paged_prefill_workspace_size() bytes a
+ * non-causal call of few q tiles (a chunk over a long prefix) splits its keys over the SMs, as
+ * muh_prefill does. debug_checks != 0: block ids, seqused_k and
  * cu_seqlens_q are copied to the host and checked first (a stream sync). */
 int muh_paged_prefill(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
                       void* out, float* lse, const int* cu_seqlens_q, const int* block_table,

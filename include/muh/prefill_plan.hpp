@@ -53,7 +53,8 @@ int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, 
 
 // Whether `p` can be split at all: a tensor-core agent (the portable one has no partial
 // epilogue), no causal mask and every sequence of max length (total = batch · max, for q and
-// for k) — so every q tile sees the same key tiles — and at least one key.
+// for k) — so every q tile sees the same key tiles — and at least one key. Paged K/V: the q
+// lengths as above, the keys planned at max_seqlen_k (seqused_k lives on the device).
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy);
 
 // The split for `p` run by `policy` on `hw`. tail_chunk: kPrefillTailAuto (the cost model

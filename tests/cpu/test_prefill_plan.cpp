@@ -49,10 +49,52 @@ TEST(PrefillPlan, AppliesOnlyToEqualLengthNonCausalTensorCoreCalls) {
   EXPECT_FALSE(prefill_split_applies(varlen_k, tc));
   EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 0, 32, 8, 128), tc));  // no keys
   EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128), prefill_policy(0, DType::bf16, 128)));
+  // Paged K/V: q lengths as above; the keys are planned at max_seqlen_k (total_k is 0 there).
+  const auto paged = [](PrefillParams q) {
+    return make_paged_prefill(q, KVLayout::vllm, nullptr, nullptr, nullptr, nullptr, 16, 8000, 7000);
+  };
+  EXPECT_TRUE(prefill_split_applies(paged(shape(1, 512, 100000, 4, 1, 256)), tc));
+  EXPECT_FALSE(prefill_split_applies(paged(shape(1, 512, 100000, 4, 1, 256, true)), tc));  // causal
+  PrefillParams paged_varlen = paged(shape(2, 512, 100000, 4, 1, 256));
+  paged_varlen.total_q -= 1;
+  EXPECT_FALSE(prefill_split_applies(paged_varlen, tc));
   // Off means off, whatever the shape.
   EXPECT_FALSE(plan_prefill_split(shape(4, 4096, 4096, 16, 4, 256), prefill_policy(90, DType::bf16, 256), presets::h200,
                                   kPrefillTailOff)
                    .split());
+}
+
+// The seed's context_attention_fwd prefix part (fp16, hd 256, 4 q / 1 kv head, a 512-token chunk
+// over a 100k prefix, vLLM pages): 16 q tiles on 132 slots. Unsplit they take 16 SMs for all 1563
+// key tiles; split, the keys of all 16 go evenly over every slot.
+TEST(PrefillPlan, SplitsTheSeedsPagedPrefixPart) {
+  PrefillParams p = make_paged_prefill(shape(1, 512, 100000, 4, 1, 256), KVLayout::vllm, nullptr, nullptr, nullptr,
+                                       nullptr, 16, 6300, 6250);
+  p.dtype = DType::fp16;
+  const PrefillPolicy pol = prefill_policy(90, DType::fp16, 256);
+  const PrefillSplit s = plan_prefill_split(p, pol, presets::h200, kPrefillTailAuto);
+  ASSERT_TRUE(s.split());
+  EXPECT_EQ(s.tiles, 4 * (512 / pol.block_m));
+  EXPECT_EQ(s.tail_tiles, s.tiles);  // fewer tiles than slots: the whole grid is tail
+  EXPECT_EQ(s.key_tiles, (100000 + pol.block_n - 1) / pol.block_n);
+  EXPECT_GE(s.tail_ctas, s.slots - s.tiles);  // (near) every slot gets keys
+  EXPECT_LE(s.tail_ctas, s.slots);
+  // About tiles / slots = 0.12 of the unsplit round (the pieces and the merge add a little).
+  EXPECT_LT(s.est_rounds, 1.2 * s.tiles / static_cast<double>(s.slots));
+  EXPECT_GT(s.workspace_bytes, 0u);
+  // A paged tail of more than half a round stays whole (4096-token chunk: 128 tiles on 132 slots,
+  // measured slower split); a forced chunk still splits it.
+  PrefillParams big = p;
+  big.max_seqlen_q = big.total_q = 4096;
+  EXPECT_FALSE(plan_prefill_split(big, pol, presets::h200, kPrefillTailAuto).split());
+  EXPECT_TRUE(plan_prefill_split(big, pol, presets::h200, 64).split());
+  PrefillParams half = p;  // 2048 tokens: 64 tiles, under half of the 132 slots
+  half.max_seqlen_q = half.total_q = 2048;
+  EXPECT_TRUE(plan_prefill_split(half, pol, presets::h200, kPrefillTailAuto).split());
+  // Causal (flash_attn_varlen_func's prefix + chunk call) stays whole.
+  PrefillParams c = p;
+  c.causal = true;
+  EXPECT_FALSE(plan_prefill_split(c, pol, presets::h200, kPrefillTailAuto).split());
 }
 
 // The 4k cells are 15.52 rounds on the H200: the plan splits the last 68 (hd 256) / 136

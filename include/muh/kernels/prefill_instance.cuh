@@ -24,7 +24,7 @@ Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTai
 // compile in parallel with the contiguous ones.
 template <DType T, int D>
 Status prefill_paged_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv, KVSource source,
-                              int target, cudaStream_t stream);
+                              const kernels::PrefillTail& tail, int target, int device_cc, cudaStream_t stream);
 
 // CTAs per SM the runtime grants the kernel of target's policy on the present device
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor at its block size and shared memory).

@@ -44,7 +44,61 @@ struct PrefillKernel {
     if constexpr (tensor_cores) return &prefill_sm80_paged_kernel<Getter, DT, D, S>;
     else return &prefill_portable_paged_kernel<Getter, DT, D, S>;
   }
+  // The tail of a split paged launch (tensor-core agents only).
+  template <KVSource S>
+  static constexpr auto paged_tail_function() { return &prefill_sm80_paged_tail_kernel<Getter, DT, D, S>; }
 };
+
+// The tail CTAs and the merge of a split launch (t.tail_tiles > 0, t.main_tiles set), behind the
+// whole-tile kernel on `stream`: tail<<<t.tail_ctas>>>(a, extra..., t), then
+// merge<<<tail tiles × row groups>>>(a, extra..., t, block_m). extra: the paged cache of a paged
+// launch, nothing for contiguous K/V.
+template <class K, auto tail, auto merge, class... Extra>
+Status launch_tail_and_merge(const PrefillArgs& a, const PrefillTail& t, int device_cc, cudaStream_t stream,
+                             const Extra&... extra) {
+  MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "prefill"));
+  // On sm_90 code the tail kernel is launched dependent on the whole-tile kernel
+  // (programmatic stream serialization; prefill_sm80.cuh): its CTAs take the slots the whole
+  // tiles' last round frees instead of waiting for its slowest CTA, and it ends only after
+  // that kernel, so stream order holds for everything after it. The merge is launched
+  // dependent on the tail and waits for it first thing. A/B on the H200 (an environment
+  // switch in a probe build, interleaved in one process, 3 rounds of 20; bench/results/
+  // h200-2026-11-30-549f0e4.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
+  // tokens), the output bitwise the same.
+  // Only where the device runs their sm_90 code (the trigger and the waits).
+  const bool pdl = runs_sm90_code_once<tail>(device_cc) && runs_sm90_code_once<merge>(device_cc);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(t.tail_ctas));
+  cfg.blockDim = dim3(K::threads);
+  cfg.dynamicSmemBytes = K::smem_bytes;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  // Only behind our own whole-tile kernel: with no whole tiles (a batch of fewer tiles than
+  // slots) the tail would follow the caller's last launch, whose output (q, k, v) it reads
+  // without waiting.
+  cfg.numAttrs = pdl && t.main_tiles > 0 ? 1 : 0;
+  MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, tail, a, extra..., t), "prefill tail launch"));
+  cfg.numAttrs = pdl ? 1 : 0;  // the merge follows the tail kernel: always ours
+  cfg.gridDim = dim3(static_cast<unsigned>(t.tail_tiles),
+                     (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
+  cfg.blockDim = dim3(kPrefillMergeWarps * 32);
+  cfg.dynamicSmemBytes = 0;
+  return launch_status(cudaLaunchKernelEx(&cfg, merge, a, extra..., t, static_cast<int>(K::policy.block_m)),
+                       "prefill merge launch");
+}
+
+// Whether tail split `t` fits the grid of `tiles` q tiles of policy K (an internal error if not).
+template <class K>
+Status check_tail(const PrefillTail& t, long long tiles) {
+  if (t.tail_tiles > 0 &&
+      (!K::tensor_cores || t.tail_tiles > tiles || t.tail_chunk < 1 || t.tail_chunk > t.key_tiles ||
+       t.ws_o == nullptr || t.ws_lse == nullptr))
+    return {StatusCode::invalid_argument, "prefill: a tail split that does not fit this policy's grid (internal)"};
+  return Status::Ok();
+}
 
 // Launches one prefill over `a` (validated by src/prefill.cu; muh/launch_args.cuh) on `stream`. The kernel's max
 // dynamic shared memory is set to the policy footprint — the cap the row was validated against
@@ -59,10 +113,7 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
   a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
   const long long tiles = prefill_grid_size(a);
   if (tiles == 0) return Status::Ok();
-  if (t.tail_tiles > 0 &&
-      (!K::tensor_cores || t.tail_tiles > tiles || t.tail_chunk < 1 || t.tail_chunk > t.key_tiles ||
-       t.ws_o == nullptr || t.ws_lse == nullptr))
-    return {StatusCode::invalid_argument, "prefill: a tail split that does not fit this policy's grid (internal)"};
+  MUH_TRY(check_tail<K>(t, tiles));
   t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
   if (t.main_tiles > 0) {
     auto kernel = K::function();
@@ -71,51 +122,19 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
     MUH_TRY(launch_status("prefill launch"));
   }
   if constexpr (K::tensor_cores) {
-    if (t.tail_tiles > 0) {
-      constexpr auto tail = K::tail_function();
-      constexpr auto merge = &prefill_tail_merge_kernel<DT, D>;
-      MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "prefill"));
-      // On sm_90 code the tail kernel is launched dependent on the whole-tile kernel
-      // (programmatic stream serialization; prefill_sm80.cuh): its CTAs take the slots the whole
-      // tiles' last round frees instead of waiting for its slowest CTA, and it ends only after
-      // that kernel, so stream order holds for everything after it. The merge is launched
-      // dependent on the tail and waits for it first thing. A/B on the H200 (an environment
-      // switch in a probe build, interleaved in one process, 3 rounds of 20; bench/results/
-      // h200-2026-11-30-549f0e4.md): 0.05–0.55 % faster on 6 of 6 split cells (hd128/256, 3968–16384
-      // tokens), the output bitwise the same.
-      // Only where the device runs their sm_90 code (the trigger and the waits).
-      const bool pdl = runs_sm90_code_once<tail>(device_cc) && runs_sm90_code_once<merge>(device_cc);
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(static_cast<unsigned>(t.tail_ctas));
-      cfg.blockDim = dim3(K::threads);
-      cfg.dynamicSmemBytes = K::smem_bytes;
-      cfg.stream = stream;
-      cfg.attrs = attr;
-      // Only behind our own whole-tile kernel: with no whole tiles (a batch of fewer tiles than
-      // slots) the tail would follow the caller's last launch, whose output (q, k, v) it reads
-      // without waiting.
-      cfg.numAttrs = pdl && t.main_tiles > 0 ? 1 : 0;
-      MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, tail, a, t), "prefill tail launch"));
-      cfg.numAttrs = pdl ? 1 : 0;  // the merge follows the tail kernel: always ours
-      cfg.gridDim = dim3(static_cast<unsigned>(t.tail_tiles),
-                         (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
-      cfg.blockDim = dim3(kPrefillMergeWarps * 32);
-      cfg.dynamicSmemBytes = 0;
-      MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, merge, a, t, static_cast<int>(K::policy.block_m)),
-                            "prefill merge launch"));
-    }
+    if (t.tail_tiles > 0)
+      return launch_tail_and_merge<K, K::tail_function(), &prefill_tail_merge_kernel<DT, D>>(a, t, device_cc, stream);
   }
   return Status::Ok();
 }
 
 // Launches one prefill whose K/V come from the paged cache `kv` in source S (validated by
-// src/prefill.cu): every q tile whole, one CTA each (paged plans never split the tail). A source
-// the policy's agent does not read is an internal error (the selection never plans it).
+// src/prefill.cu), with tail split `t` as launch_prefill (a split needs a non-causal call: the
+// plan, prefill_plan.hpp). A source the policy's agent does not read is an internal error (the
+// selection never plans it).
 template <class Getter, DType DT, int D, KVSource S>
-Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream) {
+Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream, PrefillTail t = {},
+                            int device_cc = 0) {
   using K = PrefillKernel<Getter, DT, D>;
   static_assert(is_paged(S), "launch_prefill runs contiguous K/V");
   if constexpr (!prefill_agent_reads(K::policy.agent, S)) {
@@ -124,10 +143,20 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
     const long long tiles = prefill_grid_size(a);
     if (tiles == 0) return Status::Ok();
-    auto kernel = K::template paged_function<S>();
-    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged prefill"));
-    kernel<<<static_cast<unsigned>(tiles), K::threads, K::smem_bytes, stream>>>(a, kv);
-    return launch_status("paged prefill launch");
+    MUH_TRY(check_tail<K>(t, tiles));
+    t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
+    if (t.main_tiles > 0) {
+      auto kernel = K::template paged_function<S>();
+      MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged prefill"));
+      kernel<<<static_cast<unsigned>(t.main_tiles), K::threads, K::smem_bytes, stream>>>(a, kv);
+      MUH_TRY(launch_status("paged prefill launch"));
+    }
+    if constexpr (K::tensor_cores) {
+      if (t.tail_tiles > 0)
+        return launch_tail_and_merge<K, K::template paged_tail_function<S>(), &prefill_paged_tail_merge_kernel<DT, D>>(
+            a, t, device_cc, stream, kv);
+    }
+    return Status::Ok();
   }
 }
 

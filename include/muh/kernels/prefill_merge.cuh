@@ -17,14 +17,18 @@
 #include <cuda_runtime.h>
 
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 
 namespace muh::kernels {
 
 inline constexpr int kPrefillMergeWarps = 8;
 
-template <DType DT, int D>
-__global__ void __launch_bounds__(kPrefillMergeWarps * 32)
-    prefill_tail_merge_kernel(const PrefillArgs a, const PrefillTail t, int block_m) {
+// The merge of tail tile blockIdx.x. pkv: the paged cache of a paged launch (null: contiguous
+// K/V), whose guard (paged_sequence_ok: seqused_k and the block ids, which the pieces checked
+// before they wrote anything) is evaluated again here, by every thread before any returns.
+template <DType DT, int D, bool kPaged = false>
+__device__ __forceinline__ void prefill_tail_merge(const PrefillArgs& a, const PrefillTail& t, int block_m,
+                                                   const PrefillPagedKV* pkv = nullptr) {
   static_assert(D % 32 == 0, "one warp covers a row in whole strides of 32 dims");
   using T = storage_t<DT>;
   constexpr int kPer = D / 32;
@@ -32,7 +36,8 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
   const int lane = threadIdx.x & 31;
   const int r = static_cast<int>(blockIdx.y) * kPrefillMergeWarps + (threadIdx.x >> 5);  // row in the tile
   const TileCoord tc = tile_of(static_cast<long long>(t.main_tiles) + u, a);
-  const bool seq_ok = prefill_sequence_ok(a, tc.b);  // the input guard: its pieces wrote nothing then
+  bool seq_ok = prefill_sequence_ok<!kPaged>(a, tc.b);  // the input guard: its pieces wrote nothing then
+  if constexpr (kPaged) seq_ok = paged_sequence_ok(*pkv, tc.b, a.max_seqlen_k, a.input_errors) && seq_ok;
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;  // inputs: before the wait
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched dependent on the tail kernel where the device allows: wait for its partials.
@@ -76,6 +81,19 @@ __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
   for (int e = 0; e < kPer; ++e) gO[lane + e * 32] = from_float<T>(acc[e]);
   if (a.lse != nullptr && lane == 0)
     *lse_slot(a, tc.h, q_off, m0, r) = mg.lse();
+}
+
+template <DType DT, int D>
+__global__ void __launch_bounds__(kPrefillMergeWarps * 32)
+    prefill_tail_merge_kernel(const PrefillArgs a, const PrefillTail t, int block_m) {
+  prefill_tail_merge<DT, D>(a, t, block_m);
+}
+
+// The same after a paged launch's tail (prefill_sm80_paged_tail_kernel).
+template <DType DT, int D>
+__global__ void __launch_bounds__(kPrefillMergeWarps * 32)
+    prefill_paged_tail_merge_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t, int block_m) {
+  prefill_tail_merge<DT, D, true>(a, t, block_m, &pkv);
 }
 
 }  // namespace muh::kernels

@@ -35,9 +35,10 @@
 // rule); the registers are the second buffer.
 //
 // Paged K/V (chunked prefill, prefix reuse; kernels/prefill_kv.cuh): the same body, its K/V copies
-// reading rows through the block table — cp.async per row for NHD pages and vLLM key pages, a
-// transposing copy through registers for vLLM's token-minor value pages (sm80 agent only) — and
-// the next tile's block-table entries prefetched into L1. Paged calls are never tail-split.
+// reading rows through the block table — cp.async per row for NHD pages and vLLM key pages, V
+// tiles kept dim-major for vLLM's token-minor value pages (sm80_load_v_dim_major) — and
+// the next tile's block-table entries prefetched into L1. A split paged launch's tail runs
+// prefill_sm80_paged_tail_kernel (below).
 //
 // Tiles, warps and stages come from the policy (Getter); nothing in the body depends on a
 // particular head dim or dtype beyond the template parameters.
@@ -242,18 +243,24 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
 }
 
-// K/V from a paged cache: CTA i computes q tile i whole (paged calls are never split).
+// K/V from a paged cache: CTA i computes q tile i whole — the grid of an unsplit paged launch and
+// the first main_tiles tiles of a split one (the trigger as in prefill_sm80_kernel).
 template <class Getter, DType DT, int D, KVSource kSrc>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
   static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_kernel");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
   if constexpr (sm80::agent_has_ptx(Getter{}().agent))
     prefill_sm80_body<Getter, DT, D, false, kSrc>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
 }
 
-template <class Getter, DType DT, int D>
-__global__ void __launch_bounds__(Getter{}().num_warps * 32)
-    prefill_sm80_tail_kernel(const PrefillArgs a, const PrefillTail t) {
+// CTA j of a split launch's tail walks its 1–2 pieces (kSrc: the K/V source, as in the body;
+// pkv the paged cache, null for contiguous K/V).
+template <class Getter, DType DT, int D, KVSource kSrc = KVSource::contiguous>
+__device__ __forceinline__ void prefill_sm80_tail_pieces(const PrefillArgs& a, const PrefillTail& t,
+                                                         const PrefillPagedKV* pkv = nullptr) {
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) {
     constexpr int kBM = Getter{}().block_m;
     const int j = static_cast<int>(blockIdx.x);
@@ -262,9 +269,9 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     for (bool first = true; it < end; first = false) {
       if (!first) __syncthreads();  // the previous piece's warps are done with shared memory
       const TailSegment seg = tail_segment(t, j, it);
-      prefill_sm80_body<Getter, DT, D, true>(a, seg.linear, seg.kt_lo, seg.kt_hi,
-                                             t.ws_o + static_cast<long long>(seg.slot) * kBM * D,
-                                             t.ws_lse + static_cast<long long>(seg.slot) * kBM);
+      prefill_sm80_body<Getter, DT, D, true, kSrc>(a, seg.linear, seg.kt_lo, seg.kt_hi,
+                                                   t.ws_o + static_cast<long long>(seg.slot) * kBM * D,
+                                                   t.ws_lse + static_cast<long long>(seg.slot) * kBM, pkv);
       it = seg.next;
     }
   }
@@ -274,6 +281,22 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   // whole tiles' output as well.
   cudaGridDependencySynchronize();
 #endif
+}
+
+template <class Getter, DType DT, int D>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_tail_kernel(const PrefillArgs a, const PrefillTail t) {
+  prefill_sm80_tail_pieces<Getter, DT, D>(a, t);
+}
+
+// The tail of a split paged launch: pieces over a paged cache. A piece whose key range lies past
+// its sequence's seqused_k (known on the device only: the plan splits max_seqlen_k) sees no key
+// and writes an empty partial (lse −inf), which the merge weighs 0.
+template <class Getter, DType DT, int D, KVSource kSrc>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_paged_tail_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t) {
+  static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_tail_kernel");
+  prefill_sm80_tail_pieces<Getter, DT, D, kSrc>(a, t, &pkv);
 }
 
 }  // namespace muh::kernels
