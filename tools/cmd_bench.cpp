@@ -1,4 +1,4 @@
-// cmd_bench.cpp — `muh bench decode|prefill`; `muh bench` alone lists them.
+// cmd_bench.cpp — `muh bench decode|prefill|paged`; `muh bench` alone lists them.
 #include <cstdio>
 #include <string>
 
@@ -11,6 +11,7 @@ void add_bench_command(CLI::App& app) {
   bench->require_subcommand(0, 1);
   add_bench_decode(*bench);
   add_bench_prefill(*bench);
+  add_bench_paged(*bench);
   // Without a subcommand, say which there are (CLI11's own answer was "A subcommand is required").
   bench->callback([bench] {
     if (!bench->get_subcommands().empty()) return;
