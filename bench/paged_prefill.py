@@ -117,7 +117,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the seed's 4/1 cells at 8k and 32k only")
     ap.add_argument("--mixed", action="store_true", help="the mixed-batch cells (bench/mixed_batch.py)")
     ap.add_argument("--lib", default=os.environ.get("MUH_LIB", ""), help="libmuh.so for --mixed (C ABI)")
-    ap.add_argument("--flashinfer", action="store_true", help="add FlashInfer's paged prefill (bench/flashinfer_peer.py)")
+    ap.add_argument("--flashinfer", action="store_true", help="add FlashInfer's paged prefill (flashinfer_peer.py)")
     ap.add_argument("--fi-backends", default="fa2,fa3", help="FlashInfer backends for --flashinfer")
     args = ap.parse_args()
     if args.iters < 30:
