@@ -22,8 +22,9 @@ are outside the timed call, as in an engine that plans once per step for all lay
 FlashInfer is not a dependency of muh: it comes from the bundle built by scripts/flashinfer_bundle.py
 (.fi/flashinfer-0.7.2-cp312-trim.tar.xz, unpacked to /tmp/fi; PYTHONPATH=/tmp/fi/site). Without it
 every builder raises FlashInferUnavailable saying so. Its kernels are JIT-compiled with the
-device's nvcc on first use (~1-3 min a module on 16 cores); prebuild() compiles several in one
-parallel ninja run.
+device's nvcc in the first plan() of each (dtype, head dim, backend) module, into
+$FLASHINFER_WORKSPACE_BASE/.cache/flashinfer (default ~); prebuild(configs) compiles all of a
+benchmark's modules at once (a ninja per module, side by side) so it waits for the slowest only.
 
   python3 bench/flashinfer_peer.py               # says whether flashinfer is importable
   python3 bench/flashinfer_peer.py --selftest    # tiny shapes against an fp32 reference; JIT times, PASS/FAIL
