@@ -277,19 +277,19 @@ def _reference(q, k, v, cu_q, kv_lens, causal):
         mask = None
         if causal:
             mask = torch.ones(lq, lk, dtype=torch.bool, device=q.device).tril(lk - lq)
-        rep = lambda x: x.repeat_interleave(hq // hkv, dim=1).transpose(0, 1)  # noqa: E731 — [heads, len, hd]
-        r = F.scaled_dot_product_attention(rep(qs.float()), rep(ks.float()), rep(vs.float()), attn_mask=mask)
-        n = F.scaled_dot_product_attention(rep(qs), rep(ks.to(qs.dtype)), rep(vs.to(qs.dtype)), attn_mask=mask)
+        heads = lambda x: x.transpose(0, 1)  # noqa: E731 — [len, heads, hd] -> [heads, len, hd]
+        rep = lambda x: heads(x.repeat_interleave(hq // hkv, dim=1))  # noqa: E731 — q head h reads kv head h // group
+        r = F.scaled_dot_product_attention(heads(qs.float()), rep(ks.float()), rep(vs.float()), attn_mask=mask)
+        n = F.scaled_dot_product_attention(heads(qs), rep(ks.to(qs.dtype)), rep(vs.to(qs.dtype)), attn_mask=mask)
         refs.append(r.transpose(0, 1))
         naives.append(n.transpose(0, 1))
     return torch.cat(refs), torch.cat(naives)
 
 
-def _paged_cache(kv_lens, hkv, hd, page, dtype, gen):
+def _paged_cache(kv_lens, hkv, hd, page, dtype, gen, dev="cuda"):
     """Random K/V per sequence and the same scattered into an NHD paged cache in random page order;
     the unused slots of last pages hold GARBAGE (finite, so a kernel that reads but masks them passes,
     one that attends to them fails)."""
-    dev = "cuda"
     blocks = [(n + page - 1) // page for n in kv_lens]
     total = sum(blocks)
     perm = torch.randperm(total, generator=torch.Generator().manual_seed(1)).tolist()
