@@ -20,8 +20,9 @@ BatchDecodeWithPagedKVCacheWrapper incl. an e4m3 cache):
 - data/csrc's top-level files: the JIT copies the batch prefill/decode sources and renders the
   .jinja instantiation templates from there, and tvm_ffi_utils.h is included from there.
 What goes: data/csrc's subfolders (MoE, GEMM, MLA, sampling, KDA/GDN, ... sources: 248 MB, none
-included by the attention modules: an `nvcc -M` scan of every source of the fa2/fa3 prefill and
-decode modules found only data/csrc/tvm_ffi_utils.h there), the rest of cutlass/cccl (examples,
+included by the attention modules: an `nvcc -M` scan of the 71 distinct sources of the fa2 and fa3
+prefill and the decode modules at hd 128 (fp16, bf16; bf16 q with an e4m3 cache) found only
+data/csrc/tvm_ffi_utils.h there), the rest of cutlass/cccl (examples,
 tests, docs, python), and the non-Python files beside the package's Python (fused-MoE JSON kernel
 tables and the .cu/.cuh sources of experimental MoE/MLA/GDN modules: 27 MB).
 FlashInfer 0.7.2's Requires-Dist, against the device image (KINDS.md's package list):
@@ -37,8 +38,6 @@ FlashInfer 0.7.2's Requires-Dist, against the device image (KINDS.md's package l
   `import flashinfer` was checked to succeed without any of them.
 """
 import argparse
-import base64
-import hashlib
 import os
 import shutil
 import subprocess
