@@ -19,6 +19,10 @@ chunk {512, 2048, 4096}, page 16) and the serving cells that need no mixed batch
 
 --mixed runs the mixed-batch cells instead (bench/mixed_batch.py: the mixed call against the sum of
 separate prefill and decode calls; needs --lib <build>/libmuh.so).
+
+--flashinfer adds FlashInfer's BatchPrefillWithPagedKVCacheWrapper on the same NHD cache and block
+table (bench/flashinfer_peer.py; backends from --fi-backends), timed interleaved with muh's calls:
+columns fi_<backend>_us and nhd_over_fi_<backend> (= FlashInfer time / muh NHD time; target >= 1.0).
 """
 import argparse
 import csv
@@ -113,6 +117,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the seed's 4/1 cells at 8k and 32k only")
     ap.add_argument("--mixed", action="store_true", help="the mixed-batch cells (bench/mixed_batch.py)")
     ap.add_argument("--lib", default=os.environ.get("MUH_LIB", ""), help="libmuh.so for --mixed (C ABI)")
+    ap.add_argument("--flashinfer", action="store_true", help="add FlashInfer's paged prefill (flashinfer_peer.py)")
+    ap.add_argument("--fi-backends", default="fa2,fa3", help="FlashInfer backends for --flashinfer")
     args = ap.parse_args()
     if args.iters < 30:
         sys.exit("--iters must be >= 30")
@@ -126,6 +132,12 @@ def main():
     cells = SEED_CELLS + SERVING_CELLS
     if args.quick:
         cells = [c for c in SEED_CELLS if c["hq"] == 4 and c["prefix"] in (8192, 32768)]
+    fi_backends = [b for b in args.fi_backends.split(",") if b] if args.flashinfer else []
+    if fi_backends:
+        import flashinfer_peer as fp
+        fp.require()  # FlashInferUnavailable says how to get it
+        fp.prebuild(sorted({("prefill", b, c["dtype"], c["dtype"], c["hd"]) for c in cells for b in fi_backends},
+                           key=str))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     print("clocks before:", clocks(), flush=True)
@@ -137,12 +149,16 @@ def main():
     for c in cells:
         t = make_cell(c, gen)
         fns, (out_n, out_v) = runners(c, t)
+        peers = {f"fi_{b}": fp.paged_prefill(t["q"], t["k_nhd"], t["v_nhd"], t["table"], t["cu_q"], t["seqused"],
+                                             backend=b) for b in fi_backends}
+        fns.update(peers)
         ref = muh.ops.flash_attn_varlen_func(t["q"], t["k"], t["v"], t["cu_q"], t["cu_k"], t["sq"], t["sk"],
                                              causal=True)
-        fns["paged_nhd"]()
-        fns["paged_vllm"]()
+        for f in fns.values():
+            f()
         torch.cuda.synchronize()
         err = max((out_n.float() - ref.float()).abs().max().item(), (out_v.float() - ref.float()).abs().max().item())
+        fi_err = {n: (p.out.float() - ref.float()).abs().max().item() for n, p in peers.items()}
         names = list(fns)
         ms = interleaved_ms([fns[n] for n in names], args.iters, before=lambda: flush.zero_())
         us = {n: m * 1e3 for n, m in zip(names, ms)}
@@ -151,6 +167,8 @@ def main():
                    dense_us=us["dense"], paged_nhd_us=us["paged_nhd"], paged_vllm_us=us["paged_vllm"],
                    nhd_over_dense=us["dense"] / us["paged_nhd"], vllm_over_dense=us["dense"] / us["paged_vllm"],
                    tflops_paged_nhd=cell_flops(c) / us["paged_nhd"] / 1e6, bytes=cell_bytes(c), max_abs_err=err)
+        for n in peers:
+            row.update({f"{n}_us": us[n], f"nhd_over_{n}": us[n] / us["paged_nhd"], f"{n}_max_abs_err": fi_err[n]})
         rows.append(row)
         with open(base + ".csv", "w", newline="") as f:  # after every cell: a run stopped early keeps its rows
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -158,7 +176,8 @@ def main():
             w.writerows(rows)
         print(f"{c['name']:8} {c['hq']}/{c['hkv']:<4} {c['batch']:>2} {c['prefix']:>7} {c['chunk']:>5}  "
               f"{us['dense']:9.1f} {us['paged_nhd']:9.1f} {us['paged_vllm']:9.1f}  "
-              f"{row['nhd_over_dense']:9.3f} {row['vllm_over_dense']:10.3f} {row['tflops_paged_nhd']:8.1f} {err:8.2e}",
+              f"{row['nhd_over_dense']:9.3f} {row['vllm_over_dense']:10.3f} {row['tflops_paged_nhd']:8.1f} {err:8.2e}"
+              + "".join(f"  {n} {us[n]:.1f} us x{row[f'nhd_over_{n}']:.3f} (err {fi_err[n]:.1e})" for n in peers),
               flush=True)
         del t
     print("clocks after:", clocks())
