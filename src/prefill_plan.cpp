@@ -57,6 +57,7 @@ bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) 
   // Paged K/V: the tail kernel is not instantiated for them (a paged call's sequences are of
   // different lengths in practice: prefix + chunk, and a chunk's CTAs are few).
   if (is_paged(p.kv_source)) return false;
+  if (variant_kind(p.variant) != VariantKind::plain) return false;
   if (p.causal || p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
   return static_cast<long long>(p.batch) * p.max_seqlen_q == p.total_q &&
          static_cast<long long>(p.batch) * p.max_seqlen_k == p.total_k;
@@ -122,6 +123,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   r.split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
   r.workspace_bytes = r.split.workspace_bytes;
   r.shape = p;
+  r.variant = variant_kind(p.variant);
   *plan = r;
   return Status::Ok();
 }
