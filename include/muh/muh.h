@@ -164,6 +164,17 @@ int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,
                      size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
                      void* stream);
 
+/* muh_paged_decode() with an attention variant (variant may be null; muh_variant above): the
+ * query is each sequence's last token. A variant runs on the portable decode agent's row (target
+ * 0 unless a portable row is forced): force_target of another agent's row is MUH_UNSUPPORTED. */
+int muh_paged_decode_variant(int dtype, int layout, const void* q, const void* k_cache,
+                             const void* v_cache, void* out, float* lse, const int* block_table,
+                             const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
+                             int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                             int max_seq_len, float softmax_scale, void* workspace,
+                             size_t workspace_bytes, int force_target, int force_splits,
+                             int cuda_graph, void* stream, const muh_variant* variant);
+
 /* Writes key and value [num_tokens, num_kv_heads, head_dim] into the paged cache at the slots of
  * slot_mapping (int64 [num_tokens], -1 = padding, skipped); see muh::reshape_and_cache.
  * layout MUH_KV_VLLM is vLLM's reshape_and_cache (key [pages, kv_heads, head_dim/x, page_size, x],

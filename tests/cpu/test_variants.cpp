@@ -441,6 +441,19 @@ TEST(VariantCAbi, BadVariantIsAnInvalidArgumentNamingTheField) {
   EXPECT_EQ(variant_kind(none), VariantKind::plain);
 }
 
+TEST(VariantCAbi, DecodeBadVariantIsAnInvalidArgumentNamingTheField) {
+  muh_variant v = MUH_VARIANT_NONE;
+  v.use_alibi = 1;  // no slopes
+  const int rc = muh_paged_decode_variant(static_cast<int>(kCompiledInstances[0].dtype), MUH_KV_NHD, g_fake, g_fake,
+                                          g_fake, g_fake + 64, nullptr, reinterpret_cast<const int*>(g_fake + 128),
+                                          reinterpret_cast<const int*>(g_fake + 192), 2, 8, 2,
+                                          kCompiledInstances[0].head_dim, 16, 4, 2, 32, 0.f, nullptr, 0, -1, 0, 0,
+                                          nullptr, &v);
+  EXPECT_EQ(rc, MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("variant.alibi_slopes must not be null"), std::string::npos)
+      << muh_last_error();
+}
+
 // ---- The plan: which kind, and no tail split for the general kind -----------------------------
 TEST(VariantPlan, PlanRecordsTheKindAndTheGeneralKindIsNeverSplit) {
   PrefillParams p = good_prefill();

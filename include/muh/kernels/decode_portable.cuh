@@ -79,6 +79,7 @@ struct PortableTraits {
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
   static_assert(kTile <= tile32::kLanes && kTile % kVec == 0, "a tile: one lane per token, whole 16-byte V chunks");
   static_assert(kWarps >= kPassRows, "step 2 gives each query head of a pass its own tile");
+  static_assert(kTile >= 16, "a window's first tile (16-aligned start) holds a token of the window");
   static_assert(kThreads >= D && D % kVec == 0 && D % 4 == 0, "step 3 gives each dim (vLLM) a thread");
 };
 
@@ -257,11 +258,16 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs& a, int* i
 
   CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
   [[maybe_unused]] int seq_len = 0;  // (general kind) the sequence's length, as cta_work read it
+  [[maybe_unused]] int win_lo = 0;   // (general kind) the window's first token
   if constexpr (Var::kOn) {
     seq_len = a.seq_lens[w.seq];
     if (!seq_len_in_range(a, seq_len)) seq_len = 0;  // as cta_work (which flagged it)
-    const int lo = VariantHead(var.args, w.head0, 1, seq_len).keys(0).lo;  // the window's first token
-    w.kv_begin = min(max(w.kv_begin, lo), w.kv_end);
+    win_lo = VariantHead(var.args, w.head0, 1, seq_len).keys(0).lo;
+    // The CTA starts at the window's first token rounded down to 16 (the loads read 16-byte runs
+    // of slots from 16-aligned tokens: vLLM's value pages; step 2 masks the tokens before it), or
+    // has nothing to do when its range ends before the window. Its first tile then holds a token
+    // of the window (kTile >= 16), so every tile's max is finite.
+    w.kv_begin = win_lo >= w.kv_end ? w.kv_end : max(w.kv_begin, win_lo & ~15);
   }
   if (w.idle) return;
   bool bad_page = false;  // the guard: this thread met a block id outside [0, num_pages)
@@ -347,7 +353,9 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs& a, int* i
       //    the valid tokens hold −inf (weight 0).
       if (warp < rows) {
         float s = -INFINITY;
-        if (lane < valid) {
+        bool visible = lane < valid;
+        if constexpr (Var::kOn) visible = visible && t0 + lane >= win_lo;  // (the window's start)
+        if (visible) {
           float x = 0.f;
 #pragma unroll
           for (int k = 0; k < Tr::kWarps; ++k) x += sPart[(k * R + warp) * Tr::kTile + lane];
