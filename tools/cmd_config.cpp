@@ -688,7 +688,7 @@ std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const 
   std::vector<std::string> l = {"general (variant: " + describe_variant(v) +
                                 "): every hook on, its parameters read at run time"};
   if (!MUH_VARIANT_GENERAL) {
-    l.push_back("not compiled in this build: the call is not_compiled (rebuild with MUH_VARIANTS="plain;general")");
+    l.push_back("not compiled in this build: the call is not_compiled (rebuild with MUH_VARIANTS=\"plain;general\")");
     l.push_back(kinds);
     return l;
   }
