@@ -692,6 +692,12 @@ std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const 
     l.push_back(kinds);
     return l;
   }
+  if (!is_general_instance(t, hd)) {
+    l.push_back("not compiled in this build for (" + std::string(dtype_name(t)) + ", " + std::to_string(hd) +
+                "): the call is not_compiled (rebuild with MUH_DTYPES / MUH_HEAD_DIMS / MUH_VARIANT_HEAD_DIMS including it)");
+    l.push_back(kinds);
+    return l;
+  }
   l.push_back("prefill: the same row, instances/prefill_general_" + key + ".cu (contiguous K/V)" +
               (MUH_PAGED_PREFILL ? " and instances/prefill_paged_general_" + key + ".cu (paged)" : std::string()) +
               "; every q tile whole (no tail split); " + std::to_string(x.general_prefill) +

@@ -223,12 +223,17 @@ template <class Sh>
 __device__ __forceinline__ void variant_logits_and_mask(float (&s)[Sh::MT][Sh::NTL][4], const VariantHead& vh, int m0,
                                                         int n0, Sm80Warp w) {
   const bool needs_mask = vh.tile_needs_mask(n0, Sh::BN, m0, Sh::BM);
+  // The rows' key ranges are loop-invariant over the key tiles: hoisted, they would hold 4·MT
+  // registers through the main loop (as TileMask's limits would; see there). The opaque copy of
+  // the first row keeps them here.
+  int row_first = m0 + w.row0 + w.g;
+  asm volatile("" : "+r"(row_first));
 #pragma unroll
   for (int mt = 0; mt < Sh::MT; ++mt)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       // Row qi; column nt·8 + (e & 1) of this lane is key n0 + wn·BNW + 2t + nt·8 + (e & 1).
-      const int qi = m0 + w.row0 + w.g + mt * 16 + hr * 8;
+      const int qi = row_first + mt * 16 + hr * 8;
       const KeyRange32 r = vh.keys(qi);
       const int j0 = n0 + w.wn * Sh::BNW + 2 * w.t;
 #pragma unroll
