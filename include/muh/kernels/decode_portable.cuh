@@ -242,8 +242,12 @@ inline constexpr int kPortableMinCtas =
 // token); the sink joins the rows' (max, sum) before combine_and_store — in partition 0 only, as
 // a partial (o = 0, lse = sink) of its own, so the unchanged V2 merge counts it exactly once. A
 // sequence of length 0 stays out = 0, lse = −inf (padding), sink or not.
+// The kernel's arguments are taken by value, as the kernel takes them: by reference (to the
+// kernel's parameters) ptxas numbered st's registers differently and moved a few of each pass's
+// initialising moves (sm_90, fp16 hd 128: 8 of 8 portable kernels, same instruction counts); by
+// value the plain kernels' SASS is the one of before the body was a function (scripts/sass_diff.sh).
 template <class Tr, KVLayout L, int N, class Var = PlainVariant>
-__device__ __forceinline__ void decode_portable_body(const DecodeArgs& a, int* input_errors, const Var& var = Var{}) {
+__device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* input_errors, const Var& var = Var{}) {
   using E = typename Tr::E;
   using VM = PortableVMap<Tr, L>;
   constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec;
