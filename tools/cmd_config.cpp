@@ -704,7 +704,7 @@ std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const 
               " prefill policies instantiated for the general kind");
   l.push_back("decode: the portable agent's row (target 0 unless a portable row is forced; decode_sm80 has no variant "
               "hooks), instances/decode_general_" + key + ".cu; " + std::to_string(x.general_decode) +
-              " portable decode policies instantiated for the general kind");
+              " portable decode policies (rows) instantiated for the general kind");
   l.push_back(kinds);
   return l;
 }

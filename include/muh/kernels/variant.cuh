@@ -29,11 +29,13 @@
 
 namespace muh::kernels {
 
-// The general kind's run-time parameters, normalised on the host (launch_args.cuh,
-// make_variant_args) so that the kernels' rule is int arithmetic on kernel parameters:
-//   window sides: -1 (unbounded) or in [0, max_seqlen_k) — a side that reaches past every key is
-//   unbounded (FlashAttention's rule, which also keeps i' ± side inside int) — and causal folded
-//   in as window_right = 0 (so the window's mask is the causal mask too);
+// The general kind's run-time parameters, normalised on the host (make_variant_args below, called
+// by src/prefill.cu and src/decode.cu) so that the kernels' rule is int arithmetic on kernel
+// parameters:
+//   window sides: -1 (unbounded), or smaller than max_seqlen_q + max_seqlen_k — a side that
+//   reaches past every key of every row is unbounded (FlashAttention's rule, with a bound that
+//   holds for q longer than k too; it also keeps i' ± side inside int) — and causal folded in as
+//   window_right = 0 (so the window's mask is the causal mask too);
 //   soft-cap and ALiBi in raw-score units (cap_raw = cap / scale, cap_exp2 = 2·log2(e)·scale / cap,
 //   slope_raw = slope · inv_scale); cap_raw 0 = off; null pointers = off.
 struct VariantArgs {
