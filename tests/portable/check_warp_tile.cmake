@@ -23,6 +23,7 @@ if(NOT DEFINED FILES)
       muh/kernels/decode_common.cuh      # decode args, schedule, stores, the V2 merge kernel
       muh/kernels/prefill_common.cuh     # prefill args, schedule, causal ranges
       muh/kernels/prefill_kv.cuh         # paged prefill K/V rows (the block table)
+      muh/kernels/variant.cuh            # the attention-variant hooks (muh/variant.hpp)
       muh/kernels/numeric.cuh            # element types and conversions
       muh/kernels/online_softmax.hpp     # the (m, l) state and its merge
       muh/kernels/input_guard.cuh        # the flag stores of the device-side input guard
@@ -33,7 +34,7 @@ endif()
 # head-dim multiples, e.g. tuning/policy.hpp's validate()).
 if(NOT DEFINED HOST_FILES)
   set(HOST_FILES muh/tuning/policy.hpp muh/dtype.hpp muh/paged_kv.hpp muh/host_device.hpp muh/input_errors.hpp
-                 muh/status.hpp)
+                 muh/status.hpp muh/variant.hpp)
 endif()
 
 set(intrinsic_patterns
