@@ -18,12 +18,12 @@ endif()
 set(EXEMPT muh/kernels/warp_tile.cuh)  # the one file that may spell them
 if(NOT DEFINED FILES)
   set(FILES
+      muh/kernels/variant.cuh            # the attention-variant hooks (muh/variant.hpp)
       muh/kernels/decode_portable.cuh    # the portable decode agent
       muh/kernels/prefill_portable.cuh   # the portable prefill agent
       muh/kernels/decode_common.cuh      # decode args, schedule, stores, the V2 merge kernel
       muh/kernels/prefill_common.cuh     # prefill args, schedule, causal ranges
       muh/kernels/prefill_kv.cuh         # paged prefill K/V rows (the block table)
-      muh/kernels/variant.cuh            # the attention-variant hooks (muh/variant.hpp)
       muh/kernels/numeric.cuh            # element types and conversions
       muh/kernels/online_softmax.hpp     # the (m, l) state and its merge
       muh/kernels/input_guard.cuh        # the flag stores of the device-side input guard
