@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "device_buffer.hpp"
+#include "variant_spec.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
@@ -60,6 +61,7 @@ struct DecodeCase {
   float softmax_scale = 0.f;   // 0: 1/sqrt(head_dim)
   unsigned seed = 1;
   std::string shape = "case";  // label of the shape family
+  VariantSpec variant = {};    // an attention variant (none: the plain kind)
 
   std::string name() const {
     std::string s = "t" + std::to_string(target) + "_" + std::string(dtype_name(dtype)) + "_hd" +
@@ -136,6 +138,7 @@ class DecodeProblem {
     if (!err) err = put(v_d_, ref::to_storage(v_, c_.dtype).data(), v_.size() * e);
     if (!err) err = put(bt_d_, bt_.data(), bt_.size() * 4);
     if (!err) err = put(lens_d_, lens_.data(), lens_.size() * 4);
+    if (!err) err = dvar_.upload(c_.variant);
     // A set_stream() stream may be another context's (a green context): wait for the copies here
     // rather than rely on how the default stream orders them against it.
     if (!err && external_stream_ != nullptr) err = cudaDeviceSynchronize();
@@ -166,6 +169,7 @@ class DecodeProblem {
     p.max_blocks_per_seq = max_blocks_;
     p.max_seq_len = max_len_;
     p.softmax_scale = c_.softmax_scale;
+    p.variant = dvar_.v;
     return p;
   }
 
@@ -223,6 +227,7 @@ class DecodeProblem {
   std::vector<int> bt_, lens_;
   double naive_err_ = 0, max_ref_ = 0;
   DevBuf q_d_, k_d_, v_d_, bt_d_, lens_d_, out_d_, lse_d_, ws_d_;
+  DeviceVariant dvar_;
   cudaStream_t stream_ = nullptr;           // own, made on first use
   cudaStream_t external_stream_ = nullptr;  // set_stream()
   cudaGraphExec_t graph_exec_ = nullptr;
@@ -360,8 +365,9 @@ class DecodeProblem {
     const float scale = effective_softmax_scale(c_.softmax_scale, D);
     ref_out_.assign(out_elems(), 0.f);
     ref_lse_.assign(lse_elems(), 0.f);
+    const Variant var = c_.variant.host();
     ref::paged_decode(q_.data(), k_.data(), v_.data(), kv_, bt_.data(), max_blocks_, lens_.data(),
-                      static_cast<int>(lens_.size()), H, scale, ref_out_.data(), ref_lse_.data());
+                      static_cast<int>(lens_.size()), H, scale, var, ref_out_.data(), ref_lse_.data());
     max_ref_ = 0;
     for (float x : ref_out_) max_ref_ = std::max(max_ref_, double(std::fabs(x)));
     // The naive same-precision implementation (see the top of the file).
@@ -371,20 +377,26 @@ class DecodeProblem {
       const int len = lens_[s];
       if (len == 0) continue;
       sc.assign(len, 0.f);
+      // The variant (muh/variant.hpp): the query is the last token; keys [lo, len).
+      const int lo = int(visible_key_range(0, 1, len, true, var.window_left, var.window_right).lo);
       for (int h = 0; h < H; ++h) {
         const int kh = h / group;
         const float* q = q_.data() + (s * H + h) * static_cast<std::size_t>(D);
-        float m = -std::numeric_limits<float>::infinity();
-        for (int t = 0; t < len; ++t) {
+        const float sink = var.use_sinks ? var.sinks[h] : -std::numeric_limits<float>::infinity();
+        float m = sink;
+        for (int t = lo; t < len; ++t) {
           const int page = bt_[s * max_blocks_ + t / c_.page_size];
           float acc = 0.f;
           for (int d = 0; d < D; ++d) acc += q[d] * k_[kv_.k_offset(page, t % c_.page_size, kh, d)];
-          sc[t] = acc * scale;
+          float x = acc * scale;
+          if (var.softcap > 0.f) x = var.softcap * std::tanh(x / var.softcap);
+          if (var.use_alibi) x -= var.alibi_slopes[h] * float(len - 1 - t);
+          sc[t] = x;
           m = std::max(m, sc[t]);
         }
-        float l = 0.f;
+        float l = sink == -std::numeric_limits<float>::infinity() ? 0.f : std::exp(sink - m);
         std::fill(o.begin(), o.end(), 0.f);
-        for (int t = 0; t < len; ++t) {
+        for (int t = lo; t < len; ++t) {
           const int page = bt_[s * max_blocks_ + t / c_.page_size];
           const float p = std::exp(sc[t] - m);
           l += p;

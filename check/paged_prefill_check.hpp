@@ -36,6 +36,7 @@ struct PagedPrefillCase {
   int page_size;
   bool causal = true;
   float softmax_scale = 0.f;
+  VariantSpec variant = {};  // none by default
 };
 
 // The paged-prefill shapes of the GPU tests and `muh verify` (page P): prefix lengths 0, 1,
@@ -98,6 +99,7 @@ inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const Paged
   r->layout = layout;
   r->dense = PrefillCase{"paged", c.chunk, {}, c.num_q_heads, c.num_kv_heads, c.causal, c.softmax_scale};
   for (std::size_t b = 0; b < c.chunk.size(); ++b) r->dense.len_k.push_back(c.prefix[b] + c.chunk[b]);
+  r->dense.variant = c.variant;
   r->in = make_prefill_inputs(r->dense, t, head_dim, seed);
   const int B = int(c.chunk.size()), H = c.num_kv_heads, D = head_dim, P = c.page_size;
   r->seqused_k = r->dense.len_k;
@@ -132,6 +134,7 @@ inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const Paged
 // The device copies of one case's inputs; outputs pre-filled with NaN by fresh_outputs().
 struct PagedPrefillDevice {
   DevBuf q, k_cache, v_cache, block_table, seqused_k, cu_q, out, lse;
+  DeviceVariant var;
   Status status;
 
   explicit PagedPrefillDevice(const PagedPrefillInputs& pi) {
@@ -154,6 +157,7 @@ struct PagedPrefillDevice {
     if (err == cudaSuccess)
       err = cudaMemcpy(seqused_k.p, pi.seqused_k.data(), pi.seqused_k.size() * 4, cudaMemcpyHostToDevice);
     if (err == cudaSuccess) err = cudaMemcpy(cu_q.p, in.cu_q.data(), in.cu_q.size() * 4, cudaMemcpyHostToDevice);
+    if (err == cudaSuccess) err = var.upload(in.c->variant);
     if (err != cudaSuccess) set_error(std::string("copying inputs: ") + cudaGetErrorString(err));
   }
   void set_error(std::string what) {
@@ -171,6 +175,7 @@ struct PagedPrefillDevice {
     p.out = out.p;
     p.lse = static_cast<float*>(lse.p);
     p.cu_seqlens_q = static_cast<const int*>(cu_q.p);
+    p.variant = var.v;
     return make_paged_prefill(p, pi.layout, k_cache.p, v_cache.p, static_cast<const int*>(block_table.p),
                               static_cast<const int*>(seqused_k.p), pi.shape.page_size, pi.num_pages, pi.max_blocks);
   }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "device_buffer.hpp"
+#include "variant_spec.hpp"
 #include "muh/attention.hpp"
 #include "muh/dtype.hpp"
 #include "muh/reference.hpp"
@@ -50,6 +51,7 @@ struct PrefillCase {
   // small shapes), > 0 forces the tail split (prefill_plan.hpp) with that many key tiles per
   // tail CTA — where the agent allows it (tensor-core agents; equal lengths, no causal mask).
   int tail_chunk = -1;
+  VariantSpec variant = {};  // none by default (the plain kind)
 };
 
 // The shapes every compiled policy is checked on. Lengths of 1, lengths that are no multiple of
@@ -108,37 +110,45 @@ inline PrefillParams shape_params(const PrefillInputs& in) {
   return p;
 }
 
-// The naive implementation at the input precision (see the header comment).
+// The naive implementation at the input precision (see the header comment); a variant's logit
+// transform in fp32 on the rounded scaled score, its sink in the fp32 denominator.
 inline void naive_prefill(const PrefillInputs& in, std::vector<float>& out) {
   const int d = in.head_dim, hq = in.c->num_q_heads, hkv = in.c->num_kv_heads, group = hq / hkv;
   const DType t = in.dtype;
+  const VariantSpec& var = in.c->variant;
   out.assign(in.q.size(), 0.f);
   std::vector<float> s, p;
   for (std::size_t b = 0; b + 1 < in.cu_q.size(); ++b) {
     const int q0 = in.cu_q[b], sq = in.cu_q[b + 1] - q0, k0 = in.cu_k[b], sk = in.cu_k[b + 1] - k0;
     for (int i = 0; i < sq; ++i) {
-      const int n = in.c->causal ? std::min(sk, std::max(0, i + sk - sq + 1)) : sk;
+      const KeyRange kr_ =
+          visible_key_range(i, sq, sk, in.c->causal, var.window_left, var.window_right, var.queries_after_keys);
+      const int lo = int(kr_.lo), n = int(std::max<long long>(0, kr_.hi - kr_.lo));
       for (int h = 0; h < hq; ++h) {
         const int kh = h / group;
         const float* qr = &in.q[(std::size_t(q0 + i) * hq + h) * d];
         float* o = &out[(std::size_t(q0 + i) * hq + h) * d];
         if (n == 0) continue;
         s.assign(n, 0.f);
-        float m = -INFINITY;
+        const float sink = var.sinks.empty() ? -INFINITY : var.sinks[h];
+        float m = sink;
         for (int j = 0; j < n; ++j) {
-          const float* kr = &in.k[(std::size_t(k0 + j) * hkv + kh) * d];
+          const float* kr = &in.k[(std::size_t(k0 + lo + j) * hkv + kh) * d];
           float acc = 0.f;
           for (int e = 0; e < d; ++e) acc += qr[e] * kr[e];
-          s[j] = ref::round_to(ref::round_to(acc, t) * in.scale, t);
+          float x = ref::round_to(ref::round_to(acc, t) * in.scale, t);
+          if (var.softcap > 0.f) x = var.softcap * std::tanh(x / var.softcap);
+          if (!var.alibi.empty()) x -= var.alibi[h] * float(alibi_distance(i, lo + j, sq, sk, var.queries_after_keys));
+          s[j] = x;
           m = std::max(m, s[j]);
         }
         p.assign(n, 0.f);
-        float den = 0.f;
+        float den = sink == -INFINITY ? 0.f : std::exp(sink - m);
         for (int j = 0; j < n; ++j) den += (p[j] = std::exp(s[j] - m));
         for (int j = 0; j < n; ++j) p[j] = ref::round_to(p[j] / den, t);
         for (int e = 0; e < d; ++e) {
           float acc = 0.f;
-          for (int j = 0; j < n; ++j) acc += p[j] * in.v[(std::size_t(k0 + j) * hkv + kh) * d + e];
+          for (int j = 0; j < n; ++j) acc += p[j] * in.v[(std::size_t(k0 + lo + j) * hkv + kh) * d + e];
           o[e] = ref::round_to(acc, t);
         }
       }
@@ -174,7 +184,8 @@ inline std::unique_ptr<PrefillInputs> make_prefill_inputs(const PrefillCase& c, 
   in->ref_out.assign(in->q.size(), 0.f);
   in->ref_lse.assign(std::size_t(in->total_q) * c.num_q_heads, 0.f);
   ref::prefill(in->q.data(), in->k.data(), in->v.data(), in->cu_q.data(), in->cu_k.data(), int(c.len_q.size()),
-               c.num_q_heads, c.num_kv_heads, head_dim, in->scale, c.causal, in->ref_out.data(), in->ref_lse.data());
+               c.num_q_heads, c.num_kv_heads, head_dim, in->scale, c.causal, c.variant.host(), in->ref_out.data(),
+               in->ref_lse.data());
   std::vector<float> naive;
   naive_prefill(*in, naive);
   for (std::size_t i = 0; i < naive.size(); ++i) {
@@ -241,9 +252,12 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
   if (err == cudaSuccess && nq) err = cudaMemset(dout2.p, 0xFF, nq * e);
   if (err == cudaSuccess && nl) err = cudaMemset(dlse.p, 0xFF, nl * 4);
   if (err == cudaSuccess && nl) err = cudaMemset(dlse2.p, 0xFF, nl * 4);
+  DeviceVariant dvar;
+  if (err == cudaSuccess) err = dvar.upload(in.c->variant);
   if (err != cudaSuccess) return fail("copying inputs", err);
 
   PrefillParams p = shape_params(in);
+  p.variant = dvar.v;
   p.q = dq.p;
   p.k = dk.p;
   p.v = dv.p;

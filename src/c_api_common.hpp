@@ -31,4 +31,7 @@ Status paged_shape(int dtype, int layout, int batch, int total_q, int max_seqlen
 void set_paged_pointers(PrefillParams* p, const void* q, const void* k_cache, const void* v_cache, void* out, float* lse,
                         const int* cu_seqlens_q, const int* block_table, const int* seqused_k, float softmax_scale);
 
+// A muh_variant (null: no variant) as a muh::Variant; the values are checked with the call.
+Variant variant_of(const muh_variant* v);
+
 }  // namespace muh::capi

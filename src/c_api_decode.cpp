@@ -76,6 +76,19 @@ extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void
                                 int max_blocks_per_seq, int max_seq_len, float softmax_scale, void* workspace,
                                 size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
                                 void* stream) {
+  return muh_paged_decode_variant(dtype, layout, q, k_cache, v_cache, out, lse, block_table, seq_lens, num_seqs,
+                                  num_q_heads, num_kv_heads, head_dim, page_size, num_pages, max_blocks_per_seq,
+                                  max_seq_len, softmax_scale, workspace, workspace_bytes, force_target, force_splits,
+                                  cuda_graph, stream, nullptr);
+}
+
+extern "C" int muh_paged_decode_variant(int dtype, int layout, const void* q, const void* k_cache,
+                                        const void* v_cache, void* out, float* lse, const int* block_table,
+                                        const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
+                                        int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                                        int max_seq_len, float softmax_scale, void* workspace,
+                                        size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
+                                        void* stream, const muh_variant* variant) {
   using namespace muh;
   DecodeParams p;
   Status s = capi::make_params(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
@@ -91,6 +104,7 @@ extern "C" int muh_paged_decode(int dtype, int layout, const void* q, const void
   p.num_pages = num_pages;
   p.max_blocks_per_seq = max_blocks_per_seq;
   p.softmax_scale = softmax_scale;
+  p.variant = capi::variant_of(variant);
   s = detail::check_decode_call(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
   DecodePlan plan;

@@ -87,6 +87,40 @@ extern "C" int muh_prefill(int dtype, const void* q, const void* k, const void* 
   return run_call(p, force_target, workspace, workspace_bytes, stream, false);
 }
 
+muh::Variant muh::capi::variant_of(const muh_variant* v) {
+  muh::Variant r;
+  if (v == nullptr) return r;
+  r.window_left = v->window_left;
+  r.window_right = v->window_right;
+  r.softcap = v->softcap;
+  r.use_sinks = v->use_sinks != 0;
+  r.sinks = v->sinks;
+  r.use_alibi = v->use_alibi != 0;
+  r.alibi_slopes = v->alibi_slopes;
+  return r;
+}
+
+extern "C" int muh_prefill_variant(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
+                                   const int* cu_seqlens_q, const int* cu_seqlens_k, int batch, int total_q,
+                                   int total_k, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                   int num_kv_heads, int head_dim, float softmax_scale, int causal,
+                                   void* workspace, size_t workspace_bytes, int force_target, void* stream,
+                                   const muh_variant* variant) {
+  if (muh::Status s = check_dtype(dtype, "muh_prefill_variant"); !s.ok()) return muh::capi::report(s);
+  muh::PrefillParams p = shape(dtype, batch, total_q, total_k, max_seqlen_q, max_seqlen_k, num_q_heads,
+                               num_kv_heads, head_dim, causal);
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.out = out;
+  p.lse = lse;
+  p.cu_seqlens_q = cu_seqlens_q;
+  p.cu_seqlens_k = cu_seqlens_k;
+  p.softmax_scale = softmax_scale;
+  p.variant = muh::capi::variant_of(variant);
+  return run_call(p, force_target, workspace, workspace_bytes, stream, false);
+}
+
 extern "C" int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
                                           int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
                                           int causal, int force_target, size_t* workspace_bytes) {
@@ -149,6 +183,25 @@ extern "C" int muh_paged_prefill(int dtype, int layout, const void* q, const voi
       !s.ok())
     return muh::capi::report(s);
   muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
+  return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
+}
+
+extern "C" int muh_paged_prefill_variant(int dtype, int layout, const void* q, const void* k_cache,
+                                         const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
+                                         const int* block_table, const int* seqused_k, int batch, int total_q,
+                                         int max_seqlen_q, int max_seqlen_k, int num_q_heads, int num_kv_heads,
+                                         int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                                         float softmax_scale, int causal, void* workspace, size_t workspace_bytes,
+                                         int force_target, int debug_checks, void* stream,
+                                         const muh_variant* variant) {
+  muh::PrefillParams p;
+  if (muh::Status s = paged_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                  head_dim, page_size, num_pages, max_blocks_per_seq, causal,
+                                  "muh_paged_prefill_variant", &p);
+      !s.ok())
+    return muh::capi::report(s);
+  muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
+  p.variant = muh::capi::variant_of(variant);
   return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
 }
 

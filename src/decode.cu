@@ -19,6 +19,7 @@
 // RunOptions::input_errors (the library's flags by default; check_input_errors() reads them).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -31,6 +32,7 @@
 #include "muh/instances.hpp"
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_instance.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/launch_args.cuh"
 
 namespace muh {
@@ -43,8 +45,25 @@ namespace detail {
                                       cudaStream_t, int*);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_DECODE_INSTANCE)
 #undef MUH_DECLARE_DECODE_INSTANCE
+#if MUH_VARIANT_GENERAL
+#define MUH_DECLARE_DECODE_GENERAL_INSTANCE(t, d)                                                              \
+  template <>                                                                                                \
+  Status decode_general_instance<DType::t, d>(const kernels::decode::DecodeArgs&, const kernels::VariantArgs&, \
+                                              KVLayout, int, int, cudaStream_t, int*);
+MUH_FOR_EACH_GENERAL_INSTANCE(MUH_DECLARE_DECODE_GENERAL_INSTANCE)
+#undef MUH_DECLARE_DECODE_GENERAL_INSTANCE
+#endif
 
 namespace {
+#if MUH_VARIANT_GENERAL
+using DecodeGeneralInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, const kernels::VariantArgs&, KVLayout,
+                                           int, int, cudaStream_t, int*);
+#define MUH_DECODE_GENERAL_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<DecodeGeneralInstanceFn>{DType::t, d, &decode_general_instance<DType::t, d>},
+constexpr InstanceEntry<DecodeGeneralInstanceFn> kDecodeGeneralInstances[] = {
+    MUH_FOR_EACH_GENERAL_INSTANCE(MUH_DECODE_GENERAL_INSTANCE_ENTRY) {DType::fp32, 0, nullptr}};  // (sentinel)
+#undef MUH_DECODE_GENERAL_INSTANCE_ENTRY
+#endif
 
 using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t, int*);
 
@@ -78,6 +97,10 @@ Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
                             ", partition_tokens " + num(plan.partition_tokens) + ")");
   if (!(plan.policy == decode_policy(plan.target, plan.dtype, plan.head_dim)))
     return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s decode policy");
+  if (plan.variant != variant_kind(p.variant))
+    return invalid_argument(w + "the plan was made for the " + variant_kind_name(plan.variant) +
+                            " variant kind and the call is of the " + variant_kind_name(variant_kind(p.variant)) +
+                            " kind (variant: " + describe_variant(p.variant) + "); re-plan for this call");
   return Status::Ok();
 }
 
@@ -143,6 +166,20 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
 
   int* flags = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
   if (flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
+  if (plan.variant == VariantKind::general) {
+#if MUH_VARIANT_GENERAL
+    const kernels::VariantArgs v = kernels::make_variant_args(
+        p.variant, effective_softmax_scale(p.softmax_scale, p.head_dim), true, 1,
+        // every length the kernels accept (the block table's reach; seq_len may exceed max_seq_len)
+        static_cast<int>(std::min<long long>(static_cast<long long>(p.max_blocks_per_seq) * p.page_size, 1 << 30)));
+    const auto fn = find_instance(detail::kDecodeGeneralInstances, p.dtype, p.head_dim);
+    if (fn == nullptr)  // (check_decode_call refused it already: check_variant_compiled)
+      return {StatusCode::not_compiled, "paged_decode: the general variant kind is not compiled for this instance"};
+    return fn(detail::make_decode_args(p, plan, workspace), v, p.layout, plan.target, cc, opt.stream, flags);
+#else
+    return {StatusCode::not_compiled, "paged_decode: the general variant kind is not compiled into this build"};
+#endif
+  }
   return find_instance(detail::kDecodeInstances, p.dtype, p.head_dim)(detail::make_decode_args(p, plan, workspace),
                                                                      p.layout, plan.target, cc, opt.stream, flags);
 }

@@ -137,6 +137,10 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
   if (!is_paged(p.kv_source))
     return invalid_argument(w + "a mixed batch reads a paged KV cache: kv_source must be paged (make_paged_prefill)");
   MUH_TRY(detail::check_prefill_shape(p, "plan_mixed: "));
+  if (variant_kind(p.variant) != VariantKind::plain)
+    return unsupported(w + "attention variants (" + describe_variant(p.variant) +
+                       ") are not supported in a mixed batch yet; run the prefill and decode parts with prefill() "
+                       "and paged_decode()");
   if (opt.force_split < -1 || opt.force_split > 1)
     return invalid_argument(w + "force_split must be -1 (the plan decides), 0 or 1");
   if (!opt.cuda_graph && (cq == nullptr || used == nullptr))

@@ -25,6 +25,7 @@
 
 #include "decode_check.hpp"
 #include "pointer_checks.hpp"
+#include "variant_check.hpp"
 #include "muh/instances.hpp"
 #include "muh/plan.hpp"
 #include "muh/select.hpp"
@@ -78,12 +79,13 @@ Status check_decode_shape(const DecodeParams& p) {
   }
   if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
     return invalid_argument(w + "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
-  return Status::Ok();
+  return check_variant_values(p.variant, w);
 }
 
 Status check_decode_call(const DecodeParams& p) {
   MUH_TRY(check_decode_shape(p));
   if (p.num_seqs == 0) return Status::Ok();  // nothing is read or written
+  MUH_TRY(check_variant_compiled(p.variant, p.dtype, p.head_dim, "paged_decode: "));
   if (!is_compiled_instance(p.dtype, p.head_dim))
     return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                           std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
@@ -198,8 +200,16 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
     return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs or no bandwidth");
 
   // ---- Target and policy: the one selection (select.hpp) -------------------------------------
-  const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
+  // The general variant kind runs the portable agent (decode_sm80 has no variant hooks yet): its
+  // row is target 0's unless another portable row is forced.
+  const VariantKind kind = variant_kind(p.variant);
+  const int target = kind == VariantKind::general && opt.force_target < 0 ? 0 : opt.force_target;
+  const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{target});
   MUH_TRY(selection_status(sel, w, hw));
+  if (kind == VariantKind::general && sel.policy.agent != Agent::portable)
+    return unsupported(w + "attention variants (" + describe_variant(p.variant) + ") run on the portable decode agent "
+                       "only; target " + std::to_string(sel.target) + "'s row is the " +
+                       std::string(agent_name(sel.policy.agent)) + " agent (force target 0, or -1)");
   const DecodePolicy& pol = sel.policy;
 
   DecodePlan r;
@@ -213,6 +223,7 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   r.head_dim = p.head_dim;
   r.max_seq_len = p.max_seq_len;
   r.cuda_graph = opt.cuda_graph;
+  r.variant = kind;
   const int group = p.num_q_heads / p.num_kv_heads;
   r.head_chunks = (group + kDecodeRows - 1) / kDecodeRows;
 

@@ -72,6 +72,35 @@ constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
 #undef MUH_PREFILL_PAGED_INSTANCE_ENTRY
 #endif
 
+#if MUH_VARIANT_GENERAL
+using PrefillGeneralInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
+                                            const kernels::VariantArgs&, int, cudaStream_t);
+#define MUH_DECLARE_PREFILL_GENERAL_INSTANCE(t, d)                                                            \
+  template <>                                                                                               \
+  Status prefill_general_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, \
+                                               KVSource, const kernels::VariantArgs&, int, cudaStream_t);
+MUH_FOR_EACH_GENERAL_INSTANCE(MUH_DECLARE_PREFILL_GENERAL_INSTANCE)
+#undef MUH_DECLARE_PREFILL_GENERAL_INSTANCE
+#define MUH_PREFILL_GENERAL_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<PrefillGeneralInstanceFn>{DType::t, d, &prefill_general_instance<DType::t, d>},
+constexpr InstanceEntry<PrefillGeneralInstanceFn> kPrefillGeneralInstances[] = {
+    MUH_FOR_EACH_GENERAL_INSTANCE(MUH_PREFILL_GENERAL_INSTANCE_ENTRY) {DType::fp32, 0, nullptr}};  // (sentinel)
+#undef MUH_PREFILL_GENERAL_INSTANCE_ENTRY
+#if MUH_PAGED_PREFILL
+#define MUH_DECLARE_PREFILL_PAGED_GENERAL_INSTANCE(t, d)                                                           \
+  template <>                                                                                                    \
+  Status prefill_paged_general_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, \
+                                                     KVSource, const kernels::VariantArgs&, int, cudaStream_t);
+MUH_FOR_EACH_GENERAL_INSTANCE(MUH_DECLARE_PREFILL_PAGED_GENERAL_INSTANCE)
+#undef MUH_DECLARE_PREFILL_PAGED_GENERAL_INSTANCE
+#define MUH_PREFILL_PAGED_GENERAL_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<PrefillGeneralInstanceFn>{DType::t, d, &prefill_paged_general_instance<DType::t, d>},
+constexpr InstanceEntry<PrefillGeneralInstanceFn> kPrefillPagedGeneralInstances[] = {
+    MUH_FOR_EACH_GENERAL_INSTANCE(MUH_PREFILL_PAGED_GENERAL_INSTANCE_ENTRY) {DType::fp32, 0, nullptr}};
+#undef MUH_PREFILL_PAGED_GENERAL_INSTANCE_ENTRY
+#endif
+#endif
+
 #define MUH_DECLARE_PREFILL_OCCUPANCY(t, d) \
   template <>                               \
   Status prefill_instance_occupancy<DType::t, d>(int, int*);
@@ -113,6 +142,10 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
                             "); re-plan for this call");
   if (!(plan.policy == prefill_policy(plan.target, m.dtype, m.head_dim)))
     return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s prefill policy");
+  if (plan.variant != variant_kind(p.variant))
+    return invalid_argument(w + "the plan was made for the " + variant_kind_name(plan.variant) +
+                            " variant kind and the call is of the " + variant_kind_name(variant_kind(p.variant)) +
+                            " kind (variant: " + describe_variant(p.variant) + "); re-plan for this call");
   if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes != plan.split.workspace_bytes))
     return invalid_argument(w + "the plan's split is inconsistent");
   return Status::Ok();
@@ -194,6 +227,28 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   MUH_TRY(detail::check_workspace("prefill: ", "the tail split", plan.workspace_bytes, workspace, workspace_bytes));
   HardwareCapability hw;
   MUH_TRY(detail::check_device(plan, &hw));
+  if (plan.variant == VariantKind::general) {
+#if !MUH_VARIANT_GENERAL
+    return {StatusCode::not_compiled, "prefill: the general variant kind is not compiled into this build (MUH_VARIANTS)"};
+#else
+    // The general variant kind: whole q tiles (no split), contiguous or paged K/V.
+    if (is_paged(p.kv_source) && opt.debug_checks) MUH_TRY(detail::check_paged_tables(p, opt.stream));
+    if (!is_paged(p.kv_source) && opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));
+    kernels::PrefillArgs a = detail::make_prefill_args(p);
+    a.input_errors = opt.input_errors;
+    if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
+    const kernels::PrefillPagedKV kv = is_paged(p.kv_source) ? detail::make_prefill_paged_kv(p) : kernels::PrefillPagedKV{};
+    const kernels::VariantArgs v =
+        kernels::make_variant_args(p.variant, a.scale, p.causal, p.max_seqlen_q, p.max_seqlen_k);
+    detail::PrefillGeneralInstanceFn fn = find_instance(detail::kPrefillGeneralInstances, p.dtype, p.head_dim);
+#if MUH_PAGED_PREFILL
+    if (is_paged(p.kv_source)) fn = find_instance(detail::kPrefillPagedGeneralInstances, p.dtype, p.head_dim);
+#endif
+    if (fn == nullptr)  // (check_prefill_call refused it already: check_variant_compiled)
+      return {StatusCode::not_compiled, "prefill: the general variant kind is not compiled for this instance"};
+    return fn(a, kv, p.kv_source, v, plan.target, opt.stream);
+#endif
+  }
   if (is_paged(p.kv_source)) {
 #if !MUH_PAGED_PREFILL
     return {StatusCode::not_compiled, "prefill: paged K/V are not compiled into this build (MUH_PAGED_PREFILL=OFF)"};

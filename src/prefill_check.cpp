@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pointer_checks.hpp"
+#include "variant_check.hpp"
 #include "muh/build_config.hpp"
 #include "muh/instances.hpp"
 #include "muh/shapes.hpp"
@@ -39,6 +40,7 @@ Status check_prefill_shape(const PrefillParams& p, const char* where_) {
     return invalid_argument(where + "batch is 0 but total_q / total_k are not");
   if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
     return invalid_argument(where + "softmax_scale must be finite and > 0 (0 selects 1/sqrt(head_dim))");
+  MUH_TRY(check_variant_values(p.variant, where));
   // Indices inside the kernels are 64-bit; the grid is one dimension of at most 2^31 − 1 CTAs.
   if (static_cast<long long>(p.max_seqlen_q) * p.batch * p.num_q_heads > 0x7fffffffLL)
     return invalid_argument(where + "max_seqlen_q × batch × num_q_heads exceeds 2^31 − 1");
@@ -107,6 +109,7 @@ Status check_paged_tables_host(const PrefillParams& p, const int* cq, const int*
 }
 
 Status check_prefill_compiled(const PrefillParams& p) {
+  MUH_TRY(check_variant_compiled(p.variant, p.dtype, p.head_dim, "prefill: "));
   if (is_paged(p.kv_source) && !MUH_PAGED_PREFILL)
     return {StatusCode::not_compiled,
             "prefill: paged K/V are not compiled into this build; rebuild with MUH_PAGED_PREFILL=ON"};

@@ -54,6 +54,7 @@ int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, 
 
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) {
   if (policy.agent != Agent::sm80 && policy.agent != Agent::sm75) return false;
+  if (variant_kind(p.variant) != VariantKind::plain) return false;
   if (p.causal || p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
   if (static_cast<long long>(p.batch) * p.max_seqlen_q != p.total_q) return false;
   // Paged K/V: the key lengths (seqused_k) live on the device, so the split is planned for
@@ -133,6 +134,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   r.split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
   r.workspace_bytes = r.split.workspace_bytes;
   r.shape = p;
+  r.variant = variant_kind(p.variant);
   *plan = r;
   return Status::Ok();
 }

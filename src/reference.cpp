@@ -10,29 +10,33 @@ namespace muh::ref {
 
 namespace {
 
-// Softmax-weighted sum over the keys [0, n) of one query row; scores in double.
-// key(j) / val(j) return pointers to key j's and value j's head_dim floats.
-template <class KeyFn, class ValFn>
-void attend_row(const float* qrow, int n, int head_dim, double scale, KeyFn key, ValFn val,
-                float* out, float* lse) {
-  if (n <= 0) {
+// Softmax-weighted sum over the keys [lo, hi) of one query row; scores in double.
+// key(j) / val(j) return pointers to key j's and value j's head_dim floats; logit(j, x) the
+// variant's transform of the scaled score x of key j (identity without one); sink: a logit that
+// joins the denominator (−inf: none).
+template <class KeyFn, class ValFn, class LogitFn>
+void attend_range(const float* qrow, int lo, int hi, int head_dim, double scale, KeyFn key, ValFn val,
+                  LogitFn logit, double sink, float* out, float* lse) {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const int n = hi - lo;
+  std::vector<double> s(std::max(n, 0));
+  double m = sink;
+  for (int j = lo; j < hi; ++j) {
+    const float* kr = key(j);
+    double acc = 0;
+    for (int d = 0; d < head_dim; ++d) acc += double(qrow[d]) * double(kr[d]);
+    s[j - lo] = logit(j, acc * scale);
+    m = std::max(m, s[j - lo]);
+  }
+  if (m == ninf) {  // no key and no sink
     std::memset(out, 0, sizeof(float) * head_dim);
     if (lse) *lse = -std::numeric_limits<float>::infinity();
     return;
   }
-  std::vector<double> s(n);
-  double m = -std::numeric_limits<double>::infinity();
-  for (int j = 0; j < n; ++j) {
-    const float* kr = key(j);
-    double acc = 0;
-    for (int d = 0; d < head_dim; ++d) acc += double(qrow[d]) * double(kr[d]);
-    s[j] = acc * scale;
-    m = std::max(m, s[j]);
-  }
-  double denom = 0;
+  double denom = sink == ninf ? 0.0 : std::exp(sink - m);
   std::vector<double> o(head_dim, 0.0);
-  for (int j = 0; j < n; ++j) {
-    const double p = std::exp(s[j] - m);
+  for (int j = lo; j < hi; ++j) {
+    const double p = std::exp(s[j - lo] - m);
     denom += p;
     const float* vr = val(j);
     for (int d = 0; d < head_dim; ++d) o[d] += p * double(vr[d]);
@@ -41,25 +45,53 @@ void attend_row(const float* qrow, int n, int head_dim, double scale, KeyFn key,
   if (lse) *lse = float(m + std::log(denom));
 }
 
+template <class KeyFn, class ValFn>
+void attend_row(const float* qrow, int n, int head_dim, double scale, KeyFn key, ValFn val, float* out,
+                float* lse) {
+  attend_range(qrow, 0, std::max(n, 0), head_dim, scale, key, val, [](int, double x) { return x; },
+               -std::numeric_limits<double>::infinity(), out, lse);
+}
+
+// The variant's logit of query i (of sq) against key j (of sk), head h: soft-cap, then ALiBi.
+double variant_logit(const Variant& var, int h, long long i, long long j, int sq, int sk, double x) {
+  if (var.softcap > 0.f) x = softcap_logit(x, var.softcap);
+  if (var.use_alibi) x -= double(var.alibi_slopes[h]) * double(alibi_distance(i, j, sq, sk, var.queries_after_keys));
+  return x;
+}
+
+double variant_sink(const Variant& var, int h) {
+  return var.use_sinks ? double(var.sinks[h]) : -std::numeric_limits<double>::infinity();
+}
+
 }  // namespace
 
 void prefill(const float* q, const float* k, const float* v, const int* cu_q, const int* cu_k,
              int batch, int hq, int hkv, int d, float scale, bool causal, float* out, float* lse) {
+  prefill(q, k, v, cu_q, cu_k, batch, hq, hkv, d, scale, causal, Variant{}, out, lse);
+}
+
+void prefill(const float* q, const float* k, const float* v, const int* cu_q, const int* cu_k,
+             int batch, int hq, int hkv, int d, float scale, bool causal, const Variant& var, float* out,
+             float* lse) {
   const int group = hq / hkv;
   const int total_q = cu_q[batch];
   for (int b = 0; b < batch; ++b) {
     const int q0 = cu_q[b], sq = cu_q[b + 1] - cu_q[b];
     const int k0 = cu_k[b], sk = cu_k[b + 1] - cu_k[b];
     for (int i = 0; i < sq; ++i) {
-      // Bottom-right aligned causal mask: keys j <= i + sk − sq.
-      const int n = causal ? std::min(sk, std::max(0, i + sk - sq + 1)) : sk;
+      // Bottom-right aligned causal mask and window (muh/variant.hpp).
+      const KeyRange r =
+          visible_key_range(i, sq, sk, causal, var.window_left, var.window_right, var.queries_after_keys);
+      const int lo = int(r.lo), hi = int(std::max(r.lo, r.hi));
       for (int h = 0; h < hq; ++h) {
         const int kh = h / group;
         const float* qrow = q + (std::int64_t(q0 + i) * hq + h) * d;
         auto key = [&](int j) { return k + (std::int64_t(k0 + j) * hkv + kh) * d; };
         auto val = [&](int j) { return v + (std::int64_t(k0 + j) * hkv + kh) * d; };
-        attend_row(qrow, n, d, scale, key, val, out + (std::int64_t(q0 + i) * hq + h) * d,
-                   lse ? lse + std::int64_t(h) * total_q + q0 + i : nullptr);
+        auto logit = [&](int j, double x) { return variant_logit(var, h, i, j, sq, sk, x); };
+        attend_range(qrow, lo, hi, d, scale, key, val, logit, variant_sink(var, h),
+                     out + (std::int64_t(q0 + i) * hq + h) * d,
+                     lse ? lse + std::int64_t(h) * total_q + q0 + i : nullptr);
       }
     }
   }
@@ -115,6 +147,37 @@ void paged_decode(const float* q, const float* k_cache, const float* v_cache,
                  [&](int j) { return keys.data() + std::size_t(j) * d; },
                  [&](int j) { return vals.data() + std::size_t(j) * d; },
                  out + (std::int64_t(s) * hq + h) * d, lse ? lse + std::int64_t(s) * hq + h : nullptr);
+    }
+  }
+}
+
+void paged_decode(const float* q, const float* k_cache, const float* v_cache, const PagedKVShape& kv,
+                  const int* block_table, int max_blocks, const int* seq_lens, int num_seqs, int hq, float scale,
+                  const Variant& var, float* out, float* lse) {
+  const int d = kv.head_dim, group = hq / kv.num_kv_heads;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int len = seq_lens[s];
+    const int* row = block_table + std::int64_t(s) * max_blocks;
+    // One query at position len − 1: sq = 1, sk = len (bottom-right aligned), causal.
+    const KeyRange r = visible_key_range(0, 1, len, true, var.window_left, var.window_right);
+    const int lo = int(r.lo), hi = int(std::max(r.lo, r.hi));
+    for (int h = 0; h < hq; ++h) {
+      const int kh = h / group;
+      std::vector<float> keys(std::size_t(std::max(0, hi - lo)) * d), vals(keys.size());
+      for (int t = lo; t < hi; ++t) {
+        const std::int64_t page = row[t / kv.page_size];
+        for (int dd = 0; dd < d; ++dd) {
+          keys[std::size_t(t - lo) * d + dd] = k_cache[kv.k_offset(page, t % kv.page_size, kh, dd)];
+          vals[std::size_t(t - lo) * d + dd] = v_cache[kv.v_offset(page, t % kv.page_size, kh, dd)];
+        }
+      }
+      // A sequence of length 0 is padding: out = 0, lse = −inf, sink or not (as the kernels).
+      attend_range(q + (std::int64_t(s) * hq + h) * d, lo, hi, d, scale,
+                   [&](int j) { return keys.data() + std::size_t(j - lo) * d; },
+                   [&](int j) { return vals.data() + std::size_t(j - lo) * d; },
+                   [&](int j, double x) { return variant_logit(var, h, 0, j, 1, len, x); },
+                   len > 0 ? variant_sink(var, h) : -std::numeric_limits<double>::infinity(),
+                   out + (std::int64_t(s) * hq + h) * d, lse ? lse + std::int64_t(s) * hq + h : nullptr);
     }
   }
 }

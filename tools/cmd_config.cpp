@@ -8,6 +8,7 @@
 // seed's backend situation (native V1 and prefill, no native V2) — the seed's QWEN36_BF16 and
 // QWEN36_FP16.
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -27,6 +28,7 @@
 #include "muh/dispatch.hpp"
 #include "muh/instances.hpp"
 #include "muh/models.hpp"
+#include "muh/variant.hpp"
 
 namespace muh::cli {
 namespace {
@@ -56,6 +58,7 @@ struct Request {
 
 struct Options {
   std::string model, model_config, hw = "bi-v100", dtype, backends = "auto";
+  std::string variant;  // --variant: the attention variant a call asks for (muh/variant.hpp)
   long long head_dim = 0, kv_heads = 0, max_seq_len = 0;
   CLI::Option *o_model = nullptr, *o_model_config = nullptr, *o_dtype = nullptr, *o_head_dim = nullptr,
               *o_kv = nullptr, *o_len = nullptr, *o_hw = nullptr, *o_backends = nullptr;
@@ -436,6 +439,10 @@ struct Row {
   DType dtype;
   AttentionConfig cfg;
   Instantiation prefill_inst, decode_inst;
+  // The general variant kind's instantiations of this (dtype, head_dim): distinct prefill
+  // policies (each over contiguous K/V and, with MUH_PAGED_PREFILL, the paged layouts its agent
+  // reads) and distinct portable decode policies (each for both layouts) over the compiled targets.
+  int general_prefill = 0, general_decode = 0;
 };
 
 std::string backends_text(const Backends& b) {
@@ -638,7 +645,72 @@ void print_json(const Request& r, const std::vector<Row>& rows, const std::vecto
   std::cout << j.dump(2) << "\n";
 }
 
+// ---- The attention variant of a call (--variant; muh/variant.hpp) --------------------------------
+// "window=L" or "window=L:R", "softcap=X", "sinks", "alibi", comma-separated; "" = none.
+Variant parse_variant(const std::string& list) {
+  Variant v;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq), val = eq == std::string::npos ? "" : item.substr(eq + 1);
+    try {
+      if (key == "window" && !val.empty()) {
+        const auto colon = val.find(':');
+        v.window_left = std::stoi(val.substr(0, colon));
+        v.window_right = colon == std::string::npos ? -1 : std::stoi(val.substr(colon + 1));
+        if (v.window_left < -1 || v.window_right < -1) throw UsageError("--variant: window sides must be -1 or >= 0");
+      } else if (key == "softcap" && !val.empty()) {
+        v.softcap = std::stof(val);
+        if (!(v.softcap >= 0.f) || !std::isfinite(v.softcap)) throw UsageError("--variant: softcap must be >= 0");
+      } else if (key == "sinks" && val.empty()) {
+        v.use_sinks = true;
+      } else if (key == "alibi" && val.empty()) {
+        v.use_alibi = true;
+      } else {
+        throw UsageError("--variant: unknown item '" + item + "' (window=L[:R], softcap=X, sinks, alibi)");
+      }
+    } catch (const std::logic_error&) {  // std::stoi / stof
+      throw UsageError("--variant: '" + item + "' is not a number where one is expected");
+    }
+  }
+  return v;
+}
+
+// Which instantiation kind a call with variant v takes, and where it lives (muh/variant.hpp).
+std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const Row& x) {
+  const std::string key = std::string(dtype_name(t)) + "_hd" + std::to_string(hd);
+  const std::string kinds = std::string("compiled kinds: plain") + (MUH_VARIANT_GENERAL ? ", general" : "") +
+                            " (MUH_VARIANTS)";
+  if (variant_kind(v) == VariantKind::plain)
+    return {"plain (variant: none; --variant names one): every hook compiled out, the kernels above", kinds};
+  std::vector<std::string> l = {"general (variant: " + describe_variant(v) +
+                                "): every hook on, its parameters read at run time"};
+  if (!MUH_VARIANT_GENERAL) {
+    l.push_back("not compiled in this build: the call is not_compiled (rebuild with MUH_VARIANTS=\"plain;general\")");
+    l.push_back(kinds);
+    return l;
+  }
+  if (!is_general_instance(t, hd)) {
+    l.push_back("not compiled in this build for (" + std::string(dtype_name(t)) + ", " + std::to_string(hd) +
+                "): the call is not_compiled (rebuild with MUH_DTYPES / MUH_HEAD_DIMS / MUH_VARIANT_HEAD_DIMS including it)");
+    l.push_back(kinds);
+    return l;
+  }
+  l.push_back("prefill: the same row, instances/prefill_general_" + key + ".cu (contiguous K/V)" +
+              (MUH_PAGED_PREFILL ? " and instances/prefill_paged_general_" + key + ".cu (paged)" : std::string()) +
+              "; every q tile whole (no tail split); " + std::to_string(x.general_prefill) +
+              " prefill policies instantiated for the general kind");
+  l.push_back("decode: the portable agent's row (target 0 unless a portable row is forced; decode_sm80 has no variant "
+              "hooks), instances/decode_general_" + key + ".cu; " + std::to_string(x.general_decode) +
+              " portable decode policies (rows) instantiated for the general kind");
+  l.push_back(kinds);
+  return l;
+}
+
 void run(const Options& o) {
+  const Variant variant = parse_variant(o.variant);  // (a bad --variant is a usage error, explain or not)
   const Request r = resolve(o);
   std::vector<Row> rows;
   std::vector<Rules> rules;
@@ -647,9 +719,17 @@ void run(const Options& o) {
     with_selectors(t, r.head_dim, [&](auto ps, auto ds) {
       x.prefill_inst = find_instantiation("prefill", ps, x.cfg.prefill_selection);
       x.decode_inst = find_instantiation("decode", ds, x.cfg.decode_selection);
+      x.general_prefill = static_cast<int>(distinct_policy_count(ps, compiled_targets{}));
+      for (std::size_t i = 0; i < compiled_targets::size; ++i) {
+        const int tg = compiled_targets::values[i];
+        if (instantiation_target(ds, tg) == tg && ds(tg).agent == Agent::portable) ++x.general_decode;
+      }
     });
     rows.push_back(x);
-    if (o.explain) rules.push_back(explain_config(r, t, x.cfg, x.prefill_inst, x.decode_inst));
+    if (o.explain) {
+      rules.push_back(explain_config(r, t, x.cfg, x.prefill_inst, x.decode_inst));
+      rules.back().add("instantiation.variant", variant_lines(variant, t, r.head_dim, x));
+    }
   }
   if (o.json) {
     print_json(r, rows, o.explain ? &rules : nullptr);
@@ -688,6 +768,9 @@ void add_config_command(CLI::App& app) {
       "Which native backends exist: 'seed' (V1 + prefill, no native V2: the seed's deployment, V1 forced), "
       "'muh' (muh's V1, V2 and prefill: the V1/V2 threshold comes from the hardware), or 'auto' = seed on "
       "the bi-v100 profile (the seed's deployment) and muh everywhere else  [default: auto]");
+  cmd->add_option("--variant", o->variant,
+                  "With --explain: the attention variant of a call, e.g. window=4096,softcap=30,sinks,alibi "
+                  "(window=L[:R] in FlashAttention's window_size convention): which instantiation kind it takes");
   cmd->add_flag("--json", o->json, "Machine-readable output (the same values)");
   cmd->add_flag("--explain", o->explain,
                 "Also print the inputs, the rule behind every field and the compiled instantiation that runs");

@@ -23,6 +23,22 @@ inline constexpr CompiledInstance kCompiledInstances[] = {
 #undef MUH_COMPILED_INSTANCE
 };
 
+// The (dtype, head_dim) instances with the general attention-variant kind (muh/variant.hpp;
+// CMake's MUH_VARIANTS and MUH_VARIANT_HEAD_DIMS). The sentinel {fp32, 0} keeps the array
+// non-empty; it matches no call (head_dim 0 is refused first).
+inline constexpr CompiledInstance kCompiledGeneralInstances[] = {
+#define MUH_COMPILED_GENERAL_INSTANCE(t, d) CompiledInstance{DType::t, d},
+    MUH_FOR_EACH_GENERAL_INSTANCE(MUH_COMPILED_GENERAL_INSTANCE)
+#undef MUH_COMPILED_GENERAL_INSTANCE
+    CompiledInstance{DType::fp32, 0},
+};
+
+constexpr bool is_general_instance(DType t, int head_dim) {
+  for (const auto& e : kCompiledGeneralInstances)
+    if (e.dtype == t && e.head_dim == head_dim && head_dim > 0) return true;
+  return false;
+}
+
 constexpr bool is_compiled_instance(DType t, int head_dim) {
   for (const auto& e : kCompiledInstances)
     if (e.dtype == t && e.head_dim == head_dim) return true;

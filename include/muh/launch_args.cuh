@@ -8,6 +8,7 @@
 #include "muh/kernels/numeric.cuh"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_kv.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/params.hpp"
 #include "muh/plan.hpp"
 

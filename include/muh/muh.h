@@ -43,6 +43,32 @@ int muh_prefill(int dtype, const void* q, const void* k, const void* v, void* ou
                 int num_kv_heads, int head_dim, float softmax_scale, int causal,
                 void* workspace, size_t workspace_bytes, int force_target, void* stream);
 
+/* Attention variants (muh::Variant, muh/variant.hpp): a sliding window in FlashAttention's
+ * window_size = (left, right) convention (-1 = unbounded; causal caps right at 0), logit
+ * soft-capping (0 = off), sinks (vLLM's s_aux) and ALiBi slopes: fp32 device arrays
+ * [num_q_heads], read when use_sinks / use_alibi != 0 (a null array then, or an array without its
+ * flag, is MUH_INVALID_ARGUMENT). Start from MUH_VARIANT_NONE: a zeroed struct is a window of 0.
+ * A null muh_variant* in the *_variant functions is no variant. */
+typedef struct muh_variant {
+  int window_left;
+  int window_right;
+  float softcap;
+  int use_sinks;
+  const float* sinks;
+  int use_alibi;
+  const float* alibi_slopes;
+} muh_variant;
+#define MUH_VARIANT_NONE {-1, -1, 0.0f, 0, NULL, 0, NULL}
+
+/* muh_prefill() with an attention variant (variant may be null). The general variant kind never
+ * splits the tail, so the call reads no workspace (workspace may be null). */
+int muh_prefill_variant(int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
+                        const int* cu_seqlens_q, const int* cu_seqlens_k, int batch, int total_q,
+                        int total_k, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                        int num_kv_heads, int head_dim, float softmax_scale, int causal,
+                        void* workspace, size_t workspace_bytes, int force_target, void* stream,
+                        const muh_variant* variant);
+
 /* The workspace muh_prefill() can use for this shape on the present device (0: none). */
 int muh_prefill_workspace_size(int dtype, int batch, int total_q, int total_k, int max_seqlen_q,
                                int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
@@ -72,6 +98,16 @@ int muh_paged_prefill(int dtype, int layout, const void* q, const void* k_cache,
                       int page_size, int num_pages, int max_blocks_per_seq, float softmax_scale,
                       int causal, void* workspace, size_t workspace_bytes, int force_target,
                       int debug_checks, void* stream);
+
+/* muh_paged_prefill() with an attention variant (variant may be null). */
+int muh_paged_prefill_variant(int dtype, int layout, const void* q, const void* k_cache,
+                              const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
+                              const int* block_table, const int* seqused_k, int batch, int total_q,
+                              int max_seqlen_q, int max_seqlen_k, int num_q_heads, int num_kv_heads,
+                              int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                              float softmax_scale, int causal, void* workspace,
+                              size_t workspace_bytes, int force_target, int debug_checks,
+                              void* stream, const muh_variant* variant);
 
 /* The workspace muh_paged_prefill() can use for this shape on the SMs of `stream` (0: none). */
 int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total_q,
@@ -129,6 +165,17 @@ int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,
                      int max_seq_len, float softmax_scale, void* workspace,
                      size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
                      void* stream);
+
+/* muh_paged_decode() with an attention variant (variant may be null; muh_variant above): the
+ * query is each sequence's last token. A variant runs on the portable decode agent's row (target
+ * 0 unless a portable row is forced): force_target of another agent's row is MUH_UNSUPPORTED. */
+int muh_paged_decode_variant(int dtype, int layout, const void* q, const void* k_cache,
+                             const void* v_cache, void* out, float* lse, const int* block_table,
+                             const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
+                             int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                             int max_seq_len, float softmax_scale, void* workspace,
+                             size_t workspace_bytes, int force_target, int force_splits,
+                             int cuda_graph, void* stream, const muh_variant* variant);
 
 /* Writes key and value [num_tokens, num_kv_heads, head_dim] into the paged cache at the slots of
  * slot_mapping (int64 [num_tokens], -1 = padding, skipped); see muh::reshape_and_cache.

@@ -10,6 +10,7 @@
 
 #include "muh/dtype.hpp"
 #include "muh/paged_kv.hpp"
+#include "muh/variant.hpp"
 
 namespace muh {
 
@@ -78,6 +79,10 @@ struct PrefillParams : PrefillShape {
   const void* v_cache = nullptr;
   const int* block_table = nullptr;  // [batch, max_blocks_per_seq]
   const int* seqused_k = nullptr;    // [batch]: keys of each sequence (cached prefix + new tokens)
+  // Sliding window, soft-capping, sinks, ALiBi (muh/variant.hpp; all off by default). The plan
+  // records the instantiation kind it needs (PrefillPlan::variant), so a plan is made with the
+  // variant the calls will use.
+  Variant variant;
 };
 
 // ---- Decode -------------------------------------------------------------------------------------
@@ -104,6 +109,9 @@ struct DecodeParams {
   int max_blocks_per_seq = 0;
   int max_seq_len = 0;          // host-known upper bound of seq_lens (sizes the plan)
   float softmax_scale = 0.f;    // 0 → 1/sqrt(head_dim)
+  // Sliding window, soft-capping, sinks, ALiBi (muh/variant.hpp); the query is the sequence's
+  // last token (i' = seq_len − 1).
+  Variant variant;
 };
 
 // The scale a call applies to q·k: softmax_scale, or 1/sqrt(head_dim) when it is 0 (the default

@@ -51,6 +51,10 @@ struct DecodePlan {
   bool l2_evict_first = true;
   std::size_t workspace_bytes = 0;  // V2 partials: o fp32 [num_seqs, splits, q heads, head_dim]
                                     // then lse fp32 [num_seqs, splits, q heads]
+  // The attention-variant kind (muh/variant.hpp) of the calls it serves: variant_kind(p.variant).
+  // The general kind runs on the portable agent's rows only (the only decode agent with the
+  // hooks); plan_decode() picks target 0's row for it unless a portable row is forced.
+  VariantKind variant = VariantKind::plain;
 };
 
 // Chooses the plan for `p` on hardware `hw` (the present device, or a preset for tests).

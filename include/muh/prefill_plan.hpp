@@ -53,8 +53,10 @@ int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, 
 
 // Whether `p` can be split at all: a tensor-core agent (the portable one has no partial
 // epilogue), no causal mask and every sequence of max length (total = batch · max, for q and
-// for k) — so every q tile sees the same key tiles — and at least one key. Paged K/V: the q
-// lengths as above, the keys planned at max_seqlen_k (seqused_k lives on the device).
+// for k) — so every q tile sees the same key tiles — at least one key, and no variant (the
+// general kind has no tail kernel: a window gives the q tiles different key ranges, and the
+// sink would have to be folded in the merge). Paged K/V: the q lengths as above, the keys
+// planned at max_seqlen_k (seqused_k lives on the device).
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy);
 
 // The split for `p` run by `policy` on `hw`. tail_chunk: kPrefillTailAuto (the cost model
@@ -85,6 +87,10 @@ struct PrefillPlan {
   PrefillSplit split;
   std::size_t workspace_bytes = 0;  // = split.workspace_bytes: prefill() needs this much scratch
   PrefillShape shape;          // what it was made for: prefill() takes it for exactly this shape
+  // The attention-variant kind the plan's kernels are instantiated for (muh/variant.hpp):
+  // variant_kind(p.variant) of the call it was made for; prefill() takes it only for calls of
+  // that kind.
+  VariantKind variant = VariantKind::plain;
 };
 
 // Chooses the plan for `p` (its sizes and flags; pointers do not matter) on `hw` (the present

@@ -8,6 +8,7 @@
 
 #include "muh/dtype.hpp"
 #include "muh/paged_kv.hpp"
+#include "muh/variant.hpp"
 
 namespace muh::ref {
 
@@ -21,6 +22,14 @@ namespace muh::ref {
 void prefill(const float* q, const float* k, const float* v, const int* cu_seqlens_q,
              const int* cu_seqlens_k, int batch, int num_q_heads, int num_kv_heads, int head_dim,
              float softmax_scale, bool causal, float* out, float* lse);
+
+// The same with an attention variant (muh/variant.hpp): a window, soft-capping, ALiBi, sinks —
+// each as variant.hpp defines it, computed in double. Here the variant's sinks and alibi_slopes
+// are HOST pointers [num_q_heads]. A query that sees no key gets out = 0 and lse = −inf, or
+// lse = sink with a sink.
+void prefill(const float* q, const float* k, const float* v, const int* cu_seqlens_q,
+             const int* cu_seqlens_k, int batch, int num_q_heads, int num_kv_heads, int head_dim,
+             float softmax_scale, bool causal, const Variant& variant, float* out, float* lse);
 
 // Paged prefill (PrefillParams::kv_source paged): q varlen with cu_seqlens_q [batch + 1];
 // sequence b's keys 0 .. seqused_k[b] − 1 are read through block_table row b from the paged
@@ -43,6 +52,15 @@ void paged_decode(const float* q, const float* k_cache, const float* v_cache,
                   const PagedKVShape& kv, const int* block_table, int max_blocks_per_seq,
                   const int* seq_lens, int num_seqs, int num_q_heads, float softmax_scale,
                   float* out, float* lse, int kv_begin = 0, int kv_end = -1);
+
+// Paged decode with an attention variant (host sinks / alibi_slopes): the query of sequence s is
+// its last token (i' = seq_len − 1), so a window (left, ·) keeps keys [seq_len − 1 − left,
+// seq_len); ALiBi's distance is seq_len − 1 − j. A sequence of length 0 gives out = 0 and
+// lse = −inf also with a sink (padding rows of a CUDA-graph batch, as the kernels).
+void paged_decode(const float* q, const float* k_cache, const float* v_cache,
+                  const PagedKVShape& kv, const int* block_table, int max_blocks_per_seq,
+                  const int* seq_lens, int num_seqs, int num_q_heads, float softmax_scale,
+                  const Variant& variant, float* out, float* lse);
 
 // Gathers one sequence's K and V from the paged cache into dense [seq_len, num_kv_heads, head_dim]
 // (used to check paged == dense).

@@ -5,7 +5,8 @@
   argument, on vLLM's cache layout — ``torch.ops.muh`` can stand in for ``torch.ops._C``: the
   default overloads take vLLM 0.6.3's float ``k_scale`` / ``v_scale``, the ``.tensor_scales``
   overloads later vLLM's 0-dim tensors (a call picks the one its arguments match).
-  ALiBi, an fp8 KV cache and block-sparse attention raise NotImplementedError.
+  ``alibi_slopes`` runs on the portable decode agent (the attention variants, muh/variant.hpp);
+  an fp8 KV cache and block-sparse attention raise NotImplementedError.
 * ``flash_attn_varlen_func``: FlashAttention's ``flash_attn_varlen_func``, its positional order,
   defaults and return convention; what muh cannot honour raises NotImplementedError naming it.
 * ``paged_decode``: one query token per sequence over an NHD cache
@@ -69,8 +70,11 @@ def _check(cond: bool, op: str, msg: str) -> None:
 
 def _check_vllm(op: str, out, query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
                 block_size, alibi_slopes, kv_cache_dtype, blocksparse_vert_stride) -> None:
-    if alibi_slopes is not None:
-        raise NotImplementedError(f"muh.{op}: alibi_slopes is not supported (muh has no ALiBi); pass None")
+    if alibi_slopes is not None:  # ALiBi (muh/variant.hpp): fp32 [num_heads]
+        _check(alibi_slopes.dim() == 1 and alibi_slopes.dtype == torch.float32
+               and alibi_slopes.shape[0] == query.shape[1], op,
+               f"alibi_slopes must be float32 [num_heads = {query.shape[1]}], got {alibi_slopes.dtype} "
+               f"{tuple(alibi_slopes.shape)}")
     if kv_cache_dtype != "auto":
         raise NotImplementedError(
             f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV cache in muh); "
@@ -123,7 +127,8 @@ def _paged_attention_v2_fake(out, exp_sums, max_logits, tmp_out, query, key_cach
 
 @torch.library.register_fake("muh::flash_attn_varlen")
 def _flash_attn_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                            softmax_scale=None, causal=False, return_lse=False):
+                            softmax_scale=None, causal=False, return_lse=False, window_left=-1,
+                            window_right=-1, softcap=0.0, alibi_slopes=None, s_aux=None):
     op = "flash_attn_varlen_func"
     _check(q.dim() == 3, op, f"q must be 3-D [total_q, num_heads, head_dim], got shape {tuple(q.shape)}")
     _check(k.dim() == 3 and v.shape == k.shape, op,
@@ -155,7 +160,8 @@ def _paged_decode_fake(q, k_cache, v_cache, block_table, seq_lens, max_seq_len=-
 
 @torch.library.register_fake("muh::paged_prefill")
 def _paged_prefill_fake(out, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
-                        max_seqlen_k, softmax_scale=None, causal=False, return_lse=False):
+                        max_seqlen_k, softmax_scale=None, causal=False, return_lse=False, window_left=-1,
+                        window_right=-1, softcap=0.0, alibi_slopes=None, s_aux=None):
     op = "flash_attn_varlen_func"
     _check(q.dim() == 3, op, f"q must be 3-D [total_q, num_heads, head_dim], got shape {tuple(q.shape)}")
     _check(out.shape == q.shape, op, f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
@@ -172,8 +178,13 @@ def _context_attention_fwd_fake(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_
                                 b_ctx_len, max_input_len, k_scale=1.0, v_scale=1.0, alibi_slopes=None,
                                 sliding_window=None, sm_scale=None) -> None:
     op = "context_attention_fwd"
-    if alibi_slopes is not None:
-        raise NotImplementedError(f"muh.{op}: alibi_slopes is not supported (muh has no ALiBi); pass None")
+    if alibi_slopes is not None:  # ALiBi (muh/variant.hpp): fp32 [num_heads]
+        _check(alibi_slopes.dim() == 1 and alibi_slopes.dtype == torch.float32
+               and alibi_slopes.shape[0] == q.shape[1], op,
+               f"alibi_slopes must be float32 [num_heads = {q.shape[1]}], got {alibi_slopes.dtype} "
+               f"{tuple(alibi_slopes.shape)}")
+    _check(sliding_window is None or sliding_window >= 0, op,
+           f"sliding_window must be >= 0 (None or 0: no window), got {sliding_window}")
     if kv_cache_dtype != "auto":
         raise NotImplementedError(f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV "
                                   "cache in muh); pass 'auto' with a cache of q's dtype")
@@ -235,7 +246,8 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                            softcap: float = 0.0, alibi_slopes: Optional[torch.Tensor] = None,
                            deterministic: bool = False, return_attn_probs: bool = False,
                            block_table: Optional[torch.Tensor] = None, *,
-                           seqused_k: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None
+                           seqused_k: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None,
+                           s_aux: Optional[torch.Tensor] = None
                            ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """FlashAttention's ``flash_attn_varlen_func``: its positional order, defaults and return
     convention. q [total_q, num_heads, head_dim], k/v [total_k, num_kv_heads, head_dim] (GQA when
@@ -253,17 +265,22 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     FlashAttention's, defaults included: a paged call that gives seqused_k passes
     cu_seqlens_k=None.
 
-    muh computes the inference forward only: dropout_p != 0, a window_size other than (-1, -1)
-    (or (-1, 0) with causal, the same mask), softcap != 0 and alibi_slopes raise
-    NotImplementedError naming the argument; deterministic is accepted (it concerns
-    FlashAttention's backward; muh's forward is run-to-run bitwise reproducible)."""
+    Attention variants (muh/variant.hpp), as FlashAttention and vLLM's fork name them:
+    ``window_size=(left, right)`` a sliding window (-1 = unbounded; causal caps right at 0),
+    ``softcap`` logit soft-capping (0.0 = off), ``alibi_slopes`` fp32 [num_heads] (FlashAttention's
+    bias -slope * |i + seqlen_k - seqlen_q - j|), ``s_aux`` (keyword-only, vLLM's fork) the
+    attention sinks, fp32 [num_heads]: a logit per head added to the softmax's denominator. Bad
+    values raise ValueError naming the argument.
+
+    muh computes the inference forward only: dropout_p != 0 raises NotImplementedError;
+    deterministic is accepted (it concerns FlashAttention's backward; muh's forward is run-to-run
+    bitwise reproducible)."""
     op = "muh.flash_attn_varlen_func"
     _refuse(op, dropout_p != 0.0, f"dropout_p={dropout_p} is not supported (inference only: pass 0.0)")
     window = tuple(window_size)
-    _refuse(op, window != (-1, -1) and not (causal and window == (-1, 0)),
-            f"window_size={window} (sliding-window local attention) is not supported; pass (-1, -1)")
-    _refuse(op, softcap != 0.0, f"softcap={softcap} (logit soft-capping) is not supported; pass 0.0")
-    _refuse(op, alibi_slopes is not None, "alibi_slopes is not supported (muh has no ALiBi); pass None")
+    if len(window) != 2:
+        raise ValueError(f"{op}: window_size must be a pair (left, right), got {window_size!r}")
+    variant = (int(window[0]), int(window[1]), float(softcap), alibi_slopes, s_aux)
     if block_table is None:
         _refuse(op, seqused_k is not None,
                 "seqused_k without block_table (contiguous k/v with unused tail rows) is not supported; "
@@ -272,7 +289,7 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             raise TypeError(f"{op}: cu_seqlens_k is required unless block_table and seqused_k are given")
         res, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                                    max_seqlen_k, softmax_scale, bool(causal),
-                                                   bool(return_attn_probs))
+                                                   bool(return_attn_probs), *variant)
         if out is not None:
             _check(out.shape == q.shape and out.dtype == q.dtype, "flash_attn_varlen_func",
                    f"out must be {q.dtype} of q's shape {tuple(q.shape)}, got {out.dtype} {tuple(out.shape)}")
@@ -285,7 +302,8 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             seqused_k = cu_seqlens_k[1:] - cu_seqlens_k[:-1]
         res = out if out is not None else torch.empty_like(q)
         lse = torch.ops.muh.paged_prefill(res, q, k, v, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
-                                          max_seqlen_k, softmax_scale, bool(causal), bool(return_attn_probs))
+                                          max_seqlen_k, softmax_scale, bool(causal), bool(return_attn_probs),
+                                          *variant)
     if not return_attn_probs:
         return res
     return res, lse, q.new_empty((0,))
@@ -303,7 +321,9 @@ def context_attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: 
     vLLM's 5-D / 4-D cache holding the prefixes, b_loc the block table, b_ctx_len the prefix
     lengths; writes o. sm_scale (a later vLLM's keyword) defaults to 1/sqrt(head_size). k_scale /
     v_scale (floats, or later vLLM's tensors) only scale an fp8 cache: unused with 'auto'.
-    ALiBi, a sliding window and an fp8 cache raise NotImplementedError."""
+    alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: a key is seen while the query's
+    position minus its own is < sliding_window) are the attention variants (muh/variant.hpp); an
+    fp8 cache raises NotImplementedError."""
     torch.ops.muh.context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
                                         b_seq_len, b_ctx_len, max_input_len, 1.0, 1.0, alibi_slopes,
                                         sliding_window, sm_scale)

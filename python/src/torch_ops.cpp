@@ -205,11 +205,12 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
 }
 
 // ---- vLLM's paged_attention_v1 / v2 --------------------------------------------------------------
-// What muh does not do raises instead of computing something else.
-void check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& alibi_slopes,
+// What muh does not do raises instead of computing something else. alibi_slopes (fp32
+// [num_heads], vLLM's bias slope · (j − seq_len + 1)) is the ALiBi variant (muh/variant.hpp): the
+// plan runs it on the portable decode agent (the sm80 agent has no variant hooks yet), correct
+// but slower than the plain path.
+void check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& /*alibi_slopes*/,
                             std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
-  MUH_NOT_IMPLEMENTED_CHECK(!alibi_slopes.has_value(), "muh.", op,
-                              ": alibi_slopes is not supported (muh has no ALiBi); pass None");
   MUH_NOT_IMPLEMENTED_CHECK(kv_cache_dtype == "auto", "muh.", op, ": kv_cache_dtype='",
                               kv_cache_dtype, "' is not supported (no fp8 KV cache in muh); "
                               "the cache must have the query's dtype and kv_cache_dtype='auto'");
@@ -313,8 +314,9 @@ void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tens
                          blocksparse_vert_stride);
   const Args a{op, query.device()};
   at::Tensor q;
-  const DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
-                                     block_tables, seq_lens, block_size, max_seq_len, &q);
+  DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
+                               block_tables, seq_lens, block_size, max_seq_len, &q);
+  p.variant = a.variant(-1, -1, 0.0, alibi_slopes, std::nullopt, p.num_q_heads);
   if (p.num_seqs == 0) return;
   const c10::cuda::CUDAGuard guard(query.device());
   // V1 as the name says: one pass per sequence, no workspace (vLLM's caller chose V1).
@@ -338,8 +340,9 @@ void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_l
                          blocksparse_vert_stride);
   const Args a{op, query.device()};
   at::Tensor q;
-  const DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
-                                     block_tables, seq_lens, block_size, max_seq_len, &q);
+  DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
+                               block_tables, seq_lens, block_size, max_seq_len, &q);
+  p.variant = a.variant(-1, -1, 0.0, alibi_slopes, std::nullopt, p.num_q_heads);
   // vLLM's scratch buffers: [num_seqs, num_heads, max_num_partitions(, head_size)]. muh keeps its
   // own partials layout (o, lse in fp32) and uses tmp_out's bytes for it when they suffice; it
   // leaves exp_sums and max_logits untouched (vLLM's callers never read them).
@@ -372,7 +375,9 @@ void run_prefill(const char* op, const PrefillParams& p, const at::Tensor& on, c
 std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
     const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
     const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
-    int64_t max_seqlen_k, std::optional<double> softmax_scale, bool causal, bool return_lse) {
+    int64_t max_seqlen_k, std::optional<double> softmax_scale, bool causal, bool return_lse, int64_t window_left,
+    int64_t window_right, double softcap, const std::optional<at::Tensor>& alibi_slopes,
+    const std::optional<at::Tensor>& s_aux) {
   const Args a{"flash_attn_varlen_func", q_in.device()};
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[total_q, num_heads, head_dim]");
@@ -396,6 +401,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   MUH_ARG_CHECK(max_seqlen_q >= 0, a.op, "max_seqlen_q must be >= 0, got ", max_seqlen_q);
   MUH_ARG_CHECK(max_seqlen_k >= 0, a.op, "max_seqlen_k must be >= 0, got ", max_seqlen_k);
   const float scale = a.scale(softmax_scale, "softmax_scale");
+  const Variant variant = a.variant(window_left, window_right, softcap, alibi_slopes, s_aux, hq);
 
   const at::Tensor q = a.rows(q_in, "q"), k = a.rows(k_in, "k"), v = a.rows(v_in, "v");
   at::Tensor out = at::empty(q.sizes(), q.options());
@@ -423,6 +429,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
   p.head_dim = a.to_int(q.size(2), "head_dim");
   p.softmax_scale = scale;
   p.causal = causal;
+  p.variant = variant;
   const c10::cuda::CUDAGuard guard(q.device());
   const RunOptions ro = run_options(q, a.op);
   run_prefill(a.op, p, q, ro);
@@ -482,7 +489,9 @@ PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_c
 at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tensor& k_cache,
                          const at::Tensor& v_cache, const at::Tensor& cu_seqlens_q, const at::Tensor& seqused_k,
                          const at::Tensor& block_table, int64_t max_seqlen_q, int64_t max_seqlen_k,
-                         std::optional<double> softmax_scale, bool causal, bool return_lse) {
+                         std::optional<double> softmax_scale, bool causal, bool return_lse, int64_t window_left,
+                         int64_t window_right, double softcap, const std::optional<at::Tensor>& alibi_slopes,
+                         const std::optional<at::Tensor>& s_aux) {
   const Args a{"flash_attn_varlen_func", q_in.device()};
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[total_q, num_heads, head_dim]");
@@ -504,6 +513,7 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   MUH_ARG_CHECK(max_seqlen_k >= 0, a.op, "max_seqlen_k must be >= 0, got ", max_seqlen_k);
   const float scale = a.scale(softmax_scale, "softmax_scale");
   const int64_t hq = q.size(1);
+  const Variant variant = a.variant(window_left, window_right, softcap, alibi_slopes, s_aux, hq);
   at::Tensor lse = return_lse ? at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat))
                               : at::empty({0}, q.options().dtype(at::kFloat));
   if (batch == 0 || q.size(0) == 0) return lse;
@@ -523,6 +533,7 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   shape.head_dim = a.to_int(q.size(2), "head_dim");
   shape.softmax_scale = scale;
   shape.causal = causal;
+  shape.variant = variant;
   const PrefillParams p = make_paged_prefill(
       shape, c.layout, k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr<int>(),
       seqused_k.data_ptr<int>(), a.to_int(c.page_size, "page_size"), a.to_int(c.num_pages, "num_pages"),
@@ -544,7 +555,11 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 //   chunk   dense prefill over k, v with cu_seqlens = b_start_loc, causal, into o
 //   o       merge_attn_states(o ← prefix, chunk)  (in place in o)
 // A sequence with no prefix gets lse −inf from the first part, and the merge then keeps the chunk
-// bit for bit. Options vLLM's kernel has and muh does not (ALiBi, sliding window, fp8 cache) raise.
+// bit for bit. alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: key j is seen by query
+// position i' when i' − j < sliding_window, i.e. window_size left = sliding_window − 1) are the
+// attention variants (muh/variant.hpp) of both parts: the chunk's positions are relative to the
+// chunk (the same distances), the prefix part's queries sit after all its keys
+// (Variant::queries_after_keys: i' = ctx_len + i). The fp8 cache raises.
 // The chunk lengths are taken from b_start_loc (the offsets vLLM passes); b_seq_len is checked for
 // its shape only — a b_seq_len ≠ b_ctx_len + chunk length is not detected (it lives on the device).
 void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, at::Tensor& o,
@@ -557,11 +572,8 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   MUH_NOT_IMPLEMENTED_CHECK(std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()) == "auto", "muh.",
                             a.op, ": kv_cache_dtype='", std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
                             "' is not supported (no fp8 KV cache in muh); pass 'auto' with a cache of q's dtype");
-  MUH_NOT_IMPLEMENTED_CHECK(!alibi_slopes.has_value(), "muh.", a.op,
-                            ": alibi_slopes is not supported (muh has no ALiBi); pass None");
-  MUH_NOT_IMPLEMENTED_CHECK(!sliding_window.has_value() || *sliding_window <= 0, "muh.", a.op,
-                            ": sliding_window=", sliding_window.value_or(0),
-                            " is not supported (no sliding-window attention in muh); pass None");
+  MUH_ARG_CHECK(!sliding_window.has_value() || *sliding_window >= 0, a.op, "sliding_window must be >= 0 "
+                "(None or 0: no window), got ", sliding_window.value_or(0));
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[num_tokens, num_heads, head_size]");
   const DType t = a.element(q_in, "q");
@@ -595,6 +607,9 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
                 b_start_loc.numel());
   MUH_ARG_CHECK(max_input_len >= 0, a.op, "max_input_len must be >= 0, got ", max_input_len);
   const float scale = a.scale(sm_scale, "sm_scale");
+  const int64_t window = sliding_window.value_or(0);
+  const Variant variant = a.variant(window > 0 ? window - 1 : -1, -1, 0.0, alibi_slopes, std::nullopt, q.size(1),
+                                    "sliding_window - 1");
   if (batch == 0 || q.size(0) == 0) return;
 
   const c10::cuda::CUDAGuard guard(q.device());
@@ -631,6 +646,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   chunk.total_k = base.total_q;
   chunk.max_seqlen_k = base.max_seqlen_q;
   chunk.causal = true;
+  chunk.variant = variant;
   run_prefill(a.op, chunk, q, ro);
 
   // The prefix: paged, every new token sees all of it.
@@ -641,6 +657,8 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   prefix.lse = prefix_lse.data_ptr<float>();
   prefix.max_seqlen_k = max_prefix;
   prefix.causal = false;
+  prefix.variant = variant;
+  prefix.variant.queries_after_keys = true;  // new token i sits at position b_ctx_len + i
   prefix = make_paged_prefill(prefix, KVLayout::vllm, k_cache.data_ptr(), v_cache.data_ptr(), b_loc.data_ptr<int>(),
                               b_ctx_len.data_ptr<int>(), a.to_int(c.page_size, "block_size"),
                               a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
@@ -786,11 +804,13 @@ TORCH_LIBRARY(muh, m) {
   m.def(
       "flash_attn_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
       "SymInt max_seqlen_q, SymInt max_seqlen_k, float? softmax_scale=None, bool causal=False, "
-      "bool return_lse=False) -> (Tensor, Tensor)");
+      "bool return_lse=False, int window_left=-1, int window_right=-1, float softcap=0.0, "
+      "Tensor? alibi_slopes=None, Tensor? s_aux=None) -> (Tensor, Tensor)");
   m.def(
       "paged_prefill(Tensor! out, Tensor q, Tensor k_cache, Tensor v_cache, Tensor cu_seqlens_q, "
       "Tensor seqused_k, Tensor block_table, SymInt max_seqlen_q, SymInt max_seqlen_k, "
-      "float? softmax_scale=None, bool causal=False, bool return_lse=False) -> Tensor");
+      "float? softmax_scale=None, bool causal=False, bool return_lse=False, int window_left=-1, "
+      "int window_right=-1, float softcap=0.0, Tensor? alibi_slopes=None, Tensor? s_aux=None) -> Tensor");
   // vLLM 0.6.3's signature, and the later keyword sm_scale.
   m.def(
       "context_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor! o, str kv_cache_dtype, Tensor k_cache, "

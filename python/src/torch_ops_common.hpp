@@ -131,6 +131,38 @@ struct Args {
     MUH_ARG_CHECK(std::isfinite(*s) && *s > 0, op, name, " must be a finite number > 0, got ", *s);
     return static_cast<float>(*s);
   }
+  // A per-head fp32 array of a variant (alibi_slopes, s_aux): CUDA, float32, [num_heads],
+  // contiguous; its data pointer, or nullptr when not given.
+  const float* per_head(const std::optional<at::Tensor>& t, const char* name, int64_t num_heads) const {
+    if (!t.has_value()) return nullptr;
+    cuda(*t, name);
+    MUH_NOT_IMPLEMENTED_CHECK(t->dim() == 1, "muh.", op, ": ", name, " must be 1-D [num_heads] (one value per q head; "
+                              "a per-batch [batch, num_heads] array is not supported), got shape ", t->sizes());
+    dtype(*t, name, at::kFloat);
+    size(*t, name, 0, num_heads, "num_heads, as q");
+    contiguous(*t, name);
+    return t->data_ptr<float>();
+  }
+  // The attention variant of a call (muh/variant.hpp): window_size (left, right) in
+  // FlashAttention's convention (-1 = unbounded), softcap (0 = off), ALiBi slopes and sinks
+  // (vLLM's s_aux) per q head. Bad values raise ValueError naming the argument.
+  Variant variant(int64_t window_left, int64_t window_right, double softcap,
+                  const std::optional<at::Tensor>& alibi_slopes, const std::optional<at::Tensor>& s_aux,
+                  int64_t num_heads, const char* window_name = "window_size") const {
+    MUH_ARG_CHECK(window_left >= -1 && window_right >= -1, op, window_name, " = (", window_left, ", ", window_right,
+                  ") must hold -1 (unbounded) or sizes >= 0");
+    MUH_ARG_CHECK(std::isfinite(softcap) && softcap >= 0, op, "softcap must be a finite number >= 0 (0 = off), got ",
+                  softcap);
+    Variant v;
+    v.window_left = static_cast<int>(std::min<int64_t>(window_left, INT32_MAX));
+    v.window_right = static_cast<int>(std::min<int64_t>(window_right, INT32_MAX));
+    v.softcap = static_cast<float>(softcap);
+    v.alibi_slopes = per_head(alibi_slopes, "alibi_slopes", num_heads);
+    v.use_alibi = v.alibi_slopes != nullptr;
+    v.sinks = per_head(s_aux, "s_aux", num_heads);
+    v.use_sinks = v.sinks != nullptr;
+    return v;
+  }
 };
 
 }  // namespace muh::torch_ops

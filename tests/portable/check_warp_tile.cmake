@@ -18,6 +18,7 @@ endif()
 set(EXEMPT muh/kernels/warp_tile.cuh)  # the one file that may spell them
 if(NOT DEFINED FILES)
   set(FILES
+      muh/kernels/variant.cuh            # the attention-variant hooks (muh/variant.hpp)
       muh/kernels/decode_portable.cuh    # the portable decode agent
       muh/kernels/prefill_portable.cuh   # the portable prefill agent
       muh/kernels/decode_common.cuh      # decode args, schedule, stores, the V2 merge kernel
@@ -34,7 +35,7 @@ endif()
 # head-dim multiples, e.g. tuning/policy.hpp's validate()).
 if(NOT DEFINED HOST_FILES)
   set(HOST_FILES muh/tuning/policy.hpp muh/dtype.hpp muh/paged_kv.hpp muh/host_device.hpp muh/input_errors.hpp
-                 muh/status.hpp)
+                 muh/status.hpp muh/variant.hpp)
 endif()
 
 set(intrinsic_patterns

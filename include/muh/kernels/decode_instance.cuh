@@ -10,9 +10,12 @@
 #include "muh/paged_kv.hpp"
 #include "muh/status.hpp"
 
-namespace muh::kernels::decode {
+namespace muh::kernels {
+struct VariantArgs;
+namespace decode {
 struct DecodeArgs;
 }
+}  // namespace muh::kernels
 
 namespace muh::detail {
 
@@ -22,5 +25,12 @@ namespace muh::detail {
 template <DType T, int D>
 Status decode_instance(const kernels::decode::DecodeArgs& a, KVLayout layout, int target, int device_cc,
                        cudaStream_t stream, int* input_errors);
+
+// The general variant kind (muh/variant.hpp; the portable agent's rows only: another row is an
+// internal error). Generated from src/instances/decode_general_instance.cu.in when MUH_VARIANTS
+// has "general".
+template <DType T, int D>
+Status decode_general_instance(const kernels::decode::DecodeArgs& a, const kernels::VariantArgs& v, KVLayout layout,
+                               int target, int device_cc, cudaStream_t stream, int* input_errors);
 
 }  // namespace muh::detail

@@ -63,6 +63,9 @@ inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+template <DType DT, int D, bool kGuard>
+Status launch_decode_merge(const DecodeArgs& a, int device_cc, cudaStream_t stream);
+
 // Launches one decode over `a` (validated by src/decode.cu, shaped by the plan) on `stream`:
 // the attention kernel over (KV heads × head chunks, partitions, sequences), then — for V2 —
 // the merge over (query heads, sequences). The attention kernel flags bad device-side inputs in
@@ -71,7 +74,6 @@ template <class Getter, DType DT, int D, bool kGuard = true>
 Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream,
                      int* input_errors = nullptr) {
   using K = DecodeKernel<Getter, DT, D, kGuard>;
-  using E = storage_t<DT>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
   bool launched = false;
@@ -95,6 +97,33 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
     kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, input_errors);
   }
   MUH_TRY(launch_status("paged_decode launch"));
+  return launch_decode_merge<DT, D, kGuard>(a, device_cc, stream);
+}
+
+// Launches one decode of the general variant kind (kernels/variant.cuh) over `a`: the portable
+// agent's variant kernel (the only decode agent with the hooks; the plan routes variant calls to
+// a portable row: plan.cpp), then — for V2 — the same merge as launch_decode().
+template <class Getter, DType DT, int D>
+Status launch_decode_variant(const DecodeArgs& a, const VariantArgs& v, KVLayout layout, int device_cc,
+                             cudaStream_t stream, int* input_errors = nullptr) {
+  using K = DecodeKernel<Getter, DT, D>;
+  if constexpr (K::policy.agent != Agent::portable) {
+    return {StatusCode::invalid_argument, "paged_decode: the plan's agent has no variant hooks (internal)"};
+  } else {
+    const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
+                    static_cast<unsigned>(a.num_seqs));
+    auto kernel = portable_decode_variant_kernel<PortableTraits<Getter, DT, D>>(layout, a.group);
+    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode (variant)"));
+    kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, input_errors, v);
+    MUH_TRY(launch_status("paged_decode launch (variant)"));
+    return launch_decode_merge<DT, D, true>(a, device_cc, stream);
+  }
+}
+
+// The V2 merge of a decode's partials (nothing for V1).
+template <DType DT, int D, bool kGuard>
+Status launch_decode_merge(const DecodeArgs& a, int device_cc, cudaStream_t stream) {
+  using E = storage_t<DT>;
   if (a.num_splits == 1) return Status::Ok();
 
   // The merge is launched with programmatic dependent launch where its code is sm_90's: only that

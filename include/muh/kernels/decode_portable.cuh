@@ -44,6 +44,7 @@
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
 
@@ -78,6 +79,7 @@ struct PortableTraits {
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
   static_assert(kTile <= tile32::kLanes && kTile % kVec == 0, "a tile: one lane per token, whole 16-byte V chunks");
   static_assert(kWarps >= kPassRows, "step 2 gives each query head of a pass its own tile");
+  static_assert(kTile >= 16, "a window's first tile (16-aligned start) holds a token of the window");
   static_assert(kThreads >= D && D % kVec == 0 && D % 4 == 0, "step 3 gives each dim (vLLM) a thread");
 };
 
@@ -232,9 +234,20 @@ inline constexpr int kPortableMinCtas =
 // per-head branch sits in the loops: heads past `rows` compute zeros nobody stores); the launch
 // picks the smallest N ≥ min(group, 8) (portable_pass_heads()). Shared memory keeps the strides
 // of kPassRows = 8 whatever N is.
-template <class Tr, KVLayout L, int N>
-__global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
-    decode_portable_kernel(const DecodeArgs a, int* input_errors) {
+//
+// Var: the variant kind (kernels/variant.cuh); PlainVariant compiles every hook out. With
+// GeneralVariant: a window moves the CTA's first token to the window's (len − 1 − left: a
+// partition wholly before it reads no page and stores an empty partial, which the merge weighs
+// 0); soft-cap and ALiBi transform the scores in step 2 (the query is the sequence's last
+// token); the sink joins the rows' (max, sum) before combine_and_store — in partition 0 only, as
+// a partial (o = 0, lse = sink) of its own, so the unchanged V2 merge counts it exactly once. A
+// sequence of length 0 stays out = 0, lse = −inf (padding), sink or not.
+// The kernel's arguments are taken by value, as the kernel takes them: by reference (to the
+// kernel's parameters) ptxas numbered st's registers differently and moved a few of each pass's
+// initialising moves (sm_90, fp16 hd 128: 8 of 8 portable kernels, same instruction counts); by
+// value the plain kernels' SASS is the one of before the body was a function (scripts/sass_diff.sh).
+template <class Tr, KVLayout L, int N, class Var = PlainVariant>
+__device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* input_errors, const Var& var = Var{}) {
   using E = typename Tr::E;
   using VM = PortableVMap<Tr, L>;
   constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec;
@@ -247,7 +260,19 @@ __global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
   float* sM = reinterpret_cast<float*>(smem + Tr::kOffM);
   float* sL = reinterpret_cast<float*>(smem + Tr::kOffL);
 
-  const CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
+  CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
+  [[maybe_unused]] int seq_len = 0;  // (general kind) the sequence's length, as cta_work read it
+  [[maybe_unused]] int win_lo = 0;   // (general kind) the window's first token
+  if constexpr (Var::kOn) {
+    seq_len = a.seq_lens[w.seq];
+    if (!seq_len_in_range(a, seq_len)) seq_len = 0;  // as cta_work (which flagged it)
+    win_lo = VariantHead(var.args, w.head0, 1, seq_len).keys(0).lo;
+    // The CTA starts at the window's first token rounded down to 16 (the loads read 16-byte runs
+    // of slots from 16-aligned tokens: vLLM's value pages; step 2 masks the tokens before it), or
+    // has nothing to do when its range ends before the window. Its first tile then holds a token
+    // of the window (kTile >= 16), so every tile's max is finite.
+    w.kv_begin = win_lo >= w.kv_end ? w.kv_end : max(w.kv_begin, win_lo & ~15);
+  }
   if (w.idle) return;
   bool bad_page = false;  // the guard: this thread met a block id outside [0, num_pages)
   const int tid = threadIdx.x, warp = tile32::index(tid), lane = tile32::lane(tid);
@@ -277,6 +302,8 @@ __global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
     // p and α of the heads past `rows`: 0 and 1 for the whole pass (step 2 writes only live heads).
     for (int i = tid; i < Tr::kTile * R; i += Tr::kThreads) sP[i] = 0.f;
     if (tid < R) sAlpha[tid] = 1.f;
+    // (general kind) step 2's head `warp`: its slope; warps past the live heads take the last one.
+    [[maybe_unused]] const auto vh = make_variant_head(var, wp.head0 + min(warp, rows - 1), 1, seq_len);
     OnlineSoftmax st;  // step 2's running (max, sum) of head `warp` (all lanes of the tile alike)
     float o[N][VM::kOut];  // step 3: unnormalised O of this thread's elements, per head of the pass
 #pragma unroll
@@ -330,10 +357,13 @@ __global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
       //    the valid tokens hold −inf (weight 0).
       if (warp < rows) {
         float s = -INFINITY;
-        if (lane < valid) {
+        bool visible = lane < valid;
+        if constexpr (Var::kOn) visible = visible && t0 + lane >= win_lo;  // (the window's start)
+        if (visible) {
           float x = 0.f;
 #pragma unroll
           for (int k = 0; k < Tr::kWarps; ++k) x += sPart[(k * R + warp) * Tr::kTile + lane];
+          if constexpr (Var::kOn) x = vh.logit(x, 0, t0 + lane);  // soft-cap, ALiBi (raw units)
           s = x * a.scale_log2;
         }
         const float m_new = st.max_with(tile32::reduce_max(s));  // finite: the tile holds ≥ 1 token
@@ -410,10 +440,39 @@ __global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
       }
       __syncthreads();
     }
+    if constexpr (Var::kOn) {
+      // The sink, once per row (partition 0): (m, l) ← (m, l) ⊕ (sink, 1), O ← O · 2^(m − m').
+      if (var.args.sinks != nullptr && w.split == 0 && seq_len > 0) {
+        if (tid < rows) {
+          const float sink = var.args.sinks[wp.head0 + tid] * kLog2e;  // log2 units
+          OnlineSoftmax row(sM[tid], sL[tid]);
+          float wgt;
+          sAlpha[tid] = row.add(sink, wgt, kUnits);  // m = −inf (no token): factor 0, l = 1
+          sM[tid] = row.m;
+          sL[tid] = row.l;
+        }
+        __syncthreads();
+        for (int i = tid; i < rows * D; i += Tr::kThreads) sO[i] *= sAlpha[i / D];
+        __syncthreads();
+      }
+    }
     // combine_and_store reads m[p·16 + r], l[p·16 + r] and o[(p·16 + r)·D + d] of part p = 0.
     combine_and_store<E, D>(a, wp, 1, sM, sL, sO, tid, Tr::kThreads, poisoned);
     __syncthreads();  // the next pass rewrites sQ / sM / sL
   }
+}
+
+template <class Tr, KVLayout L, int N>
+__global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
+    decode_portable_kernel(const DecodeArgs a, int* input_errors) {
+  decode_portable_body<Tr, L, N>(a, input_errors);
+}
+
+// The general variant kind (kernels/variant.cuh).
+template <class Tr, KVLayout L, int N>
+__global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
+    decode_portable_variant_kernel(const DecodeArgs a, int* input_errors, const VariantArgs v) {
+  decode_portable_body<Tr, L, N, GeneralVariant>(a, input_errors, GeneralVariant{v});
 }
 
 // The heads per pass the launch compiles for a GQA group: the smallest of 1, 2, 4, 8 that holds
@@ -430,6 +489,27 @@ inline auto portable_decode_kernel(KVLayout layout, int group) {
     case 2: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 2>, &decode_portable_kernel<Tr, KVLayout::vllm, 2>);
     case 4: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 4>, &decode_portable_kernel<Tr, KVLayout::vllm, 4>);
     default: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 8>, &decode_portable_kernel<Tr, KVLayout::vllm, 8>);
+  }
+}
+
+// The same for the general variant kind.
+template <class Tr>
+inline auto portable_decode_variant_kernel(KVLayout layout, int group) {
+  using Fn = void (*)(const DecodeArgs, int*, const VariantArgs);
+  auto pick = [layout](auto nhd, auto vllm) { return layout == KVLayout::nhd ? Fn(nhd) : Fn(vllm); };
+  switch (portable_pass_heads(group)) {
+    case 1:
+      return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 1>,
+                  &decode_portable_variant_kernel<Tr, KVLayout::vllm, 1>);
+    case 2:
+      return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 2>,
+                  &decode_portable_variant_kernel<Tr, KVLayout::vllm, 2>);
+    case 4:
+      return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 4>,
+                  &decode_portable_variant_kernel<Tr, KVLayout::vllm, 4>);
+    default:
+      return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 8>,
+                  &decode_portable_variant_kernel<Tr, KVLayout::vllm, 8>);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "muh/dtype.hpp"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_kv.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/status.hpp"
 
 namespace muh::detail {
@@ -25,6 +26,17 @@ Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTai
 template <DType T, int D>
 Status prefill_paged_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv, KVSource source,
                               const kernels::PrefillTail& tail, int target, int device_cc, cudaStream_t stream);
+
+// The general variant kind (muh/variant.hpp) over K/V from `source`: contiguous (kv unused) from
+// src/instances/prefill_general_instance.cu.in, paged from prefill_paged_general_instance.cu.in
+// (when MUH_VARIANTS has "general").
+template <DType T, int D>
+Status prefill_general_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv, KVSource source,
+                                const kernels::VariantArgs& v, int target, cudaStream_t stream);
+template <DType T, int D>
+Status prefill_paged_general_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv,
+                                      KVSource source, const kernels::VariantArgs& v, int target,
+                                      cudaStream_t stream);
 
 // CTAs per SM the runtime grants the kernel of target's policy on the present device
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor at its block size and shared memory).

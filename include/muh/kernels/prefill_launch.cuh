@@ -47,6 +47,13 @@ struct PrefillKernel {
   // The tail of a split paged launch (tensor-core agents only).
   template <KVSource S>
   static constexpr auto paged_tail_function() { return &prefill_sm80_paged_tail_kernel<Getter, DT, D, S>; }
+  // The general variant kind (kernels/variant.cuh) over source S (contiguous or a paged layout
+  // the agent reads).
+  template <KVSource S>
+  static auto variant_function() {
+    if constexpr (tensor_cores) return &prefill_sm80_variant_kernel<Getter, DT, D, S>;
+    else return &prefill_portable_variant_kernel<Getter, DT, D, S>;
+  }
 };
 
 // The tail CTAs and the merge of a split launch (t.tail_tiles > 0, t.main_tiles set), behind the
@@ -157,6 +164,25 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
             a, t, device_cc, stream, kv);
     }
     return Status::Ok();
+  }
+}
+
+// Launches one prefill of the general variant kind (kernels/variant.cuh; the call validated by
+// src/prefill.cu), K/V from source S (contiguous: a's k, v; paged: kv): every q tile whole, one
+// CTA each — the general kind is never tail-split (prefill_split_applies).
+template <class Getter, DType DT, int D, KVSource S>
+Status launch_prefill_variant(PrefillArgs a, const PrefillPagedKV& kv, const VariantArgs& v, cudaStream_t stream) {
+  using K = PrefillKernel<Getter, DT, D>;
+  if constexpr (is_paged(S) && !prefill_agent_reads(K::policy.agent, S)) {
+    return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
+  } else {
+    a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
+    const long long tiles = prefill_grid_size(a);
+    if (tiles == 0) return Status::Ok();
+    auto kernel = K::template variant_function<S>();
+    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill (variant)"));
+    kernel<<<static_cast<unsigned>(tiles), K::threads, K::smem_bytes, stream>>>(a, kv, v);
+    return launch_status("prefill launch (variant)");
   }
 }
 

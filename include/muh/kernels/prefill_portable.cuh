@@ -21,6 +21,7 @@
 
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_kv.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
 
@@ -102,9 +103,11 @@ __device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRow
 }
 
 // The agent's body: one q tile of one (sequence, q head), K/V from source S (contiguous: a and
-// its cu_seqlens_k; paged: pkv, kernels/prefill_kv.cuh).
-template <class Getter, DType DT, int D, KVSource S>
-__device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, const PrefillPagedKV& pkv) {
+// its cu_seqlens_k; paged: pkv, kernels/prefill_kv.cuh). Var: the variant kind
+// (kernels/variant.cuh); with PlainVariant every hook is compiled out.
+template <class Getter, DType DT, int D, KVSource S, class Var = PlainVariant>
+__device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, const PrefillPagedKV& pkv,
+                                                      const Var& var = Var{}) {
   using T = storage_t<DT>;
   using Vec = PortableVec<T>;
   constexpr PrefillPolicy P = Getter{}();
@@ -145,7 +148,10 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
   const uint4* gQ = static_cast<const uint4*>(a.q) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * NV;
   const uint4* gK = static_cast<const uint4*>(a.k) + k_off * ldk + static_cast<long long>(kvh) * NV;
   const uint4* gV = static_cast<const uint4*>(a.v) + k_off * ldk + static_cast<long long>(kvh) * NV;
-  const int n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+  // The key tiles [kt_begin, n_tiles) this q tile visits: with a window, those it reaches.
+  int kt_begin = 0, n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+  [[maybe_unused]] const auto vh = make_variant_head(var, tc.h, sq, sk);
+  if constexpr (Var::kOn) vh.template key_tiles<BN>(m0, BM, &kt_begin, &n_tiles);
   PagedKvRows<T, paged_layout(S)> paged;
   if constexpr (kPaged) paged = PagedKvRows<T, paged_layout(S)>::template make<D>(pkv, tc.b, kvh);
 
@@ -159,7 +165,7 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
   OnlineSoftmax run;  // the row's running max (raw score units) and this lane's partial sum
   const ScaledUnits<> units{a.scale_log2, a.scale};
 
-  for (int tile = 0; tile < n_tiles; ++tile) {
+  for (int tile = kt_begin; tile < n_tiles; ++tile) {
     const int n0 = tile * BN;
     __syncthreads();  // the previous tile's K/V are no longer read
     if constexpr (kPaged) {
@@ -188,7 +194,16 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
         for (int e = 0; e < VE; ++e) s[jj] = fmaf(qv[e], kv[e], s[jj]);
       }
     }
-    if (tile_needs_mask(n0, BN, m0, sq, sk, a.causal)) {
+    if constexpr (Var::kOn) {
+      // Soft-cap and ALiBi on every score, then the window's (and the causal / end) mask.
+#pragma unroll
+      for (int jj = 0; jj < SJ; ++jj) s[jj] = vh.logit(s[jj], m0 + r, n0 + c + TPR * jj);
+      if (vh.tile_needs_mask(n0, BN, m0, BM)) {
+#pragma unroll
+        for (int jj = 0; jj < SJ; ++jj)
+          if (vh.masked(m0 + r, n0 + c + TPR * jj)) s[jj] = -INFINITY;
+      }
+    } else if (tile_needs_mask(n0, BN, m0, sq, sk, a.causal)) {
 #pragma unroll
       for (int jj = 0; jj < SJ; ++jj)
         if (key_masked(m0 + r, n0 + c + TPR * jj, sq, sk, a.causal)) s[jj] = -INFINITY;
@@ -230,15 +245,20 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
     }
   }
 
-  // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then).
+  // Epilogue: O / l (0 for a row that saw no key), lse = scale·m + ln l (−inf then); a sink
+  // joins the denominator here, once (variant.hpp, fold_sink).
   run.l = tile32::reduce_sum<TPR>(run.l);
   if (m0 + r < sq) {
-    const float inv = run.inv_l();
+    float inv = run.inv_l();
+    [[maybe_unused]] float lse = 0.f;
+    if constexpr (Var::kOn) vh.finish(run.lse(units), inv, &inv, &lse);
     uint4* gO = static_cast<uint4*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * NV;
 #pragma unroll
     for (int ov = 0; ov < OV; ++ov) gO[c + TPR * ov] = Vec::pack(o[ov], inv);
-    if (a.lse != nullptr && c == 0)
-      *lse_slot(a, tc.h, q_off, m0, r) = run.lse(units);
+    if (a.lse != nullptr && c == 0) {
+      if constexpr (Var::kOn) *lse_slot(a, tc.h, q_off, m0, r) = lse;
+      else *lse_slot(a, tc.h, q_off, m0, r) = run.lse(units);
+    }
   }
 }
 
@@ -246,6 +266,13 @@ template <class Getter, DType DT, int D>
 __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
     prefill_portable_kernel(const PrefillArgs a) {
   prefill_portable_body<Getter, DT, D, KVSource::contiguous>(a, PrefillPagedKV{});
+}
+
+// The general variant kind (kernels/variant.cuh), K/V from source S (contiguous: pkv unused).
+template <class Getter, DType DT, int D, KVSource S>
+__global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
+    prefill_portable_variant_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const VariantArgs v) {
+  prefill_portable_body<Getter, DT, D, S, GeneralVariant>(a, pkv, GeneralVariant{v});
 }
 
 // K/V from a paged cache (S: paged_nhd or paged_vllm).

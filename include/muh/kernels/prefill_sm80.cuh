@@ -64,6 +64,7 @@
 #include "muh/kernels/prefill_sm80_pipeline.cuh"
 #include "muh/kernels/prefill_sm80_tile.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels {
@@ -88,10 +89,16 @@ __device__ __forceinline__ PagedKvGroups<Sh> paged_kv_groups(const PrefillPagedK
 // kSrc: where K/V come from (contiguous: a's k, v, cu_seqlens_k; paged NHD or vLLM: *pkv, through
 // the block table — kernels/prefill_kv.cuh); only the K/V copies differ (prefill_sm80_pipeline.cuh,
 // prefill_sm80_tile.cuh). The sm75 agent reads contiguous and paged NHD K/V.
-template <class Getter, DType DT, int D, bool kPiece = false, KVSource kSrc = KVSource::contiguous>
+// Var: the variant kind (kernels/variant.cuh): PlainVariant compiles every hook out (the kernels
+// of before variants, the same SASS); GeneralVariant clips the key tiles to the window, applies
+// soft-cap / ALiBi and the window's mask on the scores, and folds the sink into the epilogue (a
+// whole tile; a split tail's pieces leave it to the merge).
+template <class Getter, DType DT, int D, bool kPiece = false, KVSource kSrc = KVSource::contiguous,
+          class Var = PlainVariant>
 __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
                                                   int kt_hi = 0, float* piece_o = nullptr,
-                                                  float* piece_lse = nullptr, const PrefillPagedKV* pkv = nullptr) {
+                                                  float* piece_lse = nullptr, const PrefillPagedKV* pkv = nullptr,
+                                                  const Var& var = Var{}) {
   using Sh = Sm80PrefillShape<Getter, DT, D, kPiece, kSrc>;
   using T = typename Sh::T;
   constexpr int BM = Sh::BM, BN = Sh::BN, MT = Sh::MT;
@@ -121,10 +128,18 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   const T* gK = static_cast<const T*>(a.k) + k_off * ldk + static_cast<long long>(kvh) * D;
   const T* gV = static_cast<const T*>(a.v) + k_off * ldk + static_cast<long long>(kvh) * D;
 
-  // Key tiles kt_end − 1 down to kt_end − n_tiles (kt_lo for a piece, 0 for a whole tile).
-  const int kt_vis = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
+  // Key tiles kt_end − 1 down to kt_end − n_tiles (kt_lo for a piece, 0 for a whole tile; with a
+  // window, the first tile it reaches: the tiles wholly outside it are never loaded).
+  [[maybe_unused]] const auto vh = make_variant_head(var, tc.h, sq, sk);
+  [[maybe_unused]] int kt_win_begin = 0, kt_win_end = 0;
+  if constexpr (Var::kOn) vh.template key_tiles<BN>(m0, BM, &kt_win_begin, &kt_win_end);
+  const int kt_vis = Var::kOn ? kt_win_end : (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
   const int kt_end = kPiece ? (kt_hi < kt_vis ? kt_hi : kt_vis) : kt_vis;
-  const int n_tiles = kPiece ? (kt_end > kt_lo ? kt_end - kt_lo : 0) : kt_vis;
+  const int n_tiles =
+      Var::kOn ? (kt_end - (kt_lo > kt_win_begin ? kt_lo : kt_win_begin) > 0
+                      ? kt_end - (kt_lo > kt_win_begin ? kt_lo : kt_win_begin)
+                      : 0)
+               : (kPiece ? (kt_end > kt_lo ? kt_end - kt_lo : 0) : kt_vis);
 
   typename Sh::KvStage kv_stage;  // the sm75 agent's register stage (unused by the sm80 agent)
   // The copy groups: the view of contiguous K/V declared exactly as before paging existed, the
@@ -184,7 +199,10 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
     std::uint32_t qa[2][MT][4], kb[2][4];
     qk_gemm<Sh>(s, qa, kb, q, pipe.buffer(2 * i) + k_half, k_off_lane);
     pipe.k_done(i);
-    mask.apply(s, n0, w);
+    if constexpr (Var::kOn)
+      variant_logits_and_mask<Sh>(s, vh, m0, n0, w);  // soft-cap, ALiBi, then the window / causal / end mask
+    else
+      mask.apply(s, n0, w);
     float mx[MT][2];
     row_max<Sh>(s, mx, pair, w);
     softmax_rescale<Sh>(s, mx, row_m, row_l, o, units, rescale_slack);
@@ -202,7 +220,10 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   if constexpr (kPiece) {
     store_piece<Sh>(piece_o, piece_lse, o, row_m, l_row, units, m0, sq, w);
   } else {
-    stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w);
+    if constexpr (Var::kOn)
+      stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w, &vh);  // with the sink
+    else
+      stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w);
     __syncwarp();
     // O from sQ to out in whole 16-byte chunks: this warp's rows (and, with pairs, head dims).
     using Swz = Sm80Swizzle<D>;
@@ -241,6 +262,16 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) prefill_sm80_body<Getter, DT, D>(a, blockIdx.x);
+}
+
+// The general variant kind (kernels/variant.cuh): CTA i computes q tile i whole, K/V from source
+// kSrc (contiguous: pkv unused). No tail split (prefill_split_applies).
+template <class Getter, DType DT, int D, KVSource kSrc>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_variant_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const VariantArgs v) {
+  if constexpr (sm80::agent_has_ptx(Getter{}().agent))
+    prefill_sm80_body<Getter, DT, D, false, kSrc, GeneralVariant>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv,
+                                                                  GeneralVariant{v});
 }
 
 // K/V from a paged cache: CTA i computes q tile i whole — the grid of an unsplit paged launch and

@@ -20,6 +20,7 @@
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_sm80_tile.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
+#include "muh/kernels/variant.cuh"
 
 namespace muh::kernels {
 
@@ -215,6 +216,38 @@ struct TileMask {
   }
 };
 
+// The general variant kind's scores (kernels/variant.cuh): soft-cap and ALiBi on every score of
+// the tile, then, on a tile that crosses a window edge, the causal diagonal or the sequence end,
+// −inf for every key outside its row's range. In place of TileMask, which the plain kind keeps.
+template <class Sh>
+__device__ __forceinline__ void variant_logits_and_mask(float (&s)[Sh::MT][Sh::NTL][4], const VariantHead& vh, int m0,
+                                                        int n0, Sm80Warp w) {
+  const bool needs_mask = vh.tile_needs_mask(n0, Sh::BN, m0, Sh::BM);
+  // The rows' key ranges are loop-invariant over the key tiles: hoisted, they would hold 4·MT
+  // registers through the main loop (as TileMask's limits would; see there). The opaque copy of
+  // the first row keeps them here.
+  int row_first = m0 + w.row0 + w.g;
+  asm volatile("" : "+r"(row_first));
+#pragma unroll
+  for (int mt = 0; mt < Sh::MT; ++mt)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      // Row qi; column nt·8 + (e & 1) of this lane is key n0 + wn·BNW + 2t + nt·8 + (e & 1).
+      const int qi = row_first + mt * 16 + hr * 8;
+      const KeyRange32 r = vh.keys(qi);
+      const int j0 = n0 + w.wn * Sh::BNW + 2 * w.t;
+#pragma unroll
+      for (int nt = 0; nt < Sh::NTL; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int j = j0 + nt * 8 + e;
+          float& x = s[mt][nt][2 * hr + e];
+          x = vh.logit(x, qi, j);
+          if (needs_mask && (j < r.lo || j >= r.hi)) x = -INFINITY;
+        }
+    }
+}
+
 // The tile's row maxima (lane holds rows g and g+8 of each m16 tile; a row's 2·NTL values per
 // lane, the rest in the other 3 lanes of the quad — and, with pairs, in the mate warp).
 template <class Sh>
@@ -408,20 +441,27 @@ __device__ __forceinline__ void store_piece(float* piece_o, float* piece_lse, co
 // A whole tile, first step: lse, and O / l into this warp's own rows (and, with pairs, head dims)
 // of sQ, from where the caller stores whole 16-byte chunks (its own code: as a function or a
 // lambda, that loop's addressing compiled differently and the SASS changed).
+// vh (the general variant kind): the row's sink joins the denominator here (fold_sink).
 template <class Sh, class Units>
 __device__ __forceinline__ void stage_tile(const PrefillArgs& a, const TileCoord& tc, int q_off, int m0, int sq,
                                            typename Sh::T* sQ, const float (&o)[Sh::MT][Sh::DTL][4],
                                            const float (&row_m)[Sh::MT][2], const float (&l_row)[Sh::MT][2],
-                                           const Units& units, Sm80Warp w) {
+                                           const Units& units, Sm80Warp w, const VariantHead* vh = nullptr) {
   using Swz = Sm80Swizzle<Sh::kD>;
 #pragma unroll
   for (int mt = 0; mt < Sh::MT; ++mt) {
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const OnlineSoftmax row(row_m[mt][hr], l_row[mt][hr]);
-      const float inv = row.inv_l();
+      float inv = row.inv_l();
       const int r = w.row0 + mt * 16 + w.g + hr * 8;
-      if (a.lse != nullptr && w.t == 0 && w.wn == 0 && m0 + r < sq) *lse_slot(a, tc.h, q_off, m0, r) = row.lse(units);
+      if (vh != nullptr) {
+        float lse;
+        vh->finish(row.lse(units), inv, &inv, &lse);
+        if (a.lse != nullptr && w.t == 0 && w.wn == 0 && m0 + r < sq) *lse_slot(a, tc.h, q_off, m0, r) = lse;
+      } else if (a.lse != nullptr && w.t == 0 && w.wn == 0 && m0 + r < sq) {
+        *lse_slot(a, tc.h, q_off, m0, r) = row.lse(units);
+      }
 #pragma unroll
       for (int dt = 0; dt < Sh::DTL; ++dt)
         *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, w.wn * Sh::DTL + dt) + 2 * w.t) =

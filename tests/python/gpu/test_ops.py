@@ -193,7 +193,7 @@ def _v1_args(b, **over):
 
 
 @pytest.mark.parametrize("over,exc,words", [
-    (dict(alibi_slopes="alibi"), NotImplementedError, "alibi_slopes"),
+    (dict(alibi_slopes="alibi7"), ValueError, "alibi_slopes"),
     (dict(kv_cache_dtype="fp8"), NotImplementedError, "kv_cache_dtype='fp8'"),
     (dict(kv_cache_dtype="fp8_e5m2"), NotImplementedError, "fp8"),
     (dict(blocksparse_vert_stride=4), NotImplementedError, "block-sparse"),
@@ -210,7 +210,7 @@ def _v1_args(b, **over):
 def test_vllm_bad_arguments(vllm_batch, over, exc, words):
     b = vllm_batch
     subst = {
-        "alibi": torch.ones(8, device="cuda"),
+        "alibi7": torch.ones(7, device="cuda"),  # one slope short of the 8 heads
         "int64": b.block_table.long(),
         "cpu": b.seq_lens.cpu(),
         "short": torch.empty(1, 8, b.head_dim, dtype=b.dtype, device="cuda"),
@@ -249,12 +249,23 @@ def test_flash_attn_bad_arguments():
         f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, dropout_p=0.1)
     with pytest.raises(NotImplementedError, match="dropout_p=0.125 "):
         f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.125, 0.5)
-    with pytest.raises(NotImplementedError, match=r"window_size=\(4, 0\)"):
-        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.0, None, True, (4, 0))
-    with pytest.raises(NotImplementedError, match="softcap=30.0"):
-        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.0, None, False, (-1, -1), 30.0)
-    with pytest.raises(NotImplementedError, match="alibi_slopes"):
-        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, alibi_slopes=torch.ones(8, device="cuda"))
+    # The variants (tests/python/gpu/test_variants.py): bad values name the argument, no launch.
+    with pytest.raises(ValueError, match=r"window_size = \(-2, 0\)"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.0, None, True, (-2, 0))
+    with pytest.raises(ValueError, match="softcap must be a finite number >= 0"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, 0.0, None, False, (-1, -1), -30.0)
+    with pytest.raises(ValueError, match="softcap must be a finite number >= 0"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, softcap=float("nan"))
+    with pytest.raises(ValueError, match=r"alibi_slopes.shape\[0\] \(num_heads, as q\) must be 8"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, alibi_slopes=torch.ones(7, device="cuda"))
+    with pytest.raises(ValueError, match="alibi_slopes must be Float"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, alibi_slopes=torch.ones(8, device="cuda", dtype=torch.half))
+    with pytest.raises(NotImplementedError, match="alibi_slopes must be 1-D"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, alibi_slopes=torch.ones(2, 8, device="cuda"))
+    with pytest.raises(ValueError, match=r"s_aux.shape\[0\] \(num_heads, as q\) must be 8"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, s_aux=torch.zeros(9, device="cuda"))
+    with pytest.raises(ValueError, match="s_aux must be a CUDA tensor"):
+        f(b.q, b.k, b.v, b.cu_q, b.cu_k, 10, 10, s_aux=torch.zeros(8))
     # block_table is supported (the paged call, test_paged_dropins.py); dense k/v passed with one
     # are named as the wrong cache shape, before any launch.
     with pytest.raises(ValueError, match=r"k \(the key cache\) must be 4-D"):

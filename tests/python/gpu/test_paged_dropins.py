@@ -98,10 +98,10 @@ def test_context_attention_fwd_sm_scale_and_refusals():
     ops.context_attention_fwd(*args, sm_scale=0.05)
     o32, olp, _ = _reference(q, [torch.cat([cache.k[0], k])], [torch.cat([cache.v[0], v])], [5], 0.05)
     assert_close_to_reference(o, o32, olp, "context_attention_fwd sm_scale=0.05")
-    with pytest.raises(NotImplementedError, match="alibi_slopes"):
-        ops.context_attention_fwd(*args, alibi_slopes=torch.ones(4, device="cuda"))
-    with pytest.raises(NotImplementedError, match="sliding_window"):
-        ops.context_attention_fwd(*args, sliding_window=8)
+    with pytest.raises(ValueError, match=r"alibi_slopes.shape\[0\]"):
+        ops.context_attention_fwd(*args, alibi_slopes=torch.ones(3, device="cuda"))
+    with pytest.raises(ValueError, match="sliding_window must be >= 0"):
+        ops.context_attention_fwd(*args, sliding_window=-8)
     with pytest.raises(NotImplementedError, match="kv_cache_dtype"):
         ops.context_attention_fwd(q, k, v, o, "fp8", *args[5:])
     with pytest.raises(ValueError, match="k_cache must be 5-D"):

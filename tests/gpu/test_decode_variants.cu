@@ -1,0 +1,171 @@
+// test_decode_variants.cu — the general variant kind (muh/variant.hpp) of the paged decode: the
+// portable agent's rows (the only decode agent with the hooks), forced, against the CPU reference
+// — sliding windows (smaller than a page, a page, many pages, longer than the sequence), soft-cap
+// 30 / 50 on sharp scores, sinks far above and below the scores, ALiBi with GQA, all at once with
+// an empty sequence — for V1 and V2 at every split count 2 … 7: each against the reference (the
+// tolerance of check/decode_case.hpp: 2× a naive same-precision implementation that applies the
+// same variant), and V2 against V1 within the same bound (the sink and the window are where split-
+// KV bugs live: a sink counted per partition, a partition before the window left unwritten).
+// Outputs and workspace pre-filled with NaN; two runs bitwise equal.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "decode_case.hpp"
+#include "gpu_test_util.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace {
+
+const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f};
+const std::vector<float> kAlibi = {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f};
+
+struct VariantShape {
+  const char* name;
+  std::vector<int> seq_lens;
+  float softmax_scale;
+  check::VariantSpec v;
+};
+
+check::VariantSpec win(int left) {
+  check::VariantSpec v;
+  v.window_left = left;
+  return v;
+}
+
+const std::vector<VariantShape>& shapes() {
+  static const std::vector<VariantShape> s = [] {
+    std::vector<VariantShape> r;
+    r.push_back({"win5", {1, 17, 300, 1000}, 0.f, win(5)});
+    r.push_back({"win_page16", {16, 17, 511}, 0.f, win(16)});
+    r.push_back({"win100", {99, 100, 101, 1000}, 0.f, win(100)});
+    r.push_back({"win_longer_than_seq", {3, 700}, 0.f, win(5000)});
+    check::VariantSpec c30, c50;
+    c30.softcap = 30.f;
+    c50.softcap = 50.f;
+    r.push_back({"softcap30_sharp", {1, 333}, 0.6f, c30});
+    r.push_back({"softcap50_sharp", {257}, 0.6f, c50});
+    check::VariantSpec sk;
+    sk.sinks = kSinks;
+    r.push_back({"sinks", {1, 40, 600}, 0.f, sk});
+    check::VariantSpec al;
+    al.alibi = kAlibi;
+    r.push_back({"alibi_gqa4", {5, 800}, 0.f, al});
+    check::VariantSpec all = win(64);
+    all.softcap = 30.f;
+    all.sinks = kSinks;
+    all.alibi = kAlibi;
+    r.push_back({"all_with_empty_seq", {0, 65, 1, 900}, 0.3f, all});
+    return r;
+  }();
+  return s;
+}
+
+struct Param {
+  int target;
+  DType dtype;
+  int head_dim;
+  KVLayout layout;
+  std::size_t shape;
+};
+
+std::string param_name(const Param& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + shapes()[p.shape].name;
+}
+void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
+
+// Every compiled target whose decode row is the portable agent's.
+std::vector<Param> all_params() {
+  std::vector<Param> v;
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    for (const auto& [t, d] : kCompiledInstances) {
+      const int target = compiled_targets::values[ti];
+      if (decode_policy(target, t, d).agent != Agent::portable || !is_general_instance(t, d)) continue;
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (std::size_t s = 0; s < shapes().size(); ++s) v.push_back({target, t, d, l, s});
+    }
+  return v;
+}
+
+check::DecodeCase make_case(const Param& p) {
+  check::DecodeCase c;
+  c.target = p.target;
+  c.dtype = p.dtype;
+  c.head_dim = p.head_dim;
+  c.layout = p.layout;
+  c.page_size = 16;
+  c.num_q_heads = 8;
+  c.num_kv_heads = 2;
+  c.seq_lens = shapes()[p.shape].seq_lens;
+  c.softmax_scale = shapes()[p.shape].softmax_scale;
+  c.variant = shapes()[p.shape].v;
+  c.seed = 11u + unsigned(p.shape) * 13u;
+  c.shape = shapes()[p.shape].name;
+  return c;
+}
+
+using testing::device_cc;
+
+class DecodeVariantForced : public ::testing::TestWithParam<Param> {};
+
+TEST_P(DecodeVariantForced, EverySplitCountMatchesReferenceAndV1) {
+  MUH_REQUIRE_GPU();
+  const Param prm = GetParam();
+  if (prm.target > device_cc()) GTEST_SKIP() << "target " << prm.target << " is newer than the device";
+  check::DecodeProblem pr(make_case(prm));
+  ASSERT_EQ(pr.upload(), "");
+  HardwareCapability hw;
+  ASSERT_TRUE(device_profile(-1, &hw).ok());
+  const check::DecodeOutcome v1 = pr.run(hw, 1);
+  ASSERT_TRUE(v1.error.empty()) << v1.error;
+  EXPECT_TRUE(v1.pass()) << "V1: " << v1.summary();
+  EXPECT_EQ(v1.num_splits, 1);
+  const check::DecodeOutcome again = pr.run(hw, 1);
+  EXPECT_EQ(again.out_bytes, v1.out_bytes) << "two V1 runs differ bitwise";
+  for (int splits = 2; splits <= 7; ++splits) {
+    const check::DecodeOutcome v2 = pr.run(hw, splits);
+    ASSERT_TRUE(v2.error.empty()) << splits << " splits: " << v2.error;
+    EXPECT_TRUE(v2.pass()) << splits << " splits: " << v2.summary();
+    double diff = 0;
+    for (std::size_t i = 0; i < v1.out.size(); ++i) diff = std::max(diff, double(std::fabs(v1.out[i] - v2.out[i])));
+    EXPECT_LE(diff, v1.tol) << splits << " splits: V2 differs from V1 by " << diff;
+    const check::DecodeOutcome v2b = pr.run(hw, splits);
+    EXPECT_EQ(v2b.out_bytes, v2.out_bytes) << splits << " splits: two runs differ bitwise";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, DecodeVariantForced, ::testing::ValuesIn(all_params()),
+                         [](const ::testing::TestParamInfo<Param>& i) { return param_name(i.param); });
+
+// The plan routes a variant to the portable row, and refuses a forced row of another agent.
+TEST(DecodeVariantPlan, GeneralKindRunsThePortableRow) {
+  DecodeParams p;
+  p.dtype = kCompiledInstances[0].dtype;
+  p.head_dim = kCompiledInstances[0].head_dim;
+  p.num_seqs = 2;
+  p.num_q_heads = 8;
+  p.num_kv_heads = 2;
+  p.page_size = 16;
+  p.num_pages = 8;
+  p.max_blocks_per_seq = 4;
+  p.max_seq_len = 64;
+  p.variant.softcap = 30.f;
+  DecodePlan plan;
+  ASSERT_TRUE(plan_decode(p, presets::h200, {}, &plan).ok());
+  EXPECT_EQ(plan.variant, VariantKind::general);
+  EXPECT_EQ(plan.policy.agent, Agent::portable);
+  if (is_compiled_target(90) && decode_policy(90, p.dtype, p.head_dim).agent != Agent::portable) {
+    const Status s = plan_decode(p, presets::h200, PlanOptions{90}, &plan);
+    EXPECT_EQ(s.code(), StatusCode::unsupported);
+    EXPECT_NE(s.message().find("portable"), std::string::npos) << s.message();
+  }
+}
+
+}  // namespace
+}  // namespace muh
