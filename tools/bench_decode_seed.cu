@@ -47,6 +47,7 @@
 #include "bench_common.hpp"
 #include "bench_decode.hpp"
 #include "commands.hpp"
+#include "bench_emulate.hpp"
 #include "green_partition.hpp"
 #include "muh/attention.hpp"
 #include "muh/build_config.hpp"
@@ -58,7 +59,6 @@ constexpr int kHeadDim = 256, kKvHeads = 1, kPage = 16;
 constexpr int kQHeads[] = {4, 6};
 constexpr int kBatches[] = {1, 2};
 constexpr int kLens[] = {8192, 32768, 100000, 262144};
-constexpr int kEmulatedSms = presets::bi_v100.sm_count;  // 16, the seed's profile
 constexpr std::size_t kPageBytes = std::size_t(kPage) * kKvHeads * kHeadDim * 2;  // 8 KB of K (or V)
 constexpr long long kMaxPages = 2LL * 262144 / kPage;                            // the largest cell
 constexpr double kPruneSlack = 0.8;  // see the top of the file
@@ -296,20 +296,9 @@ void check_seed_options(const BenchDecodeOptions& o) {
                        " (it takes --out, --iters, --l2-hint and --emulate)");
 }
 
-// The 16-SM green partition of --emulate bi-v100, and the profile its plans see; UsageError
-// (exit 2, one line) when the device cannot make one.
+// The 16-SM green partition of --emulate bi-v100 (bench_emulate.hpp).
 Where make_emulated(check::GreenPartition& green, const HardwareCapability& device) {
-  const std::string who = "muh bench decode: --emulate bi-v100: ";
-  const std::string why = green.create(kEmulatedSms);
-  if (!why.empty()) throw UsageError(who + "no 16-SM partition of " + device.name + ": " + why);
-  if (green.sms() != kEmulatedSms)
-    throw UsageError(who + device.name + " partitions in other sizes (asked 16 SMs, got " + std::to_string(green.sms()) + ")");
-  Where w{"green-16sm", green.stream(), {}};
-  const Status s = stream_profile(green.stream(), &w.hw);
-  if (!s.ok()) throw UsageError(who + s.message());
-  if (w.hw.sm_count != kEmulatedSms)
-    throw UsageError(who + "stream_profile() sees " + std::to_string(w.hw.sm_count) + " SMs on the 16-SM partition");
-  return w;
+  return Where{"green-16sm", green.stream(), emulate_bi_v100(green, "muh bench decode: --emulate bi-v100: ", device.name)};
 }
 
 }  // namespace

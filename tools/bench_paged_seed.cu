@@ -35,6 +35,7 @@
 #include "bench.hpp"
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "bench_emulate.hpp"
 #include "green_partition.hpp"
 #include "muh/attention.hpp"
 #include "muh/tuning/policy_io.hpp"
@@ -47,7 +48,6 @@ constexpr int kQHeads[] = {4, 6};
 constexpr int kPrefixes[] = {0, 8192};
 constexpr int kChunks[] = {512, 2048};
 constexpr int kMaxKeys = 8192 + 2048;
-constexpr int kEmulatedSms = presets::bi_v100.sm_count;  // 16, the seed's profile
 
 struct Where {
   std::string name;
@@ -225,14 +225,8 @@ void run(const Options& o) {
   }
   check::GreenPartition green;
   if (!o.emulate.empty()) {
-    const std::string who = "muh bench paged: --emulate bi-v100: ";
-    const std::string why = green.create(kEmulatedSms);
-    if (!why.empty()) throw UsageError(who + why);
-    if (green.sms() != kEmulatedSms)
-      throw UsageError(who + "the device partitions in other sizes (asked 16 SMs, got " + std::to_string(green.sms()) + ")");
-    Where w{"green-16sm", green.stream(), {}};
-    const Status s = stream_profile(green.stream(), &w.hw);
-    if (!s.ok()) throw UsageError(who + s.message());
+    const HardwareCapability hw = emulate_bi_v100(green, "muh bench paged: --emulate bi-v100: ", wheres[0].hw.name);
+    Where w{"green-16sm", green.stream(), hw};
     wheres.push_back(w);
   }
   Pool pool;
