@@ -420,6 +420,10 @@ class DecodeProblem {
 //   many_partitions 6 forced partitions of 256 tokens over 1500 / 700 / 3 tokens, GQA 4
 //   empty_seqs      seq_len 0 among others, V2 forced (3 partitions), GQA 8
 //   gqa20           20 query heads per KV head: two head chunks per KV head, page 32
+//   gqa6            6 query heads, 1 KV head (the seed's Qwen3.5-27B at TP4): 6 of the sm80
+//                   agent's 8 head columns
+//   gqa12           12 query heads per KV head: the sm80 agent's heads on the MMA rows (> 8),
+//                   V2 forced (2 partitions)
 //   long_auto       4100 tokens, the plan's own choice (V2 on sm80 targets), GQA 8
 //   page64          page 64
 //   page1           page 1 (NHD only: the vLLM layout moves V in 8-token runs of one page)
@@ -442,6 +446,8 @@ inline const std::vector<DecodeShape>& decode_shapes() {
       {"many_partitions", 16, 8, 2, {1500, 700, 3}, 6, true},
       {"empty_seqs", 16, 16, 2, {0, 37, 0, 130}, 3, true},
       {"gqa20", 32, 40, 2, {77, 300}, 0, false},
+      {"gqa6", 16, 6, 1, {1, 333, 16}, 0, false},
+      {"gqa12", 16, 24, 2, {250, 17}, 2, false},
       {"long_auto", 16, 16, 2, {4100}, 0, false},
       {"page64", 64, 8, 2, {130, 64}, 0, false},
       {"page1", 1, 8, 2, {19, 40}, 0, false, true},

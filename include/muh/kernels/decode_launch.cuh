@@ -34,10 +34,12 @@ struct DecodeKernel {
   // group: query heads per KV head (the portable agent compiles its loops per heads of a pass).
   static auto function(KVLayout layout, int group) {
     if constexpr (policy.agent == Agent::sm80 && DT != DType::fp32) {
-      (void)group;
       using Tr = Sm80Traits<Getter, DT, D, kGuard>;
-      return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd>
-                                     : &decode_sm80_kernel<Tr, KVLayout::vllm>;
+      if (decode_sm80_heads_on_n(group))
+        return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd, true>
+                                       : &decode_sm80_kernel<Tr, KVLayout::vllm, true>;
+      return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd, false>
+                                     : &decode_sm80_kernel<Tr, KVLayout::vllm, false>;
     } else {
       return portable_decode_kernel<PortableTraits<Getter, DT, D, kGuard>>(layout, group);
     }
@@ -79,8 +81,11 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   bool launched = false;
   if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && D % 64 == 0) {
     // The policy's TMA copies where this call allows them; else the cp.async kernel below.
-    constexpr auto tma_kernel = &decode_sm80_tma_kernel<Sm80Traits<Getter, DT, D, kGuard>>;
-    const bool tma_code = runs_sm90_code_once<tma_kernel>(device_cc);
+    using Tr = Sm80Traits<Getter, DT, D, kGuard>;
+    constexpr auto tma_cols = &decode_sm80_tma_kernel<Tr, true>;
+    constexpr auto tma_rows = &decode_sm80_tma_kernel<Tr, false>;
+    const auto tma_kernel = decode_sm80_heads_on_n(a.group) ? tma_cols : tma_rows;
+    const bool tma_code = runs_sm90_code_once<tma_rows>(device_cc);  // both: the same arch's code
     CUtensorMap tk, tv;
     const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
     if (tma_code && layout == KVLayout::nhd && a.page_size >= 16 &&

@@ -1,6 +1,7 @@
 // kernels/decode_sm80.cuh — the fast decode agent for sm_80 and newer (A100, L40S, H100/H200):
 // tensor cores (mma.sync m16n8k16, fp32 accumulation) with the GQA query-head group on the MMA's
-// 16 rows, and a per-warp cp.async pipeline of 16-token K/V tiles.
+// 16 rows — or, for a group of ≤ 8, on its 8 columns (HeadsOnN) — and a per-warp cp.async (or
+// TMA) pipeline of 16-token K/V tiles.
 //
 // Why tensor cores: a GQA group of 4–8 query heads gives each K/V byte 8–16 FLOPs; on CUDA cores
 // (with the 16-bit → fp32 conversions) that caps a decode near 3 TB/s on the H200. As one
@@ -14,11 +15,10 @@
 // own online-softmax state (m, l) and O accumulator — so the main loop has no CTA barrier; the
 // warps' states are merged once, through shared memory, at the end.
 //
-// Per tile, per warp:
-//   S = Q Kᵀ        16 rows × 16 tokens, D/16 k-steps × 2 MMAs (K tile via ldmatrix), even and
-//                   odd k-steps in two accumulator sets
-//   online softmax  base 2, scale folded into log2(e); row max over the quad with 2 shuffles
-//   O += P V        P re-packed from the S accumulators as the A operand; D/8 MMAs
+// Per tile, per warp (the tile math, HeadsOnM / HeadsOnN below; the body runs the pipeline):
+//   S = Q Kᵀ        D/16 k-steps, even and odd ones in two accumulator sets
+//   online softmax  base 2, scale folded into log2(e)
+//   O += P V        P re-packed from the S accumulators as an MMA operand
 //
 // Shared-memory layouts (16-bit elements):
 //   sQ [16][D + 8]; per warp and stage: K tile [16 tok][D + 8] and V tile, either NHD
@@ -213,8 +213,293 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
   }
 }
 
-// The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (NHD only).
+// ---- Tile addressing: 16-byte chunks of the K/V tiles in shared memory -----------------------
+// The chunk of 8 elements at (token `row`, dim `col`) of a K tile or an NHD V tile: padded rows
+// (the cp.async form) or the TMA's swizzled [D/64][16][64] boxes.
+template <class Tr, bool kTma>
+__device__ __forceinline__ std::uint32_t tok_chunk(const typename Tr::E* tile, int row, int col) {
+  if constexpr (kTma) {
+    const int b = col >> 6, c = (col >> 3) & 7;
+    return sm80::smem_addr(tile + b * 16 * 64 + row * 64 + ((c ^ (row & 7)) << 3));
+  } else {
+    return sm80::smem_addr(tile + row * Tr::kRowElems + col);
+  }
+}
+// The chunk of dim d, tokens 8g .. 8g + 7 of a vLLM-layout V tile [D][16 tok] (halves swizzled by
+// bit 2 of the row: sm80_issue_tile).
+template <class Tr>
+__device__ __forceinline__ std::uint32_t vllm_v_chunk(const typename Tr::E* tile, int d, int g) {
+  return sm80::smem_addr(tile + d * 16 + ((g ^ ((d >> 2) & 1)) * 8));
+}
+
+// ---- The tile math: one warp's online softmax over its 16-token tiles --------------------------
+// Two arrangements of the same math on the m16n8k16 MMA; the body (decode_sm80_body) runs the
+// pipeline and calls, per warp: load_q once, tile() per 16-token tile, publish() at the end (the
+// warp's m, l and unnormalised O into the combine's scratch [W][16] / [W][16][D]).
+
+// Query heads on the MMA's 16 rows (M), tokens on N: any group, 16 heads per CTA.
+//   S = Q Kᵀ        16 heads × 16 tokens: D/16 k-steps × 2 MMAs (K tile via ldmatrix)
+//   O += P V        P re-packed from the S accumulators as the A operand: D/8 MMAs
 template <class Tr, KVLayout L, bool kTma>
+struct HeadsOnM {
+  using E = typename Tr::E;
+  static constexpr int D = Tr::kD, R = Tr::kRowElems;
+
+  const E* sQ = nullptr;
+  unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims
+  float o[D / 8][4];  // O: 16 rows × D; n-tile j holds dims 8j .. 8j + 7 (C-fragment layout)
+  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows lane/4 and lane/4 + 8
+  float l[2] = {0.f, 0.f};              // running Σ p of the same rows (this lane's columns only)
+  __device__ __forceinline__ OnlineSoftmaxView row(int i) { return OnlineSoftmaxView{m[i], l[i]}; }
+
+  __device__ __forceinline__ void load_q(const E* q, int lane) {
+    sQ = q;
+    if constexpr (Tr::kQInRegs) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        sm80::ldmatrix_x4(qf[kk], sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
+    }
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  }
+
+  // One 16-token tile; `valid` (≥ 1) of its tokens are in range.
+  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane) {
+    constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
+    const int quad = lane & 3;
+    // S = Q Kᵀ: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1]) and
+    // lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
+    // Even and odd k-steps accumulate into two sets (s, s_odd), summed after the loop: the
+    // dependent MMA chain per accumulator halves (8 instead of 16 at head_dim 256). With one warp
+    // per scheduler at head_dim 256 (ncu, batch 16 × 8k: 0.25 eligible warps per scheduler, 36 %
+    // of the stall cycles on fixed-latency dependencies) that is time the copies of the next
+    // tile wait for. A/B on the H200, same build, same run (bench/results/
+    // decode-h200-2026-11-30-experiments.md, section 6): hd256 1.3–2.9 % faster on six cells
+    // (b16 × 8k 169.0 → 164.0 µs, b16 × 32k 579 → 564), hd128 unchanged within 0.5 %.
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    float s_odd[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      float(&acc)[2][4] = (kk & 1) ? s_odd : s;
+      unsigned qa[4], kb[4];
+      if constexpr (Tr::kQInRegs) {
+        qa[0] = qf[kk][0];
+        qa[1] = qf[kk][1];
+        qa[2] = qf[kk][2];
+        qa[3] = qf[kk][3];
+      } else {
+        sm80::ldmatrix_x4(qa, sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
+      }
+      sm80::ldmatrix_x4(kb, tok_chunk<Tr, kTma>(sK, (lane >> 4) * 8 + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
+      sm80::mma_16816<Tr::kDType>(acc[0], qa, kb[0], kb[1]);
+      sm80::mma_16816<Tr::kDType>(acc[1], qa, kb[2], kb[3]);
+    }
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] += s_odd[n][e];
+
+    // Online softmax: scale, mask tokens past the range, new row max, rescale O and l.
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = n * 8 + 2 * quad + (e & 1);
+        const float x = col < valid ? s[n][e] * scale_log2 : -INFINITY;
+        s[n][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    float alpha[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      // m_new is finite: token 0 of the tile is in range. First tile: alpha = 2^−inf = 0.
+      alpha[i] = row(i).rescale_to(row(i).max_with(mx[i]), kUnits);
+    }
+    float rs[2] = {0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = row(e >> 1).weight(s[n][e], kUnits);  // masked: 0
+        s[n][e] = p;
+        rs[e >> 1] += p;
+      }
+    row(0).accumulate(alpha[0], rs[0]);
+    row(1).accumulate(alpha[1], rs[1]);
+#pragma unroll
+    for (int jj = 0; jj < D / 8; ++jj) {
+      o[jj][0] *= alpha[0];
+      o[jj][1] *= alpha[0];
+      o[jj][2] *= alpha[1];
+      o[jj][3] *= alpha[1];
+    }
+
+    // O += P V: P (16 rows × 16 tokens) re-packed from the S accumulators as the A operand.
+    const unsigned pa[4] = {sm80::pack2<Tr::kDType>(s[0][0], s[0][1]), sm80::pack2<Tr::kDType>(s[0][2], s[0][3]),
+                            sm80::pack2<Tr::kDType>(s[1][0], s[1][1]), sm80::pack2<Tr::kDType>(s[1][2], s[1][3])};
+#pragma unroll
+    for (int nn = 0; nn < D / 16; ++nn) {
+      unsigned vb[4];
+      if constexpr (kTma || L == KVLayout::nhd) {
+        sm80::ldmatrix_x4<true>(vb, tok_chunk<Tr, kTma>(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
+      } else {
+        sm80::ldmatrix_x4(vb, vllm_v_chunk<Tr>(sV, nn * 16 + (lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1));
+      }
+      sm80::mma_16816<Tr::kDType>(o[2 * nn], pa, vb[0], vb[1]);
+      sm80::mma_16816<Tr::kDType>(o[2 * nn + 1], pa, vb[2], vb[3]);
+    }
+  }
+
+  __device__ __forceinline__ void publish(float* sO, float* sM, float* sL, int warp, int lane) {
+    const int r0 = lane >> 2, quad = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      row(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], 1));
+      row(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], 2));
+    }
+    if (quad == 0) {
+      sM[warp * kRows + r0] = m[0];
+      sM[warp * kRows + r0 + 8] = m[1];
+      sL[warp * kRows + r0] = l[0];
+      sL[warp * kRows + r0 + 8] = l[1];
+    }
+#pragma unroll
+    for (int jj = 0; jj < D / 8; ++jj) {
+      const int col = jj * 8 + 2 * quad;
+      *reinterpret_cast<float2*>(sO + (warp * kRows + r0) * D + col) = make_float2(o[jj][0], o[jj][1]);
+      *reinterpret_cast<float2*>(sO + (warp * kRows + r0 + 8) * D + col) = make_float2(o[jj][2], o[jj][3]);
+    }
+  }
+};
+
+// Query heads on the MMA's 8 columns (N), the tile's 16 tokens on its rows: a group of ≤ 8 heads
+// (decode_sm80_heads_on_n, policy.hpp). On the 16 rows a group of 4–6 heads — the seed's
+// Qwen3.5/3.6 at TP4 — leaves 10–12 rows padded; here it fills 4–6 of 8 columns, and a tile
+// takes half the MMAs, and O half the accumulators (D/4 a lane: 64 at head_dim 256, not 128).
+//   Sᵀ = K Qᵀ       16 tokens × 8 heads: D/16 MMAs (the K tile as the A operand; Q's B
+//                   fragments in registers at every head dim)
+//   Oᵀ += Vᵀ Pᵀ     Pᵀ from the S accumulators, packed and transposed in registers (movmatrix),
+//                   as the B operand; Vᵀ as the A operand: D/16 MMAs
+template <class Tr, KVLayout L, bool kTma>
+struct HeadsOnN {
+  using E = typename Tr::E;
+  static constexpr int D = Tr::kD, R = Tr::kRowElems;
+  static_assert(D % 32 == 0, "Q's fragments are loaded two k-steps at a time");
+
+  unsigned qb[D / 16][2];  // Q as B fragments: k = dims 16kk .., n = query heads (rows 0..7 of sQ)
+  float o[D / 16][4];      // Oᵀ: m-tile nn = dims 16nn .. 16nn + 15, n = heads (C-fragment layout)
+  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of heads 2·quad, 2·quad + 1
+  float l[2] = {0.f, 0.f};              // running Σ p of those heads over this lane's tokens
+  __device__ __forceinline__ OnlineSoftmaxView head(int e) { return OnlineSoftmaxView{m[e], l[e]}; }
+
+  __device__ __forceinline__ void load_q(const E* sQ, int lane) {
+    // One x4 per two k-steps: rows = heads lane & 7, matrices = dims +0, +8, +16, +24.
+#pragma unroll
+    for (int k2 = 0; k2 < D / 32; ++k2) {
+      unsigned r[4];
+      sm80::ldmatrix_x4(r, sm80::smem_addr(sQ + (lane & 7) * R + k2 * 32 + (lane >> 3) * 8));
+      qb[2 * k2][0] = r[0];
+      qb[2 * k2][1] = r[1];
+      qb[2 * k2 + 1][0] = r[2];
+      qb[2 * k2 + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  }
+
+  // One 16-token tile; `valid` (≥ 1) of its tokens are in range.
+  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane) {
+    constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
+    const int g = lane >> 2;
+    // Sᵀ = K Qᵀ: this lane holds tokens g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1};
+    // even and odd k-steps in two accumulator sets, as HeadsOnM (its comment says why).
+    float s[4] = {0.f, 0.f, 0.f, 0.f}, s_odd[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      float(&acc)[4] = (kk & 1) ? s_odd : s;
+      unsigned ka[4];
+      sm80::ldmatrix_x4(ka, tok_chunk<Tr, kTma>(sK, lane & 15, kk * 16 + (lane >> 4) * 8));
+      sm80::mma_16816<Tr::kDType>(acc, ka, qb[kk][0], qb[kk][1]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[e] += s_odd[e];
+
+    // Online softmax per head (a column): scale, mask tokens past the range, the max over the
+    // tile's 16 tokens (this lane's two, then the 8 lanes of the same quad position), rescale.
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[e] = g + (e >> 1) * 8 < valid ? s[e] * scale_log2 : -INFINITY;
+    float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
+    float alpha[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int off = 4; off < 32; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], off));
+      // m_new is finite: token 0 of the tile is in range. First tile: alpha = 2^−inf = 0.
+      alpha[i] = head(i).rescale_to(head(i).max_with(mx[i]), kUnits);
+    }
+    float rs[2] = {0.f, 0.f};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[e] = head(e & 1).weight(s[e], kUnits);  // masked: 0
+      rs[e & 1] += s[e];
+    }
+    head(0).accumulate(alpha[0], rs[0]);
+    head(1).accumulate(alpha[1], rs[1]);
+#pragma unroll
+    for (int nn = 0; nn < D / 16; ++nn) {
+      o[nn][0] *= alpha[0];
+      o[nn][1] *= alpha[1];
+      o[nn][2] *= alpha[0];
+      o[nn][3] *= alpha[1];
+    }
+
+    // Oᵀ += Vᵀ Pᵀ. Pᵀ's B fragments (k = tokens 2·quad + {0, 1} (+ 8), n = head g) are the
+    // transposes of the packed S pairs of tokens g and g + 8.
+    const unsigned pb0 = sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[0], s[1]));
+    const unsigned pb1 = sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[2], s[3]));
+#pragma unroll
+    for (int nn = 0; nn < D / 16; ++nn) {
+      // Vᵀ's A fragments (rows = dims 16nn .., k = tokens): matrices (tokens 0..7, dims +0),
+      // (0..7, +8), (8..15, +0), (8..15, +8); transposed by ldmatrix from token rows (NHD, TMA),
+      // read as they are from the vLLM tile's dim rows.
+      unsigned va[4];
+      if constexpr (kTma || L == KVLayout::nhd) {
+        sm80::ldmatrix_x4<true>(va, tok_chunk<Tr, kTma>(sV, (lane >> 4) * 8 + (lane & 7), nn * 16 + ((lane >> 3) & 1) * 8));
+      } else {
+        sm80::ldmatrix_x4(va, vllm_v_chunk<Tr>(sV, nn * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), lane >> 4));
+      }
+      sm80::mma_16816<Tr::kDType>(o[nn], va, pb0, pb1);
+    }
+  }
+
+  // Heads 2·quad + {0, 1} from lanes 0..3 (l summed over the 8 lanes that share them); rows 8..15
+  // of the scratch stay unwritten: combine_and_store reads the CTA's w.rows ≤ 8.
+  __device__ __forceinline__ void publish(float* sO, float* sM, float* sL, int warp, int lane) {
+    const int g = lane >> 2, quad = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int off = 4; off < 32; off <<= 1) head(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], off));
+    if (g == 0) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sM[warp * kRows + 2 * quad + e] = m[e];
+        sL[warp * kRows + 2 * quad + e] = l[e];
+      }
+    }
+#pragma unroll
+    for (int nn = 0; nn < D / 16; ++nn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sO[(warp * kRows + 2 * quad + (e & 1)) * D + nn * 16 + g + (e >> 1) * 8] = o[nn][e];
+  }
+};
+
+// The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (NHD only); kHeadsOnN: the tile
+// math with the query heads on the MMA's columns (a group of ≤ 8: HeadsOnN), else on its rows.
+template <class Tr, KVLayout L, bool kTma, bool kHeadsOnN>
 __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv,
                                                  int* input_errors) {
   static_assert(!kTma || (L == KVLayout::nhd && Tr::kD % 64 == 0), "TMA tiles: NHD, head_dim % 64 == 0");
@@ -305,11 +590,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       }
     }
   };
-  // The 16-byte chunk of 8 elements at (row, col) of a swizzled TMA tile.
-  auto tma_addr = [&](const E* tile, int row, int col) {
-    const int b = col >> 6, c = (col >> 3) & 7;
-    return sm80::smem_addr(tile + b * 16 * 64 + row * 64 + ((c ^ (row & 7)) << 3));
-  };
+
   // Block-table entries: lane l holds the page of token tile_start(j) + (l & 15). They are
   // loaded two tiles ahead of their use (two tiles of compute hide an L2 hit), and the sector
   // eight tiles ahead is prefetched into L2 (after the cold-L2 flush of a decode step, the
@@ -360,21 +641,9 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   __syncthreads();  // sQ is written
 
-  unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims
-  if constexpr (Tr::kQInRegs) {
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      sm80::ldmatrix_x4(qf[kk], sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
-  }
-
-  float o[D / 8][4];  // O: 16 rows × D; n-tile j holds dims 8j .. 8j + 7 (C-fragment layout)
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows lane/4 and lane/4 + 8
-  float l[2] = {0.f, 0.f};              // running Σ p of the same rows (this lane's columns only)
-  auto row = [&](int i) { return OnlineSoftmaxView{m[i], l[i]}; };
-  constexpr Log2Units<> kUnits;  // scores scaled to log2 units below, exp2f
-  const int quad = lane & 3;
+  using Math = std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTma>, HeadsOnM<Tr, L, kTma>>;
+  Math math;
+  math.load_q(sQ, lane);
 
   for (int j = 0; j < my_tiles; ++j) {
     // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
@@ -388,7 +657,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       sK = v - kT;
       sV = v;
       // A box holds the whole page: V rows past the range may be anything (NaN in unused
-      // slots) and P · V needs zeros there (masked K columns become −inf in S below).
+      // slots) and P · V needs zeros there (masked K columns become −inf in S).
       if (valid < 16) {
         for (int i = lane; i < (16 - valid) * (D / 8); i += 32) {
           const int r = valid + i / (D / 8), c = i % (D / 8);
@@ -403,97 +672,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       sK = stages + (j % S) * Tr::kStageElems;
       sV = sK + Tr::kTileElems;
     }
-
-    // S = Q Kᵀ: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1]) and
-    // lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
-    // Even and odd k-steps accumulate into two sets (s, s_odd), summed after the loop: the
-    // dependent MMA chain per accumulator halves (8 instead of 16 at head_dim 256). With one warp
-    // per scheduler at head_dim 256 (ncu, batch 16 × 8k: 0.25 eligible warps per scheduler, 36 %
-    // of the stall cycles on fixed-latency dependencies) that is time the copies of the next
-    // tile wait for. A/B on the H200, same build, same run (bench/results/
-    // decode-h200-2026-11-30-experiments.md, section 6): hd256 1.3–2.9 % faster on six cells
-    // (b16 × 8k 169.0 → 164.0 µs, b16 × 32k 579 → 564), hd128 unchanged within 0.5 %.
-    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    float s_odd[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      float(&acc)[2][4] = (kk & 1) ? s_odd : s;
-      unsigned qa[4], kb[4];
-      if constexpr (Tr::kQInRegs) {
-        qa[0] = qf[kk][0];
-        qa[1] = qf[kk][1];
-        qa[2] = qf[kk][2];
-        qa[3] = qf[kk][3];
-      } else {
-        sm80::ldmatrix_x4(qa, sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
-      }
-      if constexpr (kTma)
-        sm80::ldmatrix_x4(kb, tma_addr(sK, (lane >> 4) * 8 + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
-      else
-        sm80::ldmatrix_x4(kb, sm80::smem_addr(sK + ((lane >> 4) * 8 + (lane & 7)) * R + kk * 16 + ((lane >> 3) & 1) * 8));
-      sm80::mma_16816<Tr::kDType>(acc[0], qa, kb[0], kb[1]);
-      sm80::mma_16816<Tr::kDType>(acc[1], qa, kb[2], kb[3]);
-    }
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[n][e] += s_odd[n][e];
-
-    // Online softmax: scale, mask tokens past the range, new row max, rescale O and l.
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = n * 8 + 2 * quad + (e & 1);
-        const float x = col < valid ? s[n][e] * a.scale_log2 : -INFINITY;
-        s[n][e] = x;
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
-      }
-    float alpha[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      // m_new is finite: token 0 of the tile is in range. First tile: alpha = 2^−inf = 0.
-      alpha[i] = row(i).rescale_to(row(i).max_with(mx[i]), kUnits);
-    }
-    float rs[2] = {0.f, 0.f};
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = row(e >> 1).weight(s[n][e], kUnits);  // masked: 0
-        s[n][e] = p;
-        rs[e >> 1] += p;
-      }
-    row(0).accumulate(alpha[0], rs[0]);
-    row(1).accumulate(alpha[1], rs[1]);
-#pragma unroll
-    for (int jj = 0; jj < D / 8; ++jj) {
-      o[jj][0] *= alpha[0];
-      o[jj][1] *= alpha[0];
-      o[jj][2] *= alpha[1];
-      o[jj][3] *= alpha[1];
-    }
-
-    // O += P V: P (16 rows × 16 tokens) re-packed from the S accumulators as the A operand.
-    const unsigned pa[4] = {sm80::pack2<Tr::kDType>(s[0][0], s[0][1]), sm80::pack2<Tr::kDType>(s[0][2], s[0][3]),
-                            sm80::pack2<Tr::kDType>(s[1][0], s[1][1]), sm80::pack2<Tr::kDType>(s[1][2], s[1][3])};
-#pragma unroll
-    for (int nn = 0; nn < D / 16; ++nn) {
-      unsigned vb[4];
-      if constexpr (kTma) {
-        sm80::ldmatrix_x4<true>(vb, tma_addr(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
-      } else if constexpr (L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(vb, sm80::smem_addr(sV + (lane & 15) * R + nn * 16 + (lane >> 4) * 8));
-      } else {
-        const int d = nn * 16 + (lane >> 4) * 8 + (lane & 7), g = (lane >> 3) & 1;
-        sm80::ldmatrix_x4(vb, sm80::smem_addr(sV + d * 16 + ((g ^ ((d >> 2) & 1)) * 8)));
-      }
-      sm80::mma_16816<Tr::kDType>(o[2 * nn], pa, vb[0], vb[1]);
-      sm80::mma_16816<Tr::kDType>(o[2 * nn + 1], pa, vb[2], vb[3]);
-    }
+    math.tile(sK, sV, valid, a.scale_log2, lane);
     __syncwarp();  // all lanes are done with stage j % S before it is refilled
   }
   if constexpr (!kTma) sm80::cp_async_wait<0>();
@@ -505,41 +684,24 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   float* sO = reinterpret_cast<float*>(sQ + Tr::kQElems);  // [W][16][D]
   float* sM = sO + W * kRows * D;                          // [W][16]
   float* sL = sM + W * kRows;                              // [W][16]
-  const int r0 = lane >> 2;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    row(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], 1));
-    row(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], 2));
-  }
-  if (quad == 0) {
-    sM[warp * kRows + r0] = m[0];
-    sM[warp * kRows + r0 + 8] = m[1];
-    sL[warp * kRows + r0] = l[0];
-    sL[warp * kRows + r0 + 8] = l[1];
-  }
-#pragma unroll
-  for (int jj = 0; jj < D / 8; ++jj) {
-    const int col = jj * 8 + 2 * quad;
-    *reinterpret_cast<float2*>(sO + (warp * kRows + r0) * D + col) = make_float2(o[jj][0], o[jj][1]);
-    *reinterpret_cast<float2*>(sO + (warp * kRows + r0 + 8) * D + col) = make_float2(o[jj][2], o[jj][3]);
-  }
+  math.publish(sO, sM, sL, warp, lane);
   __syncthreads();
   combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
 #endif
 }
 
-template <class Tr, KVLayout L>
+template <class Tr, KVLayout L, bool kHeadsOnN>
 __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeArgs a, int* input_errors) {
-  decode_sm80_body<Tr, L, false>(a, nullptr, nullptr, input_errors);
+  decode_sm80_body<Tr, L, false, kHeadsOnN>(a, nullptr, nullptr, input_errors);
 }
 
 // The TMA variant; the maps are kernel parameters (__grid_constant__: the TMA reads them from
 // parameter memory, no copy to global).
-template <class Tr>
+template <class Tr, bool kHeadsOnN>
 __global__ void __launch_bounds__(Tr::kThreads)
     decode_sm80_tma_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
                            int* input_errors) {
-  decode_sm80_body<Tr, KVLayout::nhd, true>(a, &tk, &tv, input_errors);
+  decode_sm80_body<Tr, KVLayout::nhd, true, kHeadsOnN>(a, &tk, &tv, input_errors);
 }
 
 }  // namespace muh::kernels::decode

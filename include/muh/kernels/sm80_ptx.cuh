@@ -157,6 +157,18 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t
 #endif
 }
 
+// The transpose of one 8×8 16-bit matrix held in registers (sm_75 and newer): lane l gives row
+// l/4, columns 2(l%4), 2(l%4)+1 (the C-fragment pairs of mma_16816, packed) and receives the same
+// place of the transpose — an MMA result turned into the B operand of the next MMA, no shared
+// memory in between.
+__device__ __forceinline__ std::uint32_t movmatrix_trans(std::uint32_t x) {
+  std::uint32_t r = 0;
+#if MUH_SM75_PTX
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+#endif
+  return r;
+}
+
 // C[16×8] += A[16×16] · B[16×8], fp32 accumulation. Fragments (g = lane/4, t = lane%4):
 //   a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 2t+8..) a3 (g+8, 2t+8..);  b0 (k 2t..2t+1, n g)
 //   b1 (k 2t+8.., n g);  c0,c1 (g, 2t..2t+1)  c2,c3 (g+8, 2t..2t+1).

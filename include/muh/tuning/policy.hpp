@@ -136,6 +136,11 @@ constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim) {
 //             [16][head_dim + 8] (16 bytes of padding per row: ldmatrix rows on distinct banks);
 //             tile_tokens = 16 · num_warps is one stage of all warps together.
 inline constexpr int kDecodeRows = 16;
+// The sm80 decode agent's tile math for a group of ≤ 8 query heads per KV head: the heads on the
+// MMA's 8 columns, 16 tokens on its rows (kernels/decode_sm80.cuh, HeadsOnN) — half the MMAs and
+// half the O accumulators of the heads on the 16 rows, where a group of 4–6 (the seed's
+// Qwen3.5/3.6 at TP4) leaves 10–12 rows padded. A speed choice only (launch_decode makes it).
+constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 inline constexpr int kPortableDecodeRows = 8;
 constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
