@@ -16,7 +16,7 @@
 // a small batch splits until the partitions fill the resident slots (every SM busy with
 // ctas_per_sm CTAs, e.g. 264 on the H200 at head_dim 128: ≥ 2 CTAs per SM), and no further,
 // since more waves of shorter partitions only add CTA starts and merge traffic. Partitions are
-// multiples of the policy's partition_size; a split that gains less than 1 % over one with fewer
+// multiples of decode_split_tokens() (policy.hpp); a split that gains less than 1 % over one with fewer
 // partitions is not taken (the model is coarse; fewer partitions mean less merge traffic).
 #include <algorithm>
 #include <cmath>
@@ -130,6 +130,13 @@ namespace {
 // The fit before TMA (cp.async rows: 43 / 40 GB/s, W · (S − 1) tiles over 1.5 µs, a 1.25× share,
 // a 2 µs merge) had hd256 batch 16 × 512 take 2 partitions, measured 22.8 µs against 18.1 for V1.
 constexpr double kLatencySeconds = 2.4e-6;
+// The sm80 agent's cp.async copies of vLLM-layout pages (32 16-byte copies a lane per 16-token
+// hd-256 tile, each with its own address arithmetic) keep one CTA slower than the TMA boxes of NHD
+// pages: V1 of the seed's cells on the H200 (fp16, hd 256, 4 warps × 2 stages = 128 KB of tiles,
+// the heads-on-N tile math; bench/results/h200-2026-12-02-heads-on-n/) read 268 MB in 7275 µs,
+// 36.9 GB/s — 128 KB over 3.5 µs. Fitted with 2.4 µs the model saw a CTA 1.5× faster than it is,
+// found 90 partitions (b1 × 256k, 132 SMs) as good as 128, and took 90: 118.9 µs against 98.6.
+constexpr double kLatencyVllmSeconds = 3.5e-6;
 constexpr double kCtaStartSeconds = 1.5e-6;
 constexpr double kMergeSeconds = 3.5e-6;
 constexpr double kSplitGain = 0.99;  // take more partitions only for ≥ 1 % modelled gain
@@ -234,7 +241,8 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   m.sms = hw.sm_count;
   m.slots = static_cast<double>(hw.sm_count) * pol.ctas_per_sm;
   m.bytes_per_token = 2.0 * p.head_dim * dtype_size(p.dtype);
-  m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) / kLatencySeconds;
+  m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /
+               (pol.agent == Agent::sm80 && p.layout == KVLayout::vllm ? kLatencyVllmSeconds : kLatencySeconds);
   m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
   m.partial_bytes = static_cast<double>(p.num_seqs) * p.num_q_heads * (p.head_dim + 1) * 4.0;
 
@@ -245,7 +253,7 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
       partition = ceil_div(ceil_div(L, opt.force_splits), 16) * 16;
       splits = ceil_div(L, partition);
     } else {
-      const long long G = pol.partition_size;
+      const long long G = decode_split_tokens(pol);
       double best = m.seconds(1, L);
       // Beyond ~4 waves of partitions nothing is left to fill; the grid's y is at most 65535.
       const long long s_max = std::min<long long>(

@@ -113,7 +113,7 @@ TEST_P(PlanEdges, ChoosesAndStaysConsistent) {
   expect_consistent(plan, r.p);
   EXPECT_EQ(plan.use_v2, r.v2) << r.name << ": " << plan.num_splits << " partitions of " << plan.partition_tokens;
   EXPECT_GE(plan.ctas, r.min_ctas) << r.name;
-  if (plan.use_v2) EXPECT_EQ(plan.partition_tokens % plan.policy.partition_size, 0) << r.name;
+  if (plan.use_v2) EXPECT_EQ(plan.partition_tokens % decode_split_tokens(plan.policy), 0) << r.name;
   if (r.p.num_seqs > 0) EXPECT_GT(plan.est_seconds, 0.0);
 }
 
@@ -319,6 +319,134 @@ TEST(PlanModel, H200SplitCountsWithin10PercentOfTheMeasuredBest) {
     }
     const std::string cell = "hd" + std::to_string(c.head_dim) + " batch " + std::to_string(c.batch) + " x " +
                              std::to_string(c.len) + ": plan " + std::to_string(plan.num_splits) + " partitions";
+    ASSERT_GT(chosen, 0) << cell << ", a count the sweep did not measure";
+    EXPECT_LE(chosen, 1.10 * best) << cell << " measured " << chosen << " us, best " << best << " us";
+  }
+}
+
+// The seed's cells (fp16, hd 256, 4 or 6 q heads / 1 kv head, batch 1–2, page 16, vLLM layout:
+// the sm80 agent's cp.async form) measured on the H200 on its 132 SMs and on a 16-SM green
+// partition, with the heads-on-N tile math (`muh bench decode --grid seed --emulate bi-v100`,
+// bench/results/h200-2026-12-02-heads-on-n/decode-seed-new.json: cold L2, median µs per forced
+// count; the plan planned for the SMs it is given). Issue 18 asks for the plan within 10 % of the
+// best count on every seed cell. Before kLatencyVllmSeconds the plan took 87–90 partitions at
+// batch 1 × 100k/256k and 44–46 at batch 2 (1.07–1.22× the best).
+struct SeedCell {
+  int sms, q_heads, batch, len;
+  std::vector<std::pair<int, double>> us;  // (forced splits, median µs)
+};
+
+const std::vector<SeedCell>& h200_seed_sweep() {
+  static const std::vector<SeedCell> v = {
+      {132, 4, 1, 8192, {{1, 244.6}, {16, 27.8}, {32, 19.9}, {64, 16.5}, {128, 16.7}, {256, 22.3}, {512, 32.9}}},
+      {132, 4, 1, 32768, {{1, 955.5}, {32, 43.9}, {64, 30.0}, {128, 26.5}, {256, 31.1}, {342, 36.0}, {512, 40.5}}},
+      {132, 4, 1, 100000, {{1, 2902.7}, {64, 63.3}, {87, 54.4}, {128, 50.8}, {131, 50.9}, {250, 55.6}, {261, 55.4},
+                           {391, 60.4}, {481, 65.3}, {521, 64.7}}},
+      {132, 4, 1, 262144, {{1, 7379.6}, {64, 144.8}, {90, 118.9}, {128, 98.6}, {132, 99.0}, {256, 105.7}, {261, 106.2},
+                           {391, 113.8}, {512, 120.6}}},
+      {132, 4, 2, 8192, {{1, 244.5}, {16, 28.3}, {32, 20.7}, {64, 18.5}, {128, 22.8}, {171, 26.3}, {256, 30.5}}},
+      {132, 4, 2, 32768, {{1, 957.1}, {32, 45.9}, {52, 38.8}, {64, 37.9}, {128, 40.7}, {187, 44.4}, {256, 47.2}}},
+      {132, 4, 2, 100000, {{1, 2780.8}, {32, 115.6}, {46, 92.9}, {64, 80.0}, {66, 79.5}, {128, 86.1}, {131, 85.0},
+                           {196, 90.1}, {250, 97.2}, {261, 95.3}}},
+      {132, 4, 2, 262144, {{1, 7273.2}, {64, 173.8}, {66, 172.2}, {128, 178.9}, {132, 178.4}, {198, 182.3}, {256, 188.0},
+                           {261, 187.2}}},
+      {132, 6, 1, 8192, {{1, 245.2}, {16, 28.0}, {32, 20.2}, {64, 16.8}, {128, 17.3}, {256, 23.1}, {512, 33.9}}},
+      {132, 6, 1, 32768, {{1, 956.1}, {32, 44.3}, {64, 30.2}, {86, 27.7}, {128, 27.2}, {256, 32.0}, {342, 37.1}, {512, 41.6}}},
+      {132, 6, 1, 100000, {{1, 2863.2}, {64, 62.9}, {87, 54.3}, {128, 51.3}, {131, 51.1}, {250, 56.9}, {261, 56.3},
+                           {391, 61.0}, {481, 66.6}, {521, 66.1}}},
+      {132, 6, 1, 262144, {{1, 7299.9}, {64, 144.5}, {90, 118.6}, {128, 99.0}, {132, 99.6}, {256, 106.4}, {261, 106.7},
+                           {391, 115.2}, {512, 121.9}}},
+      {132, 6, 2, 8192, {{1, 243.6}, {16, 28.6}, {32, 20.8}, {64, 18.8}, {128, 23.3}, {171, 27.1}, {256, 31.7}}},
+      {132, 6, 2, 32768, {{1, 948.9}, {32, 45.9}, {64, 37.0}, {128, 41.2}, {187, 45.3}, {256, 48.5}}},
+      {132, 6, 2, 100000, {{1, 2755.9}, {32, 115.0}, {46, 93.2}, {64, 80.4}, {66, 79.7}, {128, 86.7}, {131, 85.2},
+                           {196, 90.7}, {250, 98.1}, {261, 96.4}}},
+      {132, 6, 2, 262144, {{1, 7204.1}, {44, 210.2}, {64, 173.8}, {66, 171.8}, {128, 178.7}, {132, 178.6}, {198, 182.5},
+                           {256, 188.4}, {261, 188.8}}},
+      {16, 4, 1, 8192, {{1, 240.5}, {8, 42.7}, {16, 27.8}, {32, 30.4}, {47, 34.0}, {64, 34.8}}},
+      {16, 4, 1, 32768, {{1, 947.6}, {16, 71.9}, {32, 75.9}, {48, 81.2}, {64, 84.4}}},
+      {16, 4, 1, 100000, {{1, 2872.5}, {16, 194.0}, {32, 195.7}, {48, 199.7}, {64, 203.2}}},
+      {16, 4, 1, 262144, {{1, 7275.3}, {16, 476.5}, {32, 481.5}, {48, 485.2}, {64, 492.6}}},
+      {16, 4, 2, 8192, {{1, 242.0}, {8, 42.7}, {16, 46.8}, {24, 52.1}, {32, 52.0}}},
+      {16, 4, 2, 32768, {{1, 947.7}, {8, 131.2}, {16, 133.6}, {24, 138.4}, {32, 142.0}}},
+      {16, 4, 2, 100000, {{1, 2827.3}, {8, 368.9}, {16, 372.0}, {24, 377.1}, {32, 381.7}}},
+      {16, 4, 2, 262144, {{1, 7305.6}, {8, 929.5}, {16, 935.6}, {24, 935.1}, {32, 946.5}}},
+      {16, 6, 1, 8192, {{1, 238.6}, {8, 43.2}, {16, 27.9}, {32, 30.8}, {47, 34.7}, {64, 35.8}}},
+      {16, 6, 1, 32768, {{1, 941.0}, {16, 72.1}, {32, 76.7}, {48, 81.6}, {64, 85.5}}},
+      {16, 6, 1, 100000, {{1, 2861.5}, {16, 194.6}, {32, 196.1}, {48, 199.6}, {64, 203.8}}},
+      {16, 6, 1, 262144, {{1, 7276.2}, {16, 477.8}, {32, 483.3}, {48, 486.7}, {64, 493.5}}},
+      {16, 6, 2, 8192, {{1, 243.2}, {8, 43.1}, {16, 47.1}, {24, 52.8}, {32, 53.4}}},
+      {16, 6, 2, 32768, {{1, 948.9}, {8, 131.4}, {16, 134.5}, {24, 139.2}, {32, 142.9}}},
+      {16, 6, 2, 100000, {{1, 2816.1}, {8, 369.5}, {16, 371.5}, {24, 377.3}, {32, 382.0}}},
+      {16, 6, 2, 262144, {{1, 7293.5}, {8, 929.3}, {16, 935.3}, {24, 934.7}, {32, 944.4}}},
+  };
+  return v;
+}
+
+TEST(PlanModel, SeedCellsWithin10PercentOfTheMeasuredBestOn132And16Sms) {
+  for (const SeedCell& c : h200_seed_sweep()) {
+    DecodeParams p = shape(c.batch, c.len, c.q_heads, 1, 256, DType::fp16);
+    p.layout = KVLayout::vllm;
+    const DecodePlan plan = plan_of(p, gpu(c.sms));
+    double best = 1e30, chosen = -1;
+    for (const auto& [splits, us] : c.us) {
+      best = std::min(best, us);
+      if (splits == plan.num_splits) chosen = us;
+    }
+    const std::string cell = std::to_string(c.sms) + " SMs, " + std::to_string(c.q_heads) + " q heads, batch " +
+                             std::to_string(c.batch) + " x " + std::to_string(c.len) + ": plan " +
+                             std::to_string(plan.num_splits) + " partitions";
+    EXPECT_EQ(plan.policy.agent, Agent::sm80) << cell;
+    ASSERT_GT(chosen, 0) << cell << ", a count the sweep did not measure";
+    EXPECT_LE(chosen, 1.10 * best) << cell << " measured " << chosen << " us, best " << best << " us";
+  }
+}
+
+// The portable agent (forced target 0: the BI-V100 profile's kernels) on the 16-SM partition,
+// the same run (decode-seed-new.json, its portable rows). Planned in the seed's 512-token
+// partitions it was 1.13–1.34× off at batch 1 × 8k and 100k; in 32-token ones
+// (decode_split_tokens) every cell is within 10 %.
+const std::vector<SeedCell>& h200_seed_sweep_portable() {
+  static const std::vector<SeedCell> v = {
+      {16, 4, 1, 8192, {{1, 501.7}, {16, 41.6}, {32, 31.1}, {47, 42.9}, {64, 33.6}, {74, 42.4}, {86, 38.2}, {103, 43.9}, {128, 37.8}}},
+      {16, 4, 1, 32768, {{1, 1991.7}, {32, 94.9}, {48, 124.7}, {64, 96.9}, {79, 114.8}, {94, 101.8}, {108, 117.2}, {128, 101.1}}},
+      {16, 4, 1, 100000, {{1, 6044.0}, {28, 298.0}, {32, 263.5}, {48, 345.8}, {64, 265.6}, {80, 316.4}, {95, 270.3},
+                          {112, 298.8}, {128, 273.8}}},
+      {16, 4, 1, 262144, {{1, 15742.0}, {32, 662.7}, {48, 860.5}, {64, 665.1}, {80, 774.8}, {96, 671.1}, {112, 726.8},
+                          {128, 670.8}}},
+      {16, 4, 2, 8192, {{1, 501.3}, {8, 73.9}, {16, 52.2}, {24, 67.9}, {32, 53.7}, {40, 66.5}, {47, 60.4}, {52, 63.1}, {64, 57.6}}},
+      {16, 4, 2, 32768, {{1, 1984.6}, {16, 178.2}, {24, 230.4}, {32, 177.9}, {40, 212.0}, {48, 184.2}, {56, 207.2}, {64, 182.6}}},
+      {16, 4, 2, 100000, {{1, 6011.4}, {16, 540.7}, {24, 666.0}, {32, 512.6}, {40, 605.7}, {48, 520.2}, {56, 568.4}, {64, 515.7}}},
+      {16, 4, 2, 262144, {{1, 15736.7}, {16, 1309.7}, {24, 1713.6}, {32, 1309.5}, {40, 1436.1}, {48, 1312.5}, {56, 1402.7},
+                          {64, 1313.5}}},
+      {16, 6, 1, 8192, {{1, 663.4}, {16, 52.8}, {32, 40.8}, {47, 52.2}, {64, 43.6}, {74, 53.9}, {86, 49.4}, {103, 56.7}, {128, 48.0}}},
+      {16, 6, 1, 32768, {{1, 2628.8}, {32, 131.0}, {48, 163.1}, {64, 133.5}, {79, 146.1}, {94, 139.8}, {108, 152.1}, {128, 138.4}}},
+      {16, 6, 1, 100000, {{1, 8000.0}, {28, 427.4}, {32, 377.6}, {48, 425.4}, {64, 379.3}, {80, 410.4}, {95, 385.4},
+                          {112, 396.9}, {128, 390.2}}},
+      {16, 6, 1, 262144, {{1, 20888.9}, {32, 960.9}, {48, 1078.6}, {64, 964.3}, {80, 1031.0}, {96, 971.1}, {112, 1015.4},
+                          {128, 968.7}}},
+      {16, 6, 2, 8192, {{1, 661.3}, {8, 94.1}, {16, 70.7}, {24, 91.7}, {32, 72.6}, {40, 85.9}, {47, 81.9}, {52, 83.5}, {64, 77.0}}},
+      {16, 6, 2, 32768, {{1, 2624.1}, {16, 251.0}, {24, 314.6}, {32, 252.3}, {40, 276.1}, {48, 260.9}, {56, 277.5}, {64, 256.4}}},
+      {16, 6, 2, 100000, {{1, 7981.0}, {16, 786.1}, {24, 950.4}, {32, 741.4}, {40, 793.1}, {48, 751.2}, {56, 801.5}, {64, 744.5}}},
+      {16, 6, 2, 262144, {{1, 20879.4}, {16, 1909.0}, {24, 2134.2}, {32, 1911.5}, {40, 2032.3}, {48, 1915.6}, {56, 1994.5},
+                          {64, 1913.2}}},
+  };
+  return v;
+}
+
+TEST(PlanModel, SeedCellsOfThePortableAgentWithin10PercentOfTheMeasuredBestOn16Sms) {
+  for (const SeedCell& c : h200_seed_sweep_portable()) {
+    DecodeParams p = shape(c.batch, c.len, c.q_heads, 1, 256, DType::fp16);
+    p.layout = KVLayout::vllm;
+    const DecodePlan plan = plan_of(p, gpu(c.sms), PlanOptions{0, 0, false});
+    double best = 1e30, chosen = -1;
+    for (const auto& [splits, us] : c.us) {
+      best = std::min(best, us);
+      if (splits == plan.num_splits) chosen = us;
+    }
+    const std::string cell = std::to_string(c.q_heads) + " q heads, batch " + std::to_string(c.batch) + " x " +
+                             std::to_string(c.len) + ": plan " + std::to_string(plan.num_splits) + " partitions of " +
+                             std::to_string(plan.partition_tokens);
+    EXPECT_EQ(plan.policy.agent, Agent::portable) << cell;
     ASSERT_GT(chosen, 0) << cell << ", a count the sweep did not measure";
     EXPECT_LE(chosen, 1.10 * best) << cell << " measured " << chosen << " us, best " << best << " us";
   }

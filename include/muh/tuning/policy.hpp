@@ -141,6 +141,16 @@ inline constexpr int kDecodeRows = 16;
 // half the O accumulators of the heads on the 16 rows, where a group of 4–6 (the seed's
 // Qwen3.5/3.6 at TP4) leaves 10–12 rows padded. A speed choice only (launch_decode makes it).
 constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
+// The granularity of a V2 plan's partitions (plan.cpp cuts them in multiples of it). An sm80 row:
+// its partition_size (128 on the H200's rows: tuning_sm90.hpp says why). A portable row: its
+// 32-token tile. The portable rows' partition_size is the seed's (vLLM's PARTITION_SIZE, 512),
+// which the seed-compatibility layer reports and derives its V1/V2 threshold from; cut in 512s, a
+// batch-1 8k sequence has at most 16 partitions, where 32 of 256 tokens ran 1.34× faster on a
+// 16-SM partition of the H200 (41.6 against 31.1 µs; at 100k 28 partitions of 3584 against 32 of
+// 3136, 1.13×: bench/results/h200-2026-12-02-heads-on-n/, the portable rows).
+constexpr int decode_split_tokens(const DecodePolicy& p) {
+  return p.agent == Agent::portable ? p.tile_tokens : p.partition_size;
+}
 inline constexpr int kPortableDecodeRows = 8;
 constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
