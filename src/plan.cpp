@@ -16,8 +16,8 @@
 // a small batch splits until the partitions fill the resident slots (every SM busy with
 // ctas_per_sm CTAs, e.g. 264 on the H200 at head_dim 128: ≥ 2 CTAs per SM), and no further,
 // since more waves of shorter partitions only add CTA starts and merge traffic. Partitions are
-// multiples of decode_split_tokens() (policy.hpp); a split that gains less than 1 % over one with fewer
-// partitions is not taken (the model is coarse; fewer partitions mean less merge traffic).
+// multiples of decode_split_tokens() (policy.hpp); a split that gains less than 1 % over one with
+// fewer partitions is not taken (the model is coarse; fewer partitions mean less merge traffic).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
