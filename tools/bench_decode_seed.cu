@@ -296,14 +296,10 @@ void check_seed_options(const BenchDecodeOptions& o) {
                        " (it takes --out, --iters, --l2-hint and --emulate)");
 }
 
-// The 16-SM green partition of --emulate bi-v100 (bench_emulate.hpp). The partition is made
-// before its stream is read: in one braced list (`Where{…, green.stream(), emulate_bi_v100(…)}`,
-// evaluated left to right) the stream was read first, still null, and a401dee's run on the H200
-// timed the "16-SM" cells on the whole GPU (floors equal to the whole GPU's) with 16-SM plans.
+// The 16-SM green partition of --emulate bi-v100 (bench_emulate.hpp).
 Where make_emulated(check::GreenPartition& green, const HardwareCapability& device) {
-  const HardwareCapability hw = emulate_bi_v100(green, "muh bench decode: --emulate bi-v100: ", device.name);
-  if (green.stream() == nullptr) throw UsageError("muh bench decode: --emulate bi-v100: the partition has no stream");
-  return Where{"green-16sm", green.stream(), hw};
+  const EmulatedRun e = emulate_bi_v100(green, "muh bench decode: --emulate bi-v100: ", device.name);
+  return Where{"green-16sm", e.stream, e.hw};
 }
 
 }  // namespace

@@ -225,9 +225,8 @@ void run(const Options& o) {
   }
   check::GreenPartition green;
   if (!o.emulate.empty()) {
-    const HardwareCapability hw = emulate_bi_v100(green, "muh bench paged: --emulate bi-v100: ", wheres[0].hw.name);
-    Where w{"green-16sm", green.stream(), hw};
-    wheres.push_back(w);
+    const EmulatedRun e = emulate_bi_v100(green, "muh bench paged: --emulate bi-v100: ", wheres[0].hw.name);
+    wheres.push_back(Where{"green-16sm", e.stream, e.hw});
   }
   Pool pool;
   fill_pool(pool);
