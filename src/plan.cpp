@@ -242,7 +242,9 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   m.slots = static_cast<double>(hw.sm_count) * pol.ctas_per_sm;
   m.bytes_per_token = 2.0 * p.head_dim * dtype_size(p.dtype);
   m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /
-               (pol.agent == Agent::sm80 && p.layout == KVLayout::vllm ? kLatencyVllmSeconds : kLatencySeconds);
+               (pol.agent == Agent::sm80 && !decode_sm80_tma(pol, p.layout, p.page_size, p.head_dim)
+                    ? kLatencyVllmSeconds
+                    : kLatencySeconds);
   m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
   m.partial_bytes = static_cast<double>(p.num_seqs) * p.num_q_heads * (p.head_dim + 1) * 4.0;
 

@@ -433,6 +433,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   if (o.grid == "seed") return run_bench_decode_seed(o);
   if (!o.emulate.empty())
     throw UsageError("muh bench decode: --emulate " + o.emulate + " runs the seed's cells: add --grid seed");
+  if (o.no_portable) throw UsageError("muh bench decode: --no-portable is an option of --grid seed --emulate bi-v100");
   const std::string& out_dir = o.out;
   const int iters = o.iters;
   if (o.splits > 0 && o.only.empty()) throw UsageError("muh bench decode: --splits needs --only");

@@ -1,5 +1,6 @@
-// bench_decode_seed.cu — `muh bench decode --grid seed [--emulate bi-v100] [--out DIR]
-//                        [--iters N] [--l2-hint auto|on|off]`: the seed's own decode (issue 18).
+// bench_decode_seed.cu — `muh bench decode --grid seed [--emulate bi-v100 [--no-portable]]
+//                        [--out DIR] [--iters N] [--l2-hint auto|on|off]`: the seed's own decode
+//                        (issue 18).
 //
 // Cells: fp16, head_dim 256, one KV head with 4 or 6 query heads (the seed's Qwen3.6-class models
 // at tensor parallel 4), batch 1 and 2, every sequence kv_len ∈ {8192, 32768, 100000, 262144}
@@ -291,9 +292,11 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
 // The options --grid seed takes; any other given is refused (exit 2) before the GPU is touched.
 void check_seed_options(const BenchDecodeOptions& o) {
   for (const std::string& g : o.given)
-    if (g != "--out" && g != "--iters" && g != "--l2-hint" && g != "--emulate" && g != "--grid")
+    if (g != "--out" && g != "--iters" && g != "--l2-hint" && g != "--emulate" && g != "--grid" && g != "--no-portable")
       throw UsageError("muh bench decode: --grid seed does not take " + g +
-                       " (it takes --out, --iters, --l2-hint and --emulate)");
+                       " (it takes --out, --iters, --l2-hint, --emulate and --no-portable)");
+  if (o.no_portable && o.emulate.empty())
+    throw UsageError("muh bench decode: --no-portable drops the portable agent's cells of --emulate bi-v100: add it");
 }
 
 // The 16-SM green partition of --emulate bi-v100 (bench_emulate.hpp).
@@ -308,12 +311,15 @@ void add_bench_decode_seed_options(CLI::App& cmd, BenchDecodeOptions& o) {
   cmd.add_option("--grid", o.grid,
                  "default (the cells above) or seed: fp16 hd256 4q/1kv and 6q/1kv, batch 1-2, kv 8k..256k, vLLM "
                  "layout; V1, the plan, the best split count and the read floor (with --out, --iters, --l2-hint, "
-                 "--emulate only)")
+                 "--emulate, --no-portable only)")
       ->check(CLI::IsMember({"default", "seed"}));
   cmd.add_option("--emulate", o.emulate,
                  "bi-v100 (with --grid seed): also the cells on a 16-SM green partition, portable agent (target 0, "
                  "48 KB) and the device's own agent, planned for 16 SMs")
       ->check(CLI::IsMember({"bi-v100"}));
+  cmd.add_flag("--no-portable", o.no_portable,
+               "with --emulate bi-v100: only the device's own agent on the partition (an A/B of that agent in a "
+               "fraction of the device time)");
 }
 
 void run_bench_decode_seed(const BenchDecodeOptions& o) {
@@ -349,7 +355,8 @@ void run_bench_decode_seed(const BenchDecodeOptions& o) {
   std::vector<SeedRow> rows;
   for (const Where& w : runs) {
     // The whole GPU: the device's own plan; the partition: the portable agent beside it.
-    const std::vector<int> targets = &w == &runs[0] ? std::vector<int>{-1} : std::vector<int>{-1, 0};
+    const std::vector<int> targets =
+        &w == &runs[0] || o.no_portable ? std::vector<int>{-1} : std::vector<int>{-1, 0};
     const Timer time{w, pool, flusher, o.iters, l2_hint_option(o.l2_hint)};
     for (int q_heads : kQHeads)
       for (int batch : kBatches)

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "muh/driver_entry.hpp"
 #include "muh/kernels/decode_common.cuh"
@@ -46,23 +47,43 @@ struct DecodeKernel {
   }
 };
 
-// The sm80 agent's TMA maps: an NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D
-// tensor (dims, heads, rows) with box 64 × 1 × 16 and a 128-byte swizzle (decode_sm80.cuh). The
-// encoder is the driver's cuTensorMapEncodeTiled, reached through the runtime (driver_entry.hpp:
-// no libcuda link).
-// false: no encoder, or a cache the TMA cannot address (rows ≥ 2^31, the coordinates being
-// signed 32-bit) — the caller then runs the cp.async kernel, with the same results.
-inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D, int num_kv_heads, long long rows) {
+// The sm80 agent's TMA maps (decode_sm80.cuh), encoded by the driver's cuTensorMapEncodeTiled
+// reached through the runtime (driver_entry.hpp: no libcuda link). false: no encoder, or a cache
+// the TMA cannot address (rows ≥ 2^31, the coordinates being signed 32-bit) — the caller then
+// runs the cp.async kernel, with the same results.
+inline bool encode_tma_map(CUtensorMap* map, const void* base, DType dt, cuuint32_t rank, const cuuint64_t* dims,
+                           const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
+                           CUtensorMapL2promotion promotion) {
   static const auto encode = driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
-  if (encode == nullptr || rows < 16 || rows >= (1ll << 31)) return false;
+  if (encode == nullptr || dims[rank - 1] >= (1ull << 31)) return false;
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return encode(map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, rank,
+                const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+// An NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D tensor (dims, heads, rows) with
+// box 64 × 1 × 16 and a 128-byte swizzle.
+inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D, int num_kv_heads, long long rows) {
+  if (rows < 16) return false;
   const cuuint64_t dims[3] = {cuuint64_t(D), cuuint64_t(num_kv_heads), cuuint64_t(rows)};
   const cuuint64_t strides[2] = {cuuint64_t(D) * 2, cuuint64_t(num_kv_heads) * D * 2};  // bytes, dims 1 and 2
   const cuuint32_t box[3] = {64, 1, 16};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  return encode(map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
-                const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode_tma_map(map, base, dt, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+}
+// vLLM's caches at page_size 16, one (page, KV head) block of each being one box: K
+// [pages · heads · D/8 rows][16 tokens · 8] (rows of 256 B, box 128 × D/8, unswizzled) and V
+// [pages · heads · D/4 rows][4 dims · 16 tokens] (rows of 128 B, box 64 × D/4, 128-byte swizzle).
+inline bool make_tma_vllm_maps(CUtensorMap* k, CUtensorMap* v, const void* k_base, const void* v_base, DType dt,
+                               int D, long long blocks) {
+  const cuuint64_t k_dims[2] = {128, cuuint64_t(blocks) * (D / 8)}, v_dims[2] = {64, cuuint64_t(blocks) * (D / 4)};
+  const cuuint64_t k_strides[1] = {256}, v_strides[1] = {128};
+  const cuuint32_t k_box[2] = {128, cuuint32_t(D / 8)}, v_box[2] = {64, cuuint32_t(D / 4)};
+  return blocks >= 1 &&
+         encode_tma_map(k, k_base, dt, 2, k_dims, k_strides, k_box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B) &&
+         encode_tma_map(v, v_base, dt, 2, v_dims, v_strides, v_box, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 template <DType DT, int D, bool kGuard>
@@ -79,21 +100,34 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
   bool launched = false;
-  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && D % 64 == 0) {
-    // The policy's TMA copies where this call allows them; else the cp.async kernel below.
+  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32) {
+    // The policy's TMA copies where this call allows them (decode_sm80_tma); else the cp.async
+    // kernel below.
     using Tr = Sm80Traits<Getter, DT, D, kGuard>;
-    constexpr auto tma_cols = &decode_sm80_tma_kernel<Tr, true>;
-    constexpr auto tma_rows = &decode_sm80_tma_kernel<Tr, false>;
-    const auto tma_kernel = decode_sm80_heads_on_n(a.group) ? tma_cols : tma_rows;
-    const bool tma_code = runs_sm90_code_once<tma_rows>(device_cc);  // both: the same arch's code
-    CUtensorMap tk, tv;
-    const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
-    if (tma_code && layout == KVLayout::nhd && a.page_size >= 16 &&
-        make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
-        make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows)) {
+    auto run = [&](auto layout_tag, bool maps_ok, const CUtensorMap& tk, const CUtensorMap& tv) -> Status {
+      constexpr KVLayout L = decltype(layout_tag)::value;
+      constexpr auto tma_cols = &decode_sm80_tma_kernel<Tr, L, true>;
+      constexpr auto tma_rows = &decode_sm80_tma_kernel<Tr, L, false>;
+      if (!maps_ok || !runs_sm90_code_once<tma_rows>(device_cc)) return Status::Ok();  // both: the same arch's code
+      const auto tma_kernel = decode_sm80_heads_on_n(a.group) ? tma_cols : tma_rows;
       MUH_TRY(set_max_dynamic_smem(tma_kernel, K::smem_bytes, "paged_decode"));
       tma_kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv, input_errors);
       launched = true;
+      return Status::Ok();
+    };
+    if (decode_sm80_tma(K::policy, layout, a.page_size, D)) {
+      CUtensorMap tk, tv;
+      if (layout == KVLayout::vllm) {
+        const long long blocks = static_cast<long long>(a.num_pages) * a.num_kv_heads;
+        MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{},
+                    make_tma_vllm_maps(&tk, &tv, a.k_cache, a.v_cache, DT, D, blocks), tk, tv));
+      } else if constexpr (D % 64 == 0) {
+        const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
+        MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{},
+                    make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
+                        make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows),
+                    tk, tv));
+      }
     }
   }
   if (!launched) {

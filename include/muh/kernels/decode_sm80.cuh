@@ -26,12 +26,20 @@
 //   by bit 2 of the row). The 8-element row padding and the swizzle put the 8 row addresses of
 //   every ldmatrix phase on distinct banks.
 //
-// The TMA variant (policy.tma, sm_90, NHD, page_size ≥ 16, D % 64 == 0): a tile's 16 tokens are
-// rows of one page, so lane 0 fetches K and V as D/64 tensor-map boxes each [16 tok][64 dims]
-// (2 KB, 128-byte swizzle: 16-byte chunk c of row r sits at chunk c ^ (r & 7), conflict-free for
-// ldmatrix like the padding) completing on one mbarrier per stage, from a 1024-aligned stage
-// area after sQ (the padded footprint leaves W·S·512 B for the alignment). Every L2 request is
-// then a whole line; the cp.async form's 16-byte copies reach L2 as partial lines.
+// The TMA variants (policy.tma, sm_90; decode_sm80_tma in policy.hpp says when): a tile's 16
+// tokens are rows of one page, so lane 0 fetches K and V as tensor-map boxes completing on one
+// mbarrier per stage, into a 1024-aligned stage area after sQ (the padded footprint leaves
+// W·S·512 B for the alignment). Every L2 request is then a whole line; the cp.async form's
+// 16-byte copies reach L2 as partial lines, and its lanes spend more instructions on addresses
+// than on the tile's MMAs (vLLM pages: 32 copies a lane per hd-256 tile, each with a shuffle).
+//   NHD  (page_size ≥ 16, D % 64 == 0): D/64 boxes each for K and V, [16 tok][64 dims] (2 KB,
+//        128-byte swizzle: 16-byte chunk c of row r sits at chunk c ^ (r & 7), conflict-free for
+//        ldmatrix like the padding).
+//   vLLM (page_size 16): the page's K block [D/8][16 tok][8] as one box, as it is (ldmatrix reads
+//        8 tokens of one 16-byte column: 128 contiguous bytes); its V block [D][16 tok] as one
+//        box of [D/4][128 B] rows (4 dims each) with the 128-byte swizzle — chunk c = 2·(d & 3) + g
+//        (dim d, tokens 8g ..) of row d/4 sits at c ^ (row & 7), so the 8 dims of an ldmatrix
+//        phase land on 8 distinct 16-byte bank groups (unswizzled, dims 32 B apart: 2-way).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -103,6 +111,28 @@ __device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t 
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   sm80::mbarrier_wait_parity(bar, parity);
+#else
+  __trap();
+#endif
+}
+// One box of a 2-D tensor map at (c0, c1) into shared memory, completing on `bar`.
+template <bool kEvictFirst>
+__device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0, int c1,
+                                            std::uint64_t pol) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const auto m = reinterpret_cast<std::uint64_t>(map);
+  if constexpr (kEvictFirst)
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+        "l"(m), "r"(bar), "r"(c0), "r"(c1), "l"(pol)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+        "l"(m), "r"(bar), "r"(c0), "r"(c1)
+        : "memory");
 #else
   __trap();
 #endif
@@ -214,22 +244,35 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
 }
 
 // ---- Tile addressing: 16-byte chunks of the K/V tiles in shared memory -----------------------
-// The chunk of 8 elements at (token `row`, dim `col`) of a K tile or an NHD V tile: padded rows
-// (the cp.async form) or the TMA's swizzled [D/64][16][64] boxes.
-template <class Tr, bool kTma>
+// The chunk of 8 elements at (token `row`, dim `col`, col % 8 == 0) of a K tile or an NHD V tile:
+// padded rows (the cp.async forms), the TMA's swizzled [D/64][16][64] boxes (NHD) or the vLLM
+// page's own [D/8][16][8] K block (vLLM TMA).
+template <class Tr, KVLayout L, bool kTma>
 __device__ __forceinline__ std::uint32_t tok_chunk(const typename Tr::E* tile, int row, int col) {
-  if constexpr (kTma) {
+  if constexpr (kTma && L == KVLayout::vllm) {
+    return sm80::smem_addr(tile + (col >> 3) * 128 + row * 8);
+  } else if constexpr (kTma) {
     const int b = col >> 6, c = (col >> 3) & 7;
     return sm80::smem_addr(tile + b * 16 * 64 + row * 64 + ((c ^ (row & 7)) << 3));
   } else {
     return sm80::smem_addr(tile + row * Tr::kRowElems + col);
   }
 }
-// The chunk of dim d, tokens 8g .. 8g + 7 of a vLLM-layout V tile [D][16 tok] (halves swizzled by
-// bit 2 of the row: sm80_issue_tile).
-template <class Tr>
+// The chunk of dim d, tokens 8g .. 8g + 7 of a vLLM-layout V tile [D][16 tok]: cp.async form,
+// halves swizzled by bit 2 of the row (sm80_issue_tile); TMA form, [D/4][128 B] rows with the
+// 128-byte swizzle (the file's header).
+template <bool kTma>
+__device__ __forceinline__ int vllm_v_offset(int d, int g) {  // in elements
+  if constexpr (kTma) {
+    const int row = d >> 2, c = ((d & 3) << 1) | g;
+    return row * 64 + ((c ^ (row & 7)) << 3);
+  } else {
+    return d * 16 + ((g ^ ((d >> 2) & 1)) * 8);
+  }
+}
+template <class Tr, bool kTma>
 __device__ __forceinline__ std::uint32_t vllm_v_chunk(const typename Tr::E* tile, int d, int g) {
-  return sm80::smem_addr(tile + d * 16 + ((g ^ ((d >> 2) & 1)) * 8));
+  return sm80::smem_addr(tile + vllm_v_offset<kTma>(d, g));
 }
 
 // ---- The tile math: one warp's online softmax over its 16-token tiles --------------------------
@@ -290,7 +333,7 @@ struct HeadsOnM {
       } else {
         sm80::ldmatrix_x4(qa, sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
       }
-      sm80::ldmatrix_x4(kb, tok_chunk<Tr, kTma>(sK, (lane >> 4) * 8 + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
+      sm80::ldmatrix_x4(kb, tok_chunk<Tr, L, kTma>(sK, (lane >> 4) * 8 + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
       sm80::mma_16816<Tr::kDType>(acc[0], qa, kb[0], kb[1]);
       sm80::mma_16816<Tr::kDType>(acc[1], qa, kb[2], kb[3]);
     }
@@ -343,10 +386,10 @@ struct HeadsOnM {
 #pragma unroll
     for (int nn = 0; nn < D / 16; ++nn) {
       unsigned vb[4];
-      if constexpr (kTma || L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(vb, tok_chunk<Tr, kTma>(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
+      if constexpr (L == KVLayout::nhd) {
+        sm80::ldmatrix_x4<true>(vb, tok_chunk<Tr, L, kTma>(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
       } else {
-        sm80::ldmatrix_x4(vb, vllm_v_chunk<Tr>(sV, nn * 16 + (lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1));
+        sm80::ldmatrix_x4(vb, vllm_v_chunk<Tr, kTma>(sV, nn * 16 + (lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1));
       }
       sm80::mma_16816<Tr::kDType>(o[2 * nn], pa, vb[0], vb[1]);
       sm80::mma_16816<Tr::kDType>(o[2 * nn + 1], pa, vb[2], vb[3]);
@@ -421,7 +464,7 @@ struct HeadsOnN {
     for (int kk = 0; kk < D / 16; ++kk) {
       float(&acc)[4] = (kk & 1) ? s_odd : s;
       unsigned ka[4];
-      sm80::ldmatrix_x4(ka, tok_chunk<Tr, kTma>(sK, lane & 15, kk * 16 + (lane >> 4) * 8));
+      sm80::ldmatrix_x4(ka, tok_chunk<Tr, L, kTma>(sK, lane & 15, kk * 16 + (lane >> 4) * 8));
       sm80::mma_16816<Tr::kDType>(acc, ka, qb[kk][0], qb[kk][1]);
     }
 #pragma unroll
@@ -463,13 +506,13 @@ struct HeadsOnN {
 #pragma unroll
     for (int nn = 0; nn < D / 16; ++nn) {
       // Vᵀ's A fragments (rows = dims 16nn .., k = tokens): matrices (tokens 0..7, dims +0),
-      // (0..7, +8), (8..15, +0), (8..15, +8); transposed by ldmatrix from token rows (NHD, TMA),
+      // (0..7, +8), (8..15, +0), (8..15, +8); transposed by ldmatrix from token rows (NHD),
       // read as they are from the vLLM tile's dim rows.
       unsigned va[4];
-      if constexpr (kTma || L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(va, tok_chunk<Tr, kTma>(sV, (lane >> 4) * 8 + (lane & 7), nn * 16 + ((lane >> 3) & 1) * 8));
+      if constexpr (L == KVLayout::nhd) {
+        sm80::ldmatrix_x4<true>(va, tok_chunk<Tr, L, kTma>(sV, (lane >> 4) * 8 + (lane & 7), nn * 16 + ((lane >> 3) & 1) * 8));
       } else {
-        sm80::ldmatrix_x4(va, vllm_v_chunk<Tr>(sV, nn * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), lane >> 4));
+        sm80::ldmatrix_x4(va, vllm_v_chunk<Tr, kTma>(sV, nn * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), lane >> 4));
       }
       sm80::mma_16816<Tr::kDType>(o[nn], va, pb0, pb1);
     }
@@ -497,12 +540,38 @@ struct HeadsOnN {
   }
 };
 
-// The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (NHD only); kHeadsOnN: the tile
-// math with the query heads on the MMA's columns (a group of ≤ 8: HeadsOnN), else on its rows.
+// Zeroes the tokens ≥ valid (1 ≤ valid < 16) of a TMA V tile: token rows (NHD) or, in each dim's
+// two 16-byte chunks (vLLM), the elements of those tokens.
+template <class Tr, KVLayout L>
+__device__ __forceinline__ void zero_v_past(typename Tr::E* v, int valid, int lane) {
+  constexpr int D = Tr::kD;
+  if constexpr (L == KVLayout::vllm) {
+    for (int i = lane; i < 2 * D; i += 32) {
+      const int d = i >> 1, g = i & 1, n = valid - 8 * g;  // this chunk's tokens < valid
+      if (n >= 8) continue;
+      uint4* p = reinterpret_cast<uint4*>(v + vllm_v_offset<true>(d, g));
+      uint4 x = n > 0 ? *p : make_uint4(0, 0, 0, 0);
+      unsigned* wd = &x.x;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)  // elements 2j, 2j + 1 (little-endian halves of word j)
+        wd[j] = (2 * j < n ? wd[j] & 0xffffu : 0u) | (2 * j + 1 < n ? wd[j] & 0xffff0000u : 0u);
+      *p = x;
+    }
+  } else {
+    for (int i = lane; i < (16 - valid) * (D / 8); i += 32) {
+      const int r = valid + i / (D / 8), c = i % (D / 8);
+      *reinterpret_cast<uint4*>(v + (c >> 3) * 16 * 64 + r * 64 + (c & 7) * 8) = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (make_tma_*_maps,
+// decode_launch.cuh); kHeadsOnN: the tile math with the query heads on the MMA's columns (a group
+// of ≤ 8: HeadsOnN), else on its rows.
 template <class Tr, KVLayout L, bool kTma, bool kHeadsOnN>
 __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv,
                                                  int* input_errors) {
-  static_assert(!kTma || (L == KVLayout::nhd && Tr::kD % 64 == 0), "TMA tiles: NHD, head_dim % 64 == 0");
+  static_assert(!kTma || L == KVLayout::vllm || Tr::kD % 64 == 0, "NHD TMA tiles: head_dim % 64 == 0");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   // Compiled for an older arch only so that the build links; never launched there (paged_decode
   // checks the target against the device).
@@ -563,9 +632,9 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   };
   auto tile_start = [&](int j) { return w.kv_begin + (warp + j * W) * 16; };
   // TMA: lane 0 issues tile t0's K and V boxes into stage st; `pg` (lane 0's page) holds all 16
-  // tokens (page_size ≥ 16 and t0 a multiple of 16). The fence orders this warp's earlier reads
-  // and zero stores of the stage (made visible to lane 0 by the loop's __syncwarp) before the
-  // TMA's writes.
+  // tokens (decode_sm80_tma: page_size ≥ 16 (NHD) or 16 (vLLM), and t0 a multiple of 16). The
+  // fence orders this warp's earlier reads and zero stores of the stage (made visible to lane 0
+  // by the loop's __syncwarp) before the TMA's writes.
   auto issue_tma = [&](int st, int t0, int pg) {
     if constexpr (kTma) {
       if (lane == 0) {
@@ -574,13 +643,21 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
         E* v = k + kT;
         ptx::fence_proxy_async();
         ptx::mbar_expect_tx(bar, 2u * kT * sizeof(E));
-        const int row = pg * a.page_size + (t0 & (a.page_size - 1));
         auto boxes = [&](auto evict_first) {  // std::true_type / false_type: the L2 hint
           constexpr bool kHint = decltype(evict_first)::value;
+          if constexpr (L == KVLayout::vllm) {
+            // Rows of the maps: the page's (page, KV head) block of D/8 K rows and D/4 V rows
+            // (< 2^31: make_tma_vllm_maps).
+            const int block = pg * a.num_kv_heads + w.kv_head;
+            ptx::tma_load_2d<kHint>(sm80::smem_addr(k), tk, bar, 0, block * (D / 8), pol);
+            ptx::tma_load_2d<kHint>(sm80::smem_addr(v), tv, bar, 0, block * (D / 4), pol);
+          } else {
+            const int row = pg * a.page_size + (t0 & (a.page_size - 1));
 #pragma unroll
-          for (int b = 0; b < D / 64; ++b) {
-            ptx::tma_load_3d<kHint>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
-            ptx::tma_load_3d<kHint>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
+            for (int b = 0; b < D / 64; ++b) {
+              ptx::tma_load_3d<kHint>(sm80::smem_addr(k + b * 16 * 64), tk, bar, b * 64, w.kv_head, row, pol);
+              ptx::tma_load_3d<kHint>(sm80::smem_addr(v + b * 16 * 64), tv, bar, b * 64, w.kv_head, row, pol);
+            }
           }
         };
         if (a.l2_evict_first)
@@ -656,14 +733,9 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       E* const v = tstages + (j % S) * 2 * kT + kT;
       sK = v - kT;
       sV = v;
-      // A box holds the whole page: V rows past the range may be anything (NaN in unused
-      // slots) and P · V needs zeros there (masked K columns become −inf in S).
-      if (valid < 16) {
-        for (int i = lane; i < (16 - valid) * (D / 8); i += 32) {
-          const int r = valid + i / (D / 8), c = i % (D / 8);
-          *reinterpret_cast<uint4*>(v + (c >> 3) * 16 * 64 + r * 64 + (c & 7) * 8) = make_uint4(0, 0, 0, 0);
-        }
-      }
+      // A box holds the whole page: V past the range may be anything (NaN in unused slots) and
+      // P · V needs zeros there (masked K columns become −inf in S).
+      if (valid < 16) zero_v_past<Tr, L>(v, valid, lane);
       __syncwarp();
     } else {
       sm80::cp_async_commit();
@@ -695,13 +767,13 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   decode_sm80_body<Tr, L, false, kHeadsOnN>(a, nullptr, nullptr, input_errors);
 }
 
-// The TMA variant; the maps are kernel parameters (__grid_constant__: the TMA reads them from
+// The TMA variants; the maps are kernel parameters (__grid_constant__: the TMA reads them from
 // parameter memory, no copy to global).
-template <class Tr, bool kHeadsOnN>
+template <class Tr, KVLayout L, bool kHeadsOnN>
 __global__ void __launch_bounds__(Tr::kThreads)
     decode_sm80_tma_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
                            int* input_errors) {
-  decode_sm80_body<Tr, KVLayout::nhd, true, kHeadsOnN>(a, &tk, &tv, input_errors);
+  decode_sm80_body<Tr, L, true, kHeadsOnN>(a, &tk, &tv, input_errors);
 }
 
 }  // namespace muh::kernels::decode

@@ -75,9 +75,9 @@ struct DecodePolicy {
   int ctas_per_sm = 2;          // occupancy the kernel is built for (feeds the V1/V2 heuristics)
   int smem_cap_bytes = 48 * 1024;  // bounds the row; not part of == (see PrefillPolicy)
   const char* evidence = "";    // where the numbers come from (not part of ==)
-  // sm80 agent on sm_90+: each warp's 16-token K and V tiles come by TMA (one tensor-map box per
-  // page and 64 dims, an mbarrier per stage) instead of 16-byte cp.asyncs. Taken where the call
-  // allows it (NHD cache, page_size >= 16, head_dim % 64 == 0); otherwise the cp.async copies.
+  // sm80 agent on sm_90+: each warp's 16-token K and V tiles come by TMA (tensor-map boxes, an
+  // mbarrier per stage) instead of 16-byte cp.asyncs, where the call allows it
+  // (decode_sm80_tma below); otherwise the cp.async copies.
   bool tma = false;
 
   friend constexpr bool operator==(const DecodePolicy& a, const DecodePolicy& b) {
@@ -141,6 +141,18 @@ inline constexpr int kDecodeRows = 16;
 // half the O accumulators of the heads on the 16 rows, where a group of 4–6 (the seed's
 // Qwen3.5/3.6 at TP4) leaves 10–12 rows padded. A speed choice only (launch_decode makes it).
 constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
+// Whether a call of a policy with `tma` takes the TMA copies (kernels/decode_sm80.cuh): a tile's
+// 16 tokens must be whole boxes of one page.
+//   NHD:  page_size ≥ 16 and head_dim a multiple of 64 (boxes of 16 rows × 64 dims).
+//   vLLM: page_size 16: one page of one KV head is then a contiguous [D/8][16][8] K block and
+//         [D][16] V block (8 KB each at hd 256), one box each; other page sizes would need a
+//         box per 16-byte column, the cp.async form's granularity.
+// One rule for the launch (decode_launch.cuh) and the plan's cost model (plan.cpp). A speed
+// choice only: both forms compute the same results.
+constexpr bool decode_sm80_tma(const DecodePolicy& p, KVLayout layout, int page_size, int head_dim) {
+  if (!p.tma || p.agent != Agent::sm80) return false;
+  return layout == KVLayout::nhd ? page_size >= 16 && head_dim % 64 == 0 : page_size == 16;
+}
 // The granularity of a V2 plan's partitions (plan.cpp cuts them in multiples of it). An sm80 row:
 // its partition_size (128 on the H200's rows: tuning_sm90.hpp says why). A portable row: its
 // 32-token tile. The portable rows' partition_size is the seed's (vLLM's PARTITION_SIZE, 512),

@@ -40,16 +40,21 @@ static_assert(table_holds(kPrefill));
 // bf16, cold L2). Each warp streams its own 16-token K and V tiles (tile_tokens = 16 · warps per
 // CTA stage), the GQA query-head group on the MMA rows; V2 partitions are multiples of 128 tokens
 // (two rounds of 4 warps: fine enough to fill 132 SMs at batch 1, coarse enough that a
-// partition's ~1 µs pipeline fill stays small). K/V come by TMA where a head is whole 64-dim
-// boxes: every L2 request a whole line (with 16-byte cp.asyncs the L2 looked up 1.5× the sectors
-// and ran at its limit), 1–5 % faster on 11 of 12 cells.
+// partition's ~1 µs pipeline fill stays small). K/V come by TMA where a tile is whole boxes of
+// one page (decode_sm80_tma: NHD with 64-dim boxes, vLLM at page 16): every L2 request a whole
+// line (with 16-byte cp.asyncs the L2 looked up 1.5× the sectors and ran at its limit), 1–5 %
+// faster on 11 of 12 NHD cells.
 //   hd ≤ 128: 4 warps, 2 CTAs/SM, the most stages that fit: 4 at hd 64/96 (not measured there),
 //            3 at hd 128. No candidate beat the row clearly: more bytes in flight (4 × 6 × 1)
 //            was 1–4 % slower, fewer warps with more stages slower still (one warp needs ~1650
 //            cycles per 16-token hd128 tile, so an SM needs several busy warps).
 //   hd 256:  4 warps, 1 CTA/SM (128 fp32 accumulators per lane), 2 stages: with TMA ahead of 3
 //            stages on every cell (with cp.async the pair was mixed; why TMA needs less lead was
-//            not profiled).
+//            not profiled). Not taken (h200-2026-12-02-vllm-tma.md): 12 warps × 1 stage, 2.2×
+//            faster on the seed's vLLM cells on a 16-SM partition (0.56–0.76 of the read floor
+//            against 0.32–0.35; more warps per SM help, more stages per warp do not) and within
+//            ±3 % on 132 SMs above 8k, but 9–11 % slower on NHD cells of the default grid (batch
+//            1 × 8k/32k, 16 × 512) and spilling at groups > 8: a shape-aware choice is open.
 inline constexpr DecodeRow kDecode[] = {
     // dtypes, head dims, agent, warps, tokens per stage, stages, CTAs/SM, partition, TMA, cap; evidence
     {k16Bit, kHd64, Agent::sm80, 4, 64, 4, 2, 128, true, kSmemCap,
