@@ -136,6 +136,7 @@ constexpr double kLatencySeconds = 2.4e-6;
 // the heads-on-N tile math; bench/results/h200-2026-12-02-heads-on-n/) read 268 MB in 7275 µs,
 // 36.9 GB/s — 128 KB over 3.5 µs. Fitted with 2.4 µs the model saw a CTA 1.5× faster than it is,
 // found 90 partitions (b1 × 256k, 132 SMs) as good as 128, and took 90: 118.9 µs against 98.6.
+// vLLM pages the sm90 rows fetch by TMA (decode_sm80_tma) are modelled like NHD's boxes.
 constexpr double kLatencyVllmSeconds = 3.5e-6;
 constexpr double kCtaStartSeconds = 1.5e-6;
 constexpr double kMergeSeconds = 3.5e-6;
@@ -242,7 +243,8 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   m.slots = static_cast<double>(hw.sm_count) * pol.ctas_per_sm;
   m.bytes_per_token = 2.0 * p.head_dim * dtype_size(p.dtype);
   m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /
-               (pol.agent == Agent::sm80 && !decode_sm80_tma(pol, p.layout, p.page_size, p.head_dim)
+               (pol.agent == Agent::sm80 && p.layout == KVLayout::vllm &&
+                        !decode_sm80_tma(pol, p.layout, p.page_size, p.head_dim)
                     ? kLatencyVllmSeconds
                     : kLatencySeconds);
   m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
