@@ -458,17 +458,28 @@ struct HeadsOnN {
     constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
     const int g = lane >> 2;
     // Sᵀ = K Qᵀ: this lane holds tokens g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1};
-    // even and odd k-steps in two accumulator sets, as HeadsOnM (its comment says why).
-    float s[4] = {0.f, 0.f, 0.f, 0.f}, s_odd[4] = {0.f, 0.f, 0.f, 0.f};
+    // k-step kk accumulates into set kk % kQkSets, the sets summed after the loop (as HeadsOnM's
+    // even/odd pair, its comment says why). Here one MMA per k-step is the tile's only chain: with
+    // 2 sets it was 8 dependent MMAs long, and with one warp per scheduler nothing hid it (ncu,
+    // 4 warps × 2 stages, 2048 tokens per CTA: 0.19 eligible warps per scheduler, 5.3 cycles per
+    // issued instruction, the stall samples on the QKᵀ and PV HMMAs). 4 sets, A/B on the H200 in
+    // one run (bench/results/h200-2026-12-02-qk-chains/): the seed's cells 1.5–1.6× faster on a
+    // 16-SM partition (0.32–0.35 → 0.50–0.53 of the read floor), 1.01–1.09× on 132 SMs.
+    constexpr int kQkSets = 4;  // a power of two (the pairwise sum below)
+    float acc[kQkSets][4] = {};
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      float(&acc)[4] = (kk & 1) ? s_odd : s;
       unsigned ka[4];
       sm80::ldmatrix_x4(ka, tok_chunk<Tr, L, kTma>(sK, lane & 15, kk * 16 + (lane >> 4) * 8));
-      sm80::mma_16816<Tr::kDType>(acc, ka, qb[kk][0], qb[kk][1]);
+      sm80::mma_16816<Tr::kDType>(acc[kk % kQkSets], ka, qb[kk][0], qb[kk][1]);
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] += s_odd[e];
+    for (int half = kQkSets / 2; half >= 1; half /= 2)
+#pragma unroll
+      for (int i = 0; i < half; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
+    float(&s)[4] = acc[0];
 
     // Online softmax per head (a column): scale, mask tokens past the range, the max over the
     // tile's 16 tokens (this lane's two, then the 8 lanes of the same quad position), rescale.
