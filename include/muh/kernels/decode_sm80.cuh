@@ -463,8 +463,9 @@ struct HeadsOnN {
     // 2 sets it was 8 dependent MMAs long, and with one warp per scheduler nothing hid it (ncu,
     // 4 warps × 2 stages, 2048 tokens per CTA: 0.19 eligible warps per scheduler, 5.3 cycles per
     // issued instruction, the stall samples on the QKᵀ and PV HMMAs). 4 sets, A/B on the H200 in
-    // one run (bench/results/h200-2026-12-02-qk-chains/): the seed's cells 1.5–1.6× faster on a
-    // 16-SM partition (0.32–0.35 → 0.50–0.53 of the read floor), 1.01–1.09× on 132 SMs.
+    // one run (bench/results/h200-2026-12-02-qk-chains/, call 4): the seed's cells at ≥ 32k
+    // 1.45–1.65× faster on a 16-SM partition (0.31–0.35 → 0.50–0.53 of the read floor),
+    // 1.02–1.10× on 132 SMs; the default grid's NHD cells unchanged (±0.7 %).
     constexpr int kQkSets = 4;  // a power of two (the pairwise sum below)
     float acc[kQkSets][4] = {};
 #pragma unroll

@@ -55,6 +55,10 @@ static_assert(table_holds(kPrefill));
 //            against 0.32–0.35; more warps per SM help, more stages per warp do not) and within
 //            ±3 % on 132 SMs above 8k, but 9–11 % slower on NHD cells of the default grid (batch
 //            1 × 8k/32k, 16 × 512) and spilling at groups > 8: a shape-aware choice is open.
+//            Why more warps helped (ncu, h200-2026-12-02-qk-chains/): one warp per scheduler
+//            stalled on its own tile's dependency chains; with HeadsOnN's QKᵀ in 4 accumulator
+//            sets (8635335) this row reads at 0.50–0.53 of the floor there, and 6 × 2 at 0.48–0.63
+//            (not re-measured on the NHD cells).
 inline constexpr DecodeRow kDecode[] = {
     // dtypes, head dims, agent, warps, tokens per stage, stages, CTAs/SM, partition, TMA, cap; evidence
     {k16Bit, kHd64, Agent::sm80, 4, 64, 4, 2, 128, true, kSmemCap,
