@@ -98,10 +98,12 @@ INSTANTIATE_TEST_SUITE_P(Sm80Class, DecodeRowFromTheH200Row,
                                             ::testing::ValuesIn(kSupportedHeadDims)),
                          key_name);
 
-// sm_90's hd-256 row is the measured 2 stages, below the 3 the fit leaves (TMA sweep, 7c8baeb).
-TEST(Sm90DecodeRow, Hd256IsTheMeasuredTwoStagesNotTheFitsThree) {
+// sm_90's hd-256 row takes the 3 stages the fit leaves: the third holds the tile whose QKᵀ runs
+// beside the previous tile's softmax and PV (Sm80Traits::kOverlap; h200-2026-12-06-tile-pipeline.md).
+// Without that overlap 2 stages had measured ahead of 3 (TMA sweep, 7c8baeb).
+TEST(Sm90DecodeRow, Hd256IsTheFitsThreeStagesOfTheOneTileOverlap) {
   EXPECT_EQ(fitted_old_start(90, DType::bf16, 256).num_stages, 3);
-  EXPECT_EQ(decode_policy(90, DType::bf16, 256).num_stages, 2);
+  EXPECT_EQ(decode_policy(90, DType::bf16, 256).num_stages, 3);
 }
 
 // ---- Evidence: every tensor-core row names a result file under bench/results/ that exists --------

@@ -16,9 +16,11 @@
 // warps' states are merged once, through shared memory, at the end.
 //
 // Per tile, per warp (the tile math, HeadsOnM / HeadsOnN below; the body runs the pipeline):
-//   S = Q Kᵀ        D/16 k-steps, even and odd ones in two accumulator sets
-//   online softmax  base 2, scale folded into log2(e)
-//   O += P V        P re-packed from the S accumulators as an MMA operand
+//   S = Q Kᵀ        D/16 k-steps in 2 (HeadsOnM) or 4 (HeadsOnN) accumulator sets   scores()
+//   online softmax  base 2, scale folded into log2(e)                               update()
+//   O += P V        P re-packed from the S accumulators as an MMA operand           update()
+// With Sm80Traits::kOverlap (hd 256, ≥ 3 stages) the body runs tile j + 1's scores() beside tile
+// j's update(), so one warp has two independent dependency chains in flight.
 //
 // Shared-memory layouts (16-bit elements):
 //   sQ [16][D + 8]; per warp and stage: K tile [16 tok][D + 8] and V tile, either NHD
@@ -185,6 +187,13 @@ struct Sm80Traits {
   // Q's A-operand fragments live in registers up to D = 128 (32 registers); at 256 they are
   // re-read from shared memory, leaving registers to the 128 fp32 accumulators of O.
   static constexpr bool kQInRegs = D <= 128;
+  // The main loop software-pipelined by one tile (decode_sm80_body): tile j + 1's QKᵀ beside tile
+  // j's softmax and PV. It holds two tiles of a warp's ring at once, so it needs a third stage to
+  // keep one in flight. At hd 256 a 4-warp CTA has one warp per scheduler and its tile math is
+  // latency-bound (ncu: 0.2 eligible warps per scheduler, ~5 cycles per issued instruction). With
+  // the row at 4 × 3 the seed's 16-SM cells at ≥ 32k ran 1.05–1.07× faster, 132-SM cells 0.98–1.00×
+  // (bench/results/h200-2026-12-06-tile-pipeline.md, B → D). hd ≤ 128 (2 CTAs per SM) not measured.
+  static constexpr bool kOverlap = kStages >= 3 && D >= 256;
 
   static_assert(kPolicy.agent == Agent::sm80, "sm80 traits need an sm80 policy row");
   static_assert(DT == DType::fp16 || DT == DType::bf16, "tensor cores take 16-bit K/V");
@@ -248,21 +257,21 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
 // padded rows (the cp.async forms), the TMA's swizzled [D/64][16][64] boxes (NHD) or the vLLM
 // page's own [D/8][16][8] K block (vLLM TMA).
 template <class Tr, KVLayout L, bool kTma>
-__device__ __forceinline__ std::uint32_t tok_chunk(const typename Tr::E* tile, int row, int col) {
+__host__ __device__ constexpr int tok_chunk_offset(int row, int col) {  // in elements
   if constexpr (kTma && L == KVLayout::vllm) {
-    return sm80::smem_addr(tile + (col >> 3) * 128 + row * 8);
+    return (col >> 3) * 128 + row * 8;
   } else if constexpr (kTma) {
     const int b = col >> 6, c = (col >> 3) & 7;
-    return sm80::smem_addr(tile + b * 16 * 64 + row * 64 + ((c ^ (row & 7)) << 3));
+    return b * 16 * 64 + row * 64 + ((c ^ (row & 7)) << 3);
   } else {
-    return sm80::smem_addr(tile + row * Tr::kRowElems + col);
+    return row * Tr::kRowElems + col;
   }
 }
 // The chunk of dim d, tokens 8g .. 8g + 7 of a vLLM-layout V tile [D][16 tok]: cp.async form,
 // halves swizzled by bit 2 of the row (sm80_issue_tile); TMA form, [D/4][128 B] rows with the
 // 128-byte swizzle (the file's header).
 template <bool kTma>
-__device__ __forceinline__ int vllm_v_offset(int d, int g) {  // in elements
+__host__ __device__ constexpr int vllm_v_offset(int d, int g) {  // in elements
   if constexpr (kTma) {
     const int row = d >> 2, c = ((d & 3) << 1) | g;
     return row * 64 + ((c ^ (row & 7)) << 3);
@@ -270,10 +279,70 @@ __device__ __forceinline__ int vllm_v_offset(int d, int g) {  // in elements
     return d * 16 + ((g ^ ((d >> 2) & 1)) * 8);
   }
 }
+
+// A lane's ldmatrix chunks along a tile's 16-dim groups i = 0 .. D/16 − 1 (the k-steps of QKᵀ,
+// the dim groups of PV), as byte offsets: offset(i) = base[i % P] + (i / P) · kStride, the
+// swizzle's pattern repeating every P groups. The P bases are computed once per warp; a tile's
+// D/16 addresses are then its stage address plus a base plus an immediate. (Computed per load,
+// the swizzles' index math was about a fifth of an hd-256 tile: ncu of the vLLM TMA kernel, 496 →
+// 391 executed instructions per warp-tile; the seed's 16-SM cells 1.02–1.04× faster, bench/results/
+// h200-2026-12-06-tile-pipeline.md, A → B.)
+template <int P, int kStride>
+struct LaneChunks {
+  std::uint32_t base[P];
+  __device__ __forceinline__ std::uint32_t at(std::uint32_t tile, int i) const { return tile + base[i % P] + (i / P) * kStride; }
+};
+// tok_chunk_offset at (row, 16 i + 8 h): the NHD TMA boxes' swizzle repeats every 4 groups (one 64-dim
+// box); the other forms are linear in i.
+template <class Tr, KVLayout L, bool kTma>
+struct TokChunks {
+  static constexpr int P = kTma && L == KVLayout::nhd ? 4 : 1;
+  static constexpr int kStride = (tok_chunk_offset<Tr, L, kTma>(0, 16 * P) - tok_chunk_offset<Tr, L, kTma>(0, 0)) *
+                                 int(sizeof(typename Tr::E));
+  using Type = LaneChunks<P, kStride>;
+  __device__ __forceinline__ static Type make(int row, int h) {
+    Type c;
+#pragma unroll
+    for (int p = 0; p < P; ++p) c.base[p] = tok_chunk_offset<Tr, L, kTma>(row, 16 * p + 8 * h) * int(sizeof(typename Tr::E));
+    return c;
+  }
+  // The identity the bases rely on, for every row, group and half (checked at compile time).
+  static constexpr bool holds() {
+    for (int row = 0; row < 16; ++row)
+      for (int i = 0; i < Tr::kD / 16; ++i)
+        for (int h = 0; h < 2; ++h)
+          if (tok_chunk_offset<Tr, L, kTma>(row, 16 * i + 8 * h) !=
+              tok_chunk_offset<Tr, L, kTma>(row, 16 * (i % P) + 8 * h) + (i / P) * kStride / int(sizeof(typename Tr::E)))
+            return false;
+    return true;
+  }
+};
+// vllm_v_offset at dim 16 i + d0 (0 ≤ d0 < 16), tokens 8g ..: the TMA swizzle's phase (row & 7,
+// row = d / 4) depends on i only through i & 1.
 template <class Tr, bool kTma>
-__device__ __forceinline__ std::uint32_t vllm_v_chunk(const typename Tr::E* tile, int d, int g) {
-  return sm80::smem_addr(tile + vllm_v_offset<kTma>(d, g));
-}
+struct VllmVChunks {
+  static constexpr int P = kTma ? 2 : 1;
+  static constexpr int kStride = (vllm_v_offset<kTma>(16 * P, 0) - vllm_v_offset<kTma>(0, 0)) * int(sizeof(typename Tr::E));
+  using Type = LaneChunks<P, kStride>;
+  __device__ __forceinline__ static Type make(int d0, int g) {
+    Type c;
+#pragma unroll
+    for (int p = 0; p < P; ++p) c.base[p] = vllm_v_offset<kTma>(16 * p + d0, g) * int(sizeof(typename Tr::E));
+    return c;
+  }
+  static constexpr bool holds() {
+    for (int d0 = 0; d0 < 16; ++d0)
+      for (int i = 0; i < Tr::kD / 16; ++i)
+        for (int g = 0; g < 2; ++g)
+          if (vllm_v_offset<kTma>(16 * i + d0, g) !=
+              vllm_v_offset<kTma>(16 * (i % P) + d0, g) + (i / P) * kStride / int(sizeof(typename Tr::E)))
+            return false;
+    return true;
+  }
+};
+// A tile's V chunks in either layout: NHD, token rows (TokChunks); vLLM, dim rows.
+template <class Tr, KVLayout L, bool kTma>
+using VChunks = std::conditional_t<L == KVLayout::nhd, TokChunks<Tr, L, kTma>, VllmVChunks<Tr, kTma>>;
 
 // ---- The tile math: one warp's online softmax over its 16-token tiles --------------------------
 // Two arrangements of the same math on the m16n8k16 MMA; the body (decode_sm80_body) runs the
@@ -288,8 +357,17 @@ struct HeadsOnM {
   using E = typename Tr::E;
   static constexpr int D = Tr::kD, R = Tr::kRowElems;
 
+  using KC = TokChunks<Tr, L, kTma>;
+  using VC = VChunks<Tr, L, kTma>;
+  static_assert(KC::holds() && VC::holds(), "the lane's chunk bases (LaneChunks)");
+
   const E* sQ = nullptr;
   unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims
+  // The lane's ldmatrix chunks: K's B fragments (tokens (lane >> 4)·8 + (lane & 7), dims
+  // 16kk + ((lane >> 3) & 1)·8), V's B fragments (NHD: tokens lane & 15, dims 16nn + (lane >> 4)·8;
+  // vLLM: dims 16nn + (lane >> 4)·8 + (lane & 7), tokens 8·((lane >> 3) & 1) ..).
+  typename KC::Type kc;
+  typename VC::Type vc;
   float o[D / 8][4];  // O: 16 rows × D; n-tile j holds dims 8j .. 8j + 7 (C-fragment layout)
   float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows lane/4 and lane/4 + 8
   float l[2] = {0.f, 0.f};              // running Σ p of the same rows (this lane's columns only)
@@ -297,6 +375,11 @@ struct HeadsOnM {
 
   __device__ __forceinline__ void load_q(const E* q, int lane) {
     sQ = q;
+    kc = KC::make((lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1);
+    if constexpr (L == KVLayout::nhd)
+      vc = VC::make(lane & 15, lane >> 4);
+    else
+      vc = VC::make((lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1);
     if constexpr (Tr::kQInRegs) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
@@ -306,12 +389,21 @@ struct HeadsOnM {
     for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   }
 
-  // One 16-token tile; `valid` (≥ 1) of its tokens are in range.
+  struct Scores {
+    // S of one tile: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1])
+    // and lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
+    float s[2][4];
+  };
+
+  // One 16-token tile: tile() = update(scores()) (HeadsOnN says why the two halves).
   __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane) {
-    constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
-    const int quad = lane & 3;
-    // S = Q Kᵀ: s[n] covers tokens 8n .. 8n + 7; this lane holds rows lane/4 (s[n][0..1]) and
-    // lane/4 + 8 (s[n][2..3]) at tokens 8n + 2·quad + {0, 1}.
+    Scores sc = scores(sK, lane);
+    update(sc, sV, valid, scale_log2, lane);
+  }
+
+  __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
+    const std::uint32_t k_tile = sm80::smem_addr(sK);
+    // S = Q Kᵀ.
     // Even and odd k-steps accumulate into two sets (s, s_odd), summed after the loop: the
     // dependent MMA chain per accumulator halves (8 instead of 16 at head_dim 256). With one warp
     // per scheduler at head_dim 256 (ncu, batch 16 × 8k: 0.25 eligible warps per scheduler, 36 %
@@ -333,7 +425,7 @@ struct HeadsOnM {
       } else {
         sm80::ldmatrix_x4(qa, sm80::smem_addr(sQ + (lane & 15) * R + kk * 16 + (lane >> 4) * 8));
       }
-      sm80::ldmatrix_x4(kb, tok_chunk<Tr, L, kTma>(sK, (lane >> 4) * 8 + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
+      sm80::ldmatrix_x4(kb, kc.at(k_tile, kk));
       sm80::mma_16816<Tr::kDType>(acc[0], qa, kb[0], kb[1]);
       sm80::mma_16816<Tr::kDType>(acc[1], qa, kb[2], kb[3]);
     }
@@ -341,6 +433,16 @@ struct HeadsOnM {
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] += s_odd[n][e];
+    return Scores{{{s[0][0], s[0][1], s[0][2], s[0][3]}, {s[1][0], s[1][1], s[1][2], s[1][3]}}};
+  }
+
+  // The online softmax and O += P V of one tile whose scores are `sc`; `valid` (≥ 1) of its
+  // tokens are in range.
+  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane) {
+    constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
+    const int quad = lane & 3;
+    const std::uint32_t v_tile = sm80::smem_addr(sV);
+    float(&s)[2][4] = sc.s;
 
     // Online softmax: scale, mask tokens past the range, new row max, rescale O and l.
     float mx[2] = {-INFINITY, -INFINITY};
@@ -387,9 +489,9 @@ struct HeadsOnM {
     for (int nn = 0; nn < D / 16; ++nn) {
       unsigned vb[4];
       if constexpr (L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(vb, tok_chunk<Tr, L, kTma>(sV, lane & 15, nn * 16 + (lane >> 4) * 8));
+        sm80::ldmatrix_x4<true>(vb, vc.at(v_tile, nn));
       } else {
-        sm80::ldmatrix_x4(vb, vllm_v_chunk<Tr, kTma>(sV, nn * 16 + (lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1));
+        sm80::ldmatrix_x4(vb, vc.at(v_tile, nn));
       }
       sm80::mma_16816<Tr::kDType>(o[2 * nn], pa, vb[0], vb[1]);
       sm80::mma_16816<Tr::kDType>(o[2 * nn + 1], pa, vb[2], vb[3]);
@@ -432,13 +534,27 @@ struct HeadsOnN {
   static constexpr int D = Tr::kD, R = Tr::kRowElems;
   static_assert(D % 32 == 0, "Q's fragments are loaded two k-steps at a time");
 
+  using KC = TokChunks<Tr, L, kTma>;
+  using VC = VChunks<Tr, L, kTma>;
+  static_assert(KC::holds() && VC::holds(), "the lane's chunk bases (LaneChunks)");
+
   unsigned qb[D / 16][2];  // Q as B fragments: k = dims 16kk .., n = query heads (rows 0..7 of sQ)
+  // The lane's ldmatrix chunks: K's A fragments (tokens lane & 15, dims 16kk + (lane >> 4)·8),
+  // Vᵀ's A fragments (NHD: tokens (lane >> 4)·8 + (lane & 7), dims 16nn + ((lane >> 3) & 1)·8;
+  // vLLM: dims 16nn + ((lane >> 3) & 1)·8 + (lane & 7), tokens 8·(lane >> 4) ..).
+  typename KC::Type kc;
+  typename VC::Type vc;
   float o[D / 16][4];      // Oᵀ: m-tile nn = dims 16nn .. 16nn + 15, n = heads (C-fragment layout)
   float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of heads 2·quad, 2·quad + 1
   float l[2] = {0.f, 0.f};              // running Σ p of those heads over this lane's tokens
   __device__ __forceinline__ OnlineSoftmaxView head(int e) { return OnlineSoftmaxView{m[e], l[e]}; }
 
   __device__ __forceinline__ void load_q(const E* sQ, int lane) {
+    kc = KC::make(lane & 15, lane >> 4);
+    if constexpr (L == KVLayout::nhd)
+      vc = VC::make((lane >> 4) * 8 + (lane & 7), (lane >> 3) & 1);
+    else
+      vc = VC::make(((lane >> 3) & 1) * 8 + (lane & 7), lane >> 4);
     // One x4 per two k-steps: rows = heads lane & 7, matrices = dims +0, +8, +16, +24.
 #pragma unroll
     for (int k2 = 0; k2 < D / 32; ++k2) {
@@ -453,12 +569,20 @@ struct HeadsOnN {
     for (int j = 0; j < D / 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   }
 
-  // One 16-token tile; `valid` (≥ 1) of its tokens are in range.
+  struct Scores {
+    float s[4];  // Sᵀ of one tile: tokens g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1}
+  };
+
+  // One 16-token tile: tile() = update(scores()); the body may run a tile's scores() beside the
+  // previous tile's update() (Tr::kOverlap).
   __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane) {
-    constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
-    const int g = lane >> 2;
-    // Sᵀ = K Qᵀ: this lane holds tokens g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1};
-    // k-step kk accumulates into set kk % kQkSets, the sets summed after the loop (as HeadsOnM's
+    Scores sc = scores(sK, lane);
+    update(sc, sV, valid, scale_log2, lane);
+  }
+
+  __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
+    const std::uint32_t k_tile = sm80::smem_addr(sK);
+    // Sᵀ = K Qᵀ: k-step kk accumulates into set kk % kQkSets, the sets summed after the loop (as HeadsOnM's
     // even/odd pair, its comment says why). Here one MMA per k-step is the tile's only chain: with
     // 2 sets it was 8 dependent MMAs long, and with one warp per scheduler nothing hid it (ncu,
     // 4 warps × 2 stages, 2048 tokens per CTA: 0.19 eligible warps per scheduler, 5.3 cycles per
@@ -471,7 +595,7 @@ struct HeadsOnN {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       unsigned ka[4];
-      sm80::ldmatrix_x4(ka, tok_chunk<Tr, L, kTma>(sK, lane & 15, kk * 16 + (lane >> 4) * 8));
+      sm80::ldmatrix_x4(ka, kc.at(k_tile, kk));
       sm80::mma_16816<Tr::kDType>(acc[kk % kQkSets], ka, qb[kk][0], qb[kk][1]);
     }
 #pragma unroll
@@ -480,7 +604,18 @@ struct HeadsOnN {
       for (int i = 0; i < half; ++i)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
-    float(&s)[4] = acc[0];
+    return Scores{{acc[0][0], acc[0][1], acc[0][2], acc[0][3]}};
+  }
+
+  // The online softmax and Oᵀ += Vᵀ Pᵀ of one tile whose scores are `sc`; `valid` (≥ 1) of its
+  // tokens are in range.
+  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane) {
+    // Scores in log2 units; the weights by one MUFU.EX2 (exp2f's fix-up for results below 2^−126
+    // changes nothing a softmax weight contributes: sm80_ptx.cuh).
+    constexpr Log2Units<sm80::Exp2Approx> kUnits;
+    const int g = lane >> 2;
+    const std::uint32_t v_tile = sm80::smem_addr(sV);
+    float(&s)[4] = sc.s;
 
     // Online softmax per head (a column): scale, mask tokens past the range, the max over the
     // tile's 16 tokens (this lane's two, then the 8 lanes of the same quad position), rescale.
@@ -503,12 +638,20 @@ struct HeadsOnN {
     }
     head(0).accumulate(alpha[0], rs[0]);
     head(1).accumulate(alpha[1], rs[1]);
+    // O's rescale is skipped when no head's max moved in the warp (alpha = 1 exactly: the same
+    // bits). The vote is taken in the overlap form only, where it was measured (h200-2026-12-06-
+    // tile-pipeline.md, D → E): on 16 SMs the 256k cells 1.02–1.03× (the max seldom moves), 8k
+    // 0.98–0.99×.
+    bool rescale = true;
+    if constexpr (Tr::kOverlap) rescale = __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
+    if (rescale) {
 #pragma unroll
-    for (int nn = 0; nn < D / 16; ++nn) {
-      o[nn][0] *= alpha[0];
-      o[nn][1] *= alpha[1];
-      o[nn][2] *= alpha[0];
-      o[nn][3] *= alpha[1];
+      for (int nn = 0; nn < D / 16; ++nn) {
+        o[nn][0] *= alpha[0];
+        o[nn][1] *= alpha[1];
+        o[nn][2] *= alpha[0];
+        o[nn][3] *= alpha[1];
+      }
     }
 
     // Oᵀ += Vᵀ Pᵀ. Pᵀ's B fragments (k = tokens 2·quad + {0, 1} (+ 8), n = head g) are the
@@ -522,9 +665,9 @@ struct HeadsOnN {
       // read as they are from the vLLM tile's dim rows.
       unsigned va[4];
       if constexpr (L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(va, tok_chunk<Tr, L, kTma>(sV, (lane >> 4) * 8 + (lane & 7), nn * 16 + ((lane >> 3) & 1) * 8));
+        sm80::ldmatrix_x4<true>(va, vc.at(v_tile, nn));
       } else {
-        sm80::ldmatrix_x4(va, vllm_v_chunk<Tr, kTma>(sV, nn * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), lane >> 4));
+        sm80::ldmatrix_x4(va, vc.at(v_tile, nn));
       }
       sm80::mma_16816<Tr::kDType>(o[nn], va, pb0, pb1);
     }
@@ -734,30 +877,71 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   Math math;
   math.load_q(sQ, lane);
 
-  for (int j = 0; j < my_tiles; ++j) {
-    // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
-    if (j + S - 1 < my_tiles) issue(j + S - 1);
-    const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
-    const E* sK;
-    const E* sV;
+  // Stage j % S's K and V tiles; land(j, N): tile j has landed and is visible to the warp (N: the
+  // cp.async commit groups issued after tile j's; with TMA each lane waits on the mbarrier).
+  auto stage_k = [&](int j) -> const E* {
+    if constexpr (kTma)
+      return tstages + (j % S) * 2 * kT;
+    else
+      return stages + (j % S) * Tr::kStageElems;
+  };
+  auto stage_v = [&](int j) -> E* {
+    if constexpr (kTma)
+      return tstages + (j % S) * 2 * kT + kT;
+    else
+      return stages + (j % S) * Tr::kStageElems + Tr::kTileElems;
+  };
+  auto land = [&](int j, auto newer_groups) {
     if constexpr (kTma) {
       ptx::mbar_wait(bar0 + 8 * (j % S), (j / S) & 1);
-      E* const v = tstages + (j % S) * 2 * kT + kT;
-      sK = v - kT;
-      sV = v;
-      // A box holds the whole page: V past the range may be anything (NaN in unused slots) and
-      // P · V needs zeros there (masked K columns become −inf in S).
-      if (valid < 16) zero_v_past<Tr, L>(v, valid, lane);
-      __syncwarp();
     } else {
-      sm80::cp_async_commit();
-      sm80::cp_async_wait<S - 1>();
+      sm80::cp_async_wait<decltype(newer_groups)::value>();
       __syncwarp();  // every lane's copies of tile j are visible to the warp
-      sK = stages + (j % S) * Tr::kStageElems;
-      sV = sK + Tr::kTileElems;
     }
-    math.tile(sK, sV, valid, a.scale_log2, lane);
-    __syncwarp();  // all lanes are done with stage j % S before it is refilled
+  };
+  // A TMA box holds the whole page: V past the range may be anything (NaN in unused slots) and
+  // P · V needs zeros there (masked K columns become −inf in S). Only a warp's last tile can be
+  // partial.
+  auto mask_v = [&](int j, int valid) {
+    if constexpr (kTma) {
+      if (valid < 16) zero_v_past<Tr, L>(stage_v(j), valid, lane);
+      __syncwarp();
+    }
+  };
+
+  if constexpr (Tr::kOverlap) {
+    // Iteration j: tile j + 1's QKᵀ and tile j's softmax and PV in one basic block, so the
+    // scheduler interleaves the two dependency chains (one warp per scheduler has nothing else
+    // to hide them behind). Tile j + S − 1 goes into the stage tile j − 1 used; tiles j and
+    // j + 1 are resident, S − 2 are in flight.
+    if (my_tiles > 0) {
+      land(0, std::integral_constant<int, S - 2>{});
+      typename Math::Scores sc = math.scores(stage_k(0), lane);
+      int j = 0;
+      for (; j + 1 < my_tiles; ++j) {
+        if (j + S - 1 < my_tiles) issue(j + S - 1);
+        if constexpr (!kTma) sm80::cp_async_commit();
+        land(j + 1, std::integral_constant<int, S - 2>{});
+        typename Math::Scores next = math.scores(stage_k(j + 1), lane);
+        math.update(sc, stage_v(j), 16, a.scale_log2, lane);  // not the warp's last tile: whole
+        sc = next;
+        __syncwarp();  // all lanes are done with stage j % S before it is refilled
+      }
+      const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of the last tile are in range
+      mask_v(j, valid);
+      math.update(sc, stage_v(j), valid, a.scale_log2, lane);
+    }
+  } else {
+    for (int j = 0; j < my_tiles; ++j) {
+      // Keep S − 1 tiles in flight: issue tile j + S − 1 into the stage tile j − 1 used.
+      if (j + S - 1 < my_tiles) issue(j + S - 1);
+      if constexpr (!kTma) sm80::cp_async_commit();
+      const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
+      land(j, std::integral_constant<int, S - 1>{});
+      mask_v(j, valid);
+      math.tile(stage_k(j), stage_v(j), valid, a.scale_log2, lane);
+      __syncwarp();  // all lanes are done with stage j % S before it is refilled
+    }
   }
   if constexpr (!kTma) sm80::cp_async_wait<0>();
   // Every warp is done with its stages: the combine reuses them. (The guard: and did any lane

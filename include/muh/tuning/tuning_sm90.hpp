@@ -48,9 +48,12 @@ static_assert(table_holds(kPrefill));
 //            3 at hd 128. No candidate beat the row clearly: more bytes in flight (4 × 6 × 1)
 //            was 1–4 % slower, fewer warps with more stages slower still (one warp needs ~1650
 //            cycles per 16-token hd128 tile, so an SM needs several busy warps).
-//   hd 256:  4 warps, 1 CTA/SM (128 fp32 accumulators per lane), 2 stages: with TMA ahead of 3
-//            stages on every cell (with cp.async the pair was mixed; why TMA needs less lead was
-//            not profiled). Not taken (h200-2026-12-02-vllm-tma.md): 12 warps × 1 stage, 2.2×
+//   hd 256:  4 warps, 1 CTA/SM (128 fp32 accumulators per lane), 3 stages: the third holds the
+//            tile whose QKᵀ runs beside the previous tile's softmax and PV (Sm80Traits::kOverlap;
+//            h200-2026-12-06-tile-pipeline.md: the seed's 16-SM cells at ≥ 32k 1.07–1.16× faster
+//            than 4 × 2 without it, 0.50–0.53 → 0.54–0.61 of the floor; 132-SM cells 0.98–1.01×;
+//            the default grid's NHD cells +0.6…+1.5 %). Without the overlap 2 stages were ahead of
+//            3 on every cell (TMA). Not taken (h200-2026-12-02-vllm-tma.md): 12 warps × 1 stage, 2.2×
 //            faster on the seed's vLLM cells on a 16-SM partition (0.56–0.76 of the read floor
 //            against 0.32–0.35; more warps per SM help, more stages per warp do not) and within
 //            ±3 % on 132 SMs above 8k, but 9–11 % slower on NHD cells of the default grid (batch
@@ -70,9 +73,9 @@ inline constexpr DecodeRow kDecode[] = {
     {k16Bit, kHd128, Agent::sm80, 4, 64, 3, 2, 128, true, kSmemCap,
      "decode-h200-2026-11-30-7c8baeb.log policy sweep: 507.3/497.6/49.0/144.0 us; the best candidate "
      "(6w x 2s x 2) within 2 %, not a clear win"},
-    {k16Bit, kHd256, Agent::sm80, 4, 64, 2, 1, 128, true, kSmemCap,
-     "decode-h200-2026-11-30-7c8baeb.log policy sweep: 500.3/498.7/48.9/144.3 us vs 512.9/500.7/50.7/152.5 with "
-     "3 stages"},
+    {k16Bit, kHd256, Agent::sm80, 4, 64, 3, 1, 128, true, kSmemCap,
+     "h200-2026-12-06-tile-pipeline.md call 3: 3 stages for the one-tile overlap; seed grid 16 SMs b2 4q 256k "
+     "424.6 -> 365.9 us, >= 32k 1.07-1.16x; 132 SMs 0.98-1.01x"},
 };
 static_assert(table_holds(kDecode));
 
