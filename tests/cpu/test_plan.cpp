@@ -419,6 +419,29 @@ TEST(PlanModel, SeedCellsWithin10PercentOfTheMeasuredBestOn132And16Sms) {
   expect_seed_plans_near_best(h200_seed_sweep(), -1, Agent::sm80);
 }
 
+// The slower CTA rate of the sm80 agent's cp.async copies of vLLM pages (kLatencyVllmSeconds)
+// is theirs alone: NHD pages on a cp.async row (sm_80–89 have no TMA) keep the NHD rate, so one
+// CTA (V1) of an NHD cell is modelled ~1.45× faster than the same cell in the vLLM layout (3.5 /
+// 2.4 µs over the same bytes in flight) — where the SM's share of HBM does not cap both first: on
+// the A100, and the A100's row forced on the H200. cdc35ed once gave the vLLM rate to every
+// cp.async row (1535bc1 undid it) and no test saw it.
+TEST(PlanModel, VllmCpAsyncCtaRateIsForVllmPagesOnly) {
+  for (const auto& [hw, target] : {std::pair{presets::a100, -1}, std::pair{presets::h200, 80}}) {
+    DecodeParams p = shape(1, 32768, 32, 8, 128, DType::bf16);
+    PlanOptions v1;
+    v1.force_target = target;
+    v1.force_splits = 1;
+    const DecodePlan nhd = plan_of(p, hw, v1);
+    p.layout = KVLayout::vllm;
+    const DecodePlan vllm = plan_of(p, hw, v1);
+    ASSERT_EQ(nhd.policy.agent, Agent::sm80) << hw.name;
+    ASSERT_FALSE(nhd.policy.tma) << hw.name;
+    ASSERT_FALSE(nhd.use_v2 || vllm.use_v2) << hw.name;
+    EXPECT_LT(nhd.est_seconds, 0.8 * vllm.est_seconds) << hw.name << ": NHD " << nhd.est_seconds << " s, vLLM "
+                                                       << vllm.est_seconds << " s";
+  }
+}
+
 // The portable agent (forced target 0: the BI-V100 profile's kernels) on the 16-SM partition,
 // the same run (decode-seed-new.json, its portable rows). Planned in the seed's 512-token
 // partitions it was 1.13–1.34× off at batch 1 × 8k and 100k; in 32-token ones
