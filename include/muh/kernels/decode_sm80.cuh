@@ -290,7 +290,9 @@ __host__ __device__ constexpr int vllm_v_offset(int d, int g) {  // in elements
 template <int P, int kStride>
 struct LaneChunks {
   std::uint32_t base[P];
-  __device__ __forceinline__ std::uint32_t at(std::uint32_t tile, int i) const { return tile + base[i % P] + (i / P) * kStride; }
+  __device__ __forceinline__ std::uint32_t at(std::uint32_t tile, int i) const {
+    return tile + base[i % P] + (i / P) * kStride;
+  }
 };
 // tok_chunk_offset at (row, 16 i + 8 h): the NHD TMA boxes' swizzle repeats every 4 groups (one 64-dim
 // box); the other forms are linear in i.
@@ -303,7 +305,8 @@ struct TokChunks {
   __device__ __forceinline__ static Type make(int row, int h) {
     Type c;
 #pragma unroll
-    for (int p = 0; p < P; ++p) c.base[p] = tok_chunk_offset<Tr, L, kTma>(row, 16 * p + 8 * h) * int(sizeof(typename Tr::E));
+    for (int p = 0; p < P; ++p)
+      c.base[p] = tok_chunk_offset<Tr, L, kTma>(row, 16 * p + 8 * h) * int(sizeof(typename Tr::E));
     return c;
   }
   // The identity the bases rely on, for every row, group and half (checked at compile time).
@@ -322,7 +325,8 @@ struct TokChunks {
 template <class Tr, bool kTma>
 struct VllmVChunks {
   static constexpr int P = kTma ? 2 : 1;
-  static constexpr int kStride = (vllm_v_offset<kTma>(16 * P, 0) - vllm_v_offset<kTma>(0, 0)) * int(sizeof(typename Tr::E));
+  static constexpr int kStride =
+      (vllm_v_offset<kTma>(16 * P, 0) - vllm_v_offset<kTma>(0, 0)) * int(sizeof(typename Tr::E));
   using Type = LaneChunks<P, kStride>;
   __device__ __forceinline__ static Type make(int d0, int g) {
     Type c;

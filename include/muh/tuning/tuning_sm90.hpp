@@ -53,15 +53,16 @@ static_assert(table_holds(kPrefill));
 //            h200-2026-12-06-tile-pipeline.md: the seed's 16-SM cells at ≥ 32k 1.07–1.16× faster
 //            than 4 × 2 without it, 0.50–0.53 → 0.54–0.61 of the floor; 132-SM cells 0.98–1.01×;
 //            the default grid's NHD cells +0.6…+1.5 %). Without the overlap 2 stages were ahead of
-//            3 on every cell (TMA). Not taken (h200-2026-12-02-vllm-tma.md): 12 warps × 1 stage, 2.2×
-//            faster on the seed's vLLM cells on a 16-SM partition (0.56–0.76 of the read floor
+//            3 on every cell (TMA). Not taken (h200-2026-12-02-vllm-tma.md): 12 warps × 1 stage,
+//            2.2× faster on the seed's vLLM cells on a 16-SM partition (0.56–0.76 of the read floor
 //            against 0.32–0.35; more warps per SM help, more stages per warp do not) and within
 //            ±3 % on 132 SMs above 8k, but 9–11 % slower on NHD cells of the default grid (batch
 //            1 × 8k/32k, 16 × 512) and spilling at groups > 8: a shape-aware choice is open.
 //            Why more warps helped (ncu, h200-2026-12-02-qk-chains/): one warp per scheduler
 //            stalled on its own tile's dependency chains; with HeadsOnN's QKᵀ in 4 accumulator
-//            sets (8635335) this row reads at 0.50–0.53 of the floor there, and 6 × 2 at 0.48–0.63
-//            (not re-measured on the NHD cells).
+//            sets (8635335) 4 × 2 read at 0.50–0.53 of the floor there, and 6 × 2 at 0.48–0.63
+//            (not re-measured on the NHD cells); with this row's tile math 12 × 1 reads at
+//            0.60–0.81 there but is 2–10 % slower on 132 SMs (h200-2026-12-06-tile-pipeline.md).
 inline constexpr DecodeRow kDecode[] = {
     // dtypes, head dims, agent, warps, tokens per stage, stages, CTAs/SM, partition, TMA, cap; evidence
     {k16Bit, kHd64, Agent::sm80, 4, 64, 4, 2, 128, true, kSmemCap,
