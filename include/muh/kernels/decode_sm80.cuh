@@ -294,56 +294,45 @@ struct LaneChunks {
     return tile + base[i % P] + (i / P) * kStride;
   }
 };
-// tok_chunk_offset at (row, 16 i + 8 h): the NHD TMA boxes' swizzle repeats every 4 groups (one 64-dim
-// box); the other forms are linear in i.
-template <class Tr, KVLayout L, bool kTma>
-struct TokChunks {
-  static constexpr int P = kTma && L == KVLayout::nhd ? 4 : 1;
-  static constexpr int kStride = (tok_chunk_offset<Tr, L, kTma>(0, 16 * P) - tok_chunk_offset<Tr, L, kTma>(0, 0)) *
-                                 int(sizeof(typename Tr::E));
+// The P bases of a lane's chunks, one offset function for each tile form: Offset::at(a, b, i) is
+// the element offset of the lane's chunk (a, b) in 16-dim group i. make() also checks, at compile
+// time, the identity the bases rely on for every a < 16, b < 2 and group.
+template <class Tr, int P, class Offset>
+struct GroupChunks {
+  static constexpr int kE = int(sizeof(typename Tr::E));
+  static constexpr int kStride = (Offset::at(0, 0, P) - Offset::at(0, 0, 0)) * kE;
   using Type = LaneChunks<P, kStride>;
-  __device__ __forceinline__ static Type make(int row, int h) {
-    Type c;
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      c.base[p] = tok_chunk_offset<Tr, L, kTma>(row, 16 * p + 8 * h) * int(sizeof(typename Tr::E));
-    return c;
-  }
-  // The identity the bases rely on, for every row, group and half (checked at compile time).
   static constexpr bool holds() {
-    for (int row = 0; row < 16; ++row)
+    for (int a = 0; a < 16; ++a)
       for (int i = 0; i < Tr::kD / 16; ++i)
-        for (int h = 0; h < 2; ++h)
-          if (tok_chunk_offset<Tr, L, kTma>(row, 16 * i + 8 * h) !=
-              tok_chunk_offset<Tr, L, kTma>(row, 16 * (i % P) + 8 * h) + (i / P) * kStride / int(sizeof(typename Tr::E)))
-            return false;
+        for (int b = 0; b < 2; ++b)
+          if (Offset::at(a, b, i) != Offset::at(a, b, i % P) + (i / P) * kStride / kE) return false;
     return true;
   }
+  __device__ __forceinline__ static Type make(int a, int b) {
+    static_assert(holds(), "the lane's chunk bases (LaneChunks)");
+    Type c;
+#pragma unroll
+    for (int p = 0; p < P; ++p) c.base[p] = Offset::at(a, b, p) * kE;
+    return c;
+  }
 };
+// tok_chunk_offset at (row, 16 i + 8 h): the NHD TMA boxes' swizzle repeats every 4 groups (one
+// 64-dim box); the other forms are linear in i.
+template <class Tr, KVLayout L, bool kTma>
+struct TokOffset {
+  static constexpr int at(int row, int h, int i) { return tok_chunk_offset<Tr, L, kTma>(row, 16 * i + 8 * h); }
+};
+template <class Tr, KVLayout L, bool kTma>
+using TokChunks = GroupChunks<Tr, kTma && L == KVLayout::nhd ? 4 : 1, TokOffset<Tr, L, kTma>>;
 // vllm_v_offset at dim 16 i + d0 (0 ≤ d0 < 16), tokens 8g ..: the TMA swizzle's phase (row & 7,
 // row = d / 4) depends on i only through i & 1.
-template <class Tr, bool kTma>
-struct VllmVChunks {
-  static constexpr int P = kTma ? 2 : 1;
-  static constexpr int kStride =
-      (vllm_v_offset<kTma>(16 * P, 0) - vllm_v_offset<kTma>(0, 0)) * int(sizeof(typename Tr::E));
-  using Type = LaneChunks<P, kStride>;
-  __device__ __forceinline__ static Type make(int d0, int g) {
-    Type c;
-#pragma unroll
-    for (int p = 0; p < P; ++p) c.base[p] = vllm_v_offset<kTma>(16 * p + d0, g) * int(sizeof(typename Tr::E));
-    return c;
-  }
-  static constexpr bool holds() {
-    for (int d0 = 0; d0 < 16; ++d0)
-      for (int i = 0; i < Tr::kD / 16; ++i)
-        for (int g = 0; g < 2; ++g)
-          if (vllm_v_offset<kTma>(16 * i + d0, g) !=
-              vllm_v_offset<kTma>(16 * (i % P) + d0, g) + (i / P) * kStride / int(sizeof(typename Tr::E)))
-            return false;
-    return true;
-  }
+template <bool kTma>
+struct VllmVOffset {
+  static constexpr int at(int d0, int g, int i) { return vllm_v_offset<kTma>(16 * i + d0, g); }
 };
+template <class Tr, bool kTma>
+using VllmVChunks = GroupChunks<Tr, kTma ? 2 : 1, VllmVOffset<kTma>>;
 // A tile's V chunks in either layout: NHD, token rows (TokChunks); vLLM, dim rows.
 template <class Tr, KVLayout L, bool kTma>
 using VChunks = std::conditional_t<L == KVLayout::nhd, TokChunks<Tr, L, kTma>, VllmVChunks<Tr, kTma>>;
@@ -363,7 +352,6 @@ struct HeadsOnM {
 
   using KC = TokChunks<Tr, L, kTma>;
   using VC = VChunks<Tr, L, kTma>;
-  static_assert(KC::holds() && VC::holds(), "the lane's chunk bases (LaneChunks)");
 
   const E* sQ = nullptr;
   unsigned qf[Tr::kQInRegs ? D / 16 : 1][4];  // Q as A fragments: rows = query heads, k = dims
@@ -492,11 +480,7 @@ struct HeadsOnM {
 #pragma unroll
     for (int nn = 0; nn < D / 16; ++nn) {
       unsigned vb[4];
-      if constexpr (L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(vb, vc.at(v_tile, nn));
-      } else {
-        sm80::ldmatrix_x4(vb, vc.at(v_tile, nn));
-      }
+      sm80::ldmatrix_x4<L == KVLayout::nhd>(vb, vc.at(v_tile, nn));
       sm80::mma_16816<Tr::kDType>(o[2 * nn], pa, vb[0], vb[1]);
       sm80::mma_16816<Tr::kDType>(o[2 * nn + 1], pa, vb[2], vb[3]);
     }
@@ -540,7 +524,6 @@ struct HeadsOnN {
 
   using KC = TokChunks<Tr, L, kTma>;
   using VC = VChunks<Tr, L, kTma>;
-  static_assert(KC::holds() && VC::holds(), "the lane's chunk bases (LaneChunks)");
 
   unsigned qb[D / 16][2];  // Q as B fragments: k = dims 16kk .., n = query heads (rows 0..7 of sQ)
   // The lane's ldmatrix chunks: K's A fragments (tokens lane & 15, dims 16kk + (lane >> 4)·8),
@@ -668,11 +651,7 @@ struct HeadsOnN {
       // (0..7, +8), (8..15, +0), (8..15, +8); transposed by ldmatrix from token rows (NHD),
       // read as they are from the vLLM tile's dim rows.
       unsigned va[4];
-      if constexpr (L == KVLayout::nhd) {
-        sm80::ldmatrix_x4<true>(va, vc.at(v_tile, nn));
-      } else {
-        sm80::ldmatrix_x4(va, vc.at(v_tile, nn));
-      }
+      sm80::ldmatrix_x4<L == KVLayout::nhd>(va, vc.at(v_tile, nn));
       sm80::mma_16816<Tr::kDType>(o[nn], va, pb0, pb1);
     }
   }
