@@ -208,16 +208,10 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
     return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs or no bandwidth");
 
   // ---- Target and policy: the one selection (select.hpp) -------------------------------------
-  // The general variant kind runs the portable agent (decode_sm80 has no variant hooks yet): its
-  // row is target 0's unless another portable row is forced.
+  // Both decode agents have the variant hooks: a call of the general kind takes the same row.
   const VariantKind kind = variant_kind(p.variant);
-  const int target = kind == VariantKind::general && opt.force_target < 0 ? 0 : opt.force_target;
-  const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{target});
+  const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
   MUH_TRY(selection_status(sel, w, hw));
-  if (kind == VariantKind::general && sel.policy.agent != Agent::portable)
-    return unsupported(w + "attention variants (" + describe_variant(p.variant) + ") run on the portable decode agent "
-                       "only; target " + std::to_string(sel.target) + "'s row is the " +
-                       std::string(agent_name(sel.policy.agent)) + " agent (force target 0, or -1)");
   const DecodePolicy& pol = sel.policy;
 
   DecodePlan r;
@@ -236,7 +230,13 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   r.head_chunks = (group + kDecodeRows - 1) / kDecodeRows;
 
   // ---- V1 or V2, and the split count -------------------------------------------------------
-  const long long L = p.max_seq_len;
+  // L: the keys a sequence's CTAs read. A window bounds them: the partitions are cut from the
+  // window's first key rounded down to 16 (kernels/decode_variant.cuh), so the count is planned
+  // for at most window_left + 1 + 15 keys. (Only the speed depends on it: the last partition takes
+  // any tail, so a plan made for a smaller window or max_seq_len still computes a call right.)
+  long long L = p.max_seq_len;
+  if (kind == VariantKind::general && p.variant.window_left >= 0)
+    L = std::min<long long>(L, static_cast<long long>(p.variant.window_left) + 16);
   CostModel m;
   m.bandwidth = hw.memory_bandwidth_gbps * 1e9;
   m.sms = hw.sm_count;

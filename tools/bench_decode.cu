@@ -1,9 +1,12 @@
 // bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep] [--no-layouts]
 //                    [--policy-sweep] [--kv-layout nhd|vllm] [--l2-hint auto|on|off]
-//                    [--only hdD:BATCH:KV_LEN ... [--splits N]]`.
+//                    [--only hdD:BATCH:KV_LEN ... [--splits N] [--variant LIST]]`.
 //
 // --only times just the listed cells (a quick look at a few cells, or under ncu); it also accepts
-// the probe config kv1 (see kProbeConfigs); --splits forces their partition count. --kv-layout
+// the probe config kv1 (see kProbeConfigs); --splits forces their partition count; --variant
+// gives them an attention variant (window=L[:R], softcap=X, sinks — every head's sink 0 —, alibi
+// — slopes 2^(−8(h+1)/H) —, comma-separated: muh/variant.hpp), e.g. a 4k window over a 128k
+// context beside the plain 4k and 128k cells. --kv-layout
 // vllm runs the grid on vLLM's cache layout (same page bytes); --l2-hint forces the L2
 // evict-first policy of the K/V copies on or off (default: the plan's choice).
 //
@@ -175,6 +178,9 @@ struct Pool {
   KVLayout kv_layout = KVLayout::nhd;  // --kv-layout: the kernel's cache layout (same page bytes)
   int l2_evict_first = -1;             // --l2-hint: -1 the plan's choice, 0 off, 1 on
   std::vector<int> perm_all;  // a random order of all max_pages pages (spread)
+  Variant variant;            // --variant: the cells' attention variant (device sinks / slopes below)
+  std::string variant_text;
+  bench::DeviceMemory sinks, alibi;
   long long max_pages = 0;
   std::size_t page_bytes = 0;
 };
@@ -234,6 +240,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   p.num_pages = static_cast<int>(num_pages);
   p.max_blocks_per_seq = blocks;
   p.max_seq_len = len;
+  p.variant = pool.variant;
   // A candidate launches its own kernel with the plan's arguments, made once (on the first call,
   // after the workspace has grown to the plan's).
   kernels::decode::DecodeArgs args{};
@@ -250,6 +257,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   const std::vector<double>& us = timed.us;
   Cell cell;
   cell.config = cand ? std::string(c.name) + "_" + cand->name() : std::string(c.name);
+  if (!pool.variant_text.empty()) cell.config += "[" + pool.variant_text + "]";
   cell.layout = pool_layout_name(layout);
   cell.head_dim = c.head_dim;
   cell.q_heads = c.q_heads;
@@ -437,6 +445,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   const std::string& out_dir = o.out;
   const int iters = o.iters;
   if (o.splits > 0 && o.only.empty()) throw UsageError("muh bench decode: --splits needs --only");
+  if (!o.variant.empty() && o.only.empty()) throw UsageError("muh bench decode: --variant needs --only");
+  const Variant variant = parse_variant(o.variant);  // (before the device: a bad list is exit 2)
   const bool split_sweep = !o.no_sweep && o.only.empty();
   const bool policy_sweep = o.policy_sweep;
   const BenchDevice device = open_bench_device("muh bench decode");
@@ -470,6 +480,19 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::iota(pool.perm_all.begin(), pool.perm_all.end(), 0);
   std::mt19937 rng(2026);
   std::shuffle(pool.perm_all.begin(), pool.perm_all.end(), rng);
+  if (variant_kind(variant) == VariantKind::general) {
+    // Per query head of the largest config (32): sinks 0 (natural-log logits), ALiBi's slopes.
+    pool.variant = variant;
+    pool.variant_text = o.variant;
+    std::vector<float> sinks(32, 0.f), slopes(32);
+    for (int h = 0; h < 32; ++h) slopes[h] = std::exp2(-8.f * float(h + 1) / 32.f);
+    pool.sinks.reset(32 * 4);
+    pool.alibi.reset(32 * 4);
+    bench::cuda_check(cudaMemcpy(pool.sinks.p, sinks.data(), 32 * 4, cudaMemcpyHostToDevice), "sinks");
+    bench::cuda_check(cudaMemcpy(pool.alibi.p, slopes.data(), 32 * 4, cudaMemcpyHostToDevice), "slopes");
+    if (variant.use_sinks) pool.variant.sinks = pool.sinks.as<float>();
+    if (variant.use_alibi) pool.variant.alibi_slopes = pool.alibi.as<float>();
+  }
   bench::cuda_check(cudaStreamSynchronize(stream), "pool fill");
   bench::L2Flusher flusher;
   if (o.guard_ab) {
@@ -708,6 +731,8 @@ void add_bench_decode(CLI::App& bench) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--splits", o.splits, "with --only: force this many partitions per sequence (0: the plan's count)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--variant", o.variant,
+                  "with --only: the cells' attention variant, e.g. window=4095 or softcap=30,sinks,alibi");
   cmd->add_option("--only", o.only,
                   "run only these grid cells, e.g. --only hd128:1:32768 hd256:64:8192 (no sweeps, no layout repeats)")
       ->check([](const std::string& v) { return parse_only(v).error; });

@@ -33,6 +33,7 @@ struct BenchDecodeOptions {
   std::string emulate;            // --emulate: "" or bi-v100 (with --grid seed)
   bool guard_ab = false;          // --guard-ab: the input guard's cost, guarded vs unguarded kernels
   bool no_portable = false;       // --no-portable (--grid seed --emulate): the device's agent only
+  std::string variant;            // --variant (with --only): the cells' attention variant (parse_variant)
   std::vector<std::string> given;  // the options on the command line, e.g. "--only" (set by the parser)
 };
 

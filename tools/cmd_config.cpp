@@ -645,8 +645,11 @@ void print_json(const Request& r, const std::vector<Row>& rows, const std::vecto
   std::cout << j.dump(2) << "\n";
 }
 
+}  // namespace
+
 // ---- The attention variant of a call (--variant; muh/variant.hpp) --------------------------------
-// "window=L" or "window=L:R", "softcap=X", "sinks", "alibi", comma-separated; "" = none.
+// "window=L" or "window=L:R", "softcap=X", "sinks", "alibi", comma-separated; "" = none. (Also
+// `muh bench decode --variant`.)
 Variant parse_variant(const std::string& list) {
   Variant v;
   std::stringstream ss(list);
@@ -678,6 +681,8 @@ Variant parse_variant(const std::string& list) {
   return v;
 }
 
+namespace {
+
 // Which instantiation kind a call with variant v takes, and where it lives (muh/variant.hpp).
 std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const Row& x) {
   const std::string key = std::string(dtype_name(t)) + "_hd" + std::to_string(hd);
@@ -702,9 +707,8 @@ std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const 
               (MUH_PAGED_PREFILL ? " and instances/prefill_paged_general_" + key + ".cu (paged)" : std::string()) +
               "; every q tile whole (no tail split); " + std::to_string(x.general_prefill) +
               " prefill policies instantiated for the general kind");
-  l.push_back("decode: the portable agent's row (target 0 unless a portable row is forced; decode_sm80 has no variant "
-              "hooks), instances/decode_general_" + key + ".cu; " + std::to_string(x.general_decode) +
-              " portable decode policies (rows) instantiated for the general kind");
+  l.push_back("decode: the same row (both decode agents have the hooks), instances/decode_general_" + key + ".cu; " +
+              std::to_string(x.general_decode) + " decode policies instantiated for the general kind");
   l.push_back(kinds);
   return l;
 }
@@ -720,10 +724,7 @@ void run(const Options& o) {
       x.prefill_inst = find_instantiation("prefill", ps, x.cfg.prefill_selection);
       x.decode_inst = find_instantiation("decode", ds, x.cfg.decode_selection);
       x.general_prefill = static_cast<int>(distinct_policy_count(ps, compiled_targets{}));
-      for (std::size_t i = 0; i < compiled_targets::size; ++i) {
-        const int tg = compiled_targets::values[i];
-        if (instantiation_target(ds, tg) == tg && ds(tg).agent == Agent::portable) ++x.general_decode;
-      }
+      x.general_decode = static_cast<int>(distinct_policy_count(ds, compiled_targets{}));
     });
     rows.push_back(x);
     if (o.explain) {

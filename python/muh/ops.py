@@ -5,7 +5,7 @@
   argument, on vLLM's cache layout — ``torch.ops.muh`` can stand in for ``torch.ops._C``: the
   default overloads take vLLM 0.6.3's float ``k_scale`` / ``v_scale``, the ``.tensor_scales``
   overloads later vLLM's 0-dim tensors (a call picks the one its arguments match).
-  ``alibi_slopes`` runs on the portable decode agent (the attention variants, muh/variant.hpp);
+  ``alibi_slopes`` is the ALiBi attention variant (muh/variant.hpp);
   an fp8 KV cache and block-sparse attention raise NotImplementedError.
 * ``flash_attn_varlen_func``: FlashAttention's ``flash_attn_varlen_func``, its positional order,
   defaults and return convention; what muh cannot honour raises NotImplementedError naming it.

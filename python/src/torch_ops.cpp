@@ -206,9 +206,8 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
 
 // ---- vLLM's paged_attention_v1 / v2 --------------------------------------------------------------
 // What muh does not do raises instead of computing something else. alibi_slopes (fp32
-// [num_heads], vLLM's bias slope · (j − seq_len + 1)) is the ALiBi variant (muh/variant.hpp): the
-// plan runs it on the portable decode agent (the sm80 agent has no variant hooks yet), correct
-// but slower than the plain path.
+// [num_heads], vLLM's bias slope · (j − seq_len + 1)) is the ALiBi variant (muh/variant.hpp),
+// on the decode agent the plan selects (both have the variant hooks).
 void check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& /*alibi_slopes*/,
                             std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
   MUH_NOT_IMPLEMENTED_CHECK(kv_cache_dtype == "auto", "muh.", op, ": kv_cache_dtype='",

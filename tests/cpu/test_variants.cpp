@@ -441,6 +441,57 @@ TEST(VariantCAbi, BadVariantIsAnInvalidArgumentNamingTheField) {
   EXPECT_EQ(variant_kind(none), VariantKind::plain);
 }
 
+// The decode plan with a variant: the row of the same call without one (both decode agents have
+// the hooks), and with a window the split count of a call of the window's length — the
+// partitions are cut from the window's first key (kernels/decode_variant.cuh), so a 4k window at
+// a 128k context is planned as a 4k decode.
+TEST(VariantDecodePlan, TakesThePlainRowAndPlansTheWindowsLength) {
+  DecodeParams p;
+  p.num_seqs = 1;
+  p.num_q_heads = 32;
+  p.num_kv_heads = 8;
+  p.page_size = 16;
+  p.num_pages = 8192;
+  p.max_blocks_per_seq = 8192;
+  p.max_seq_len = 131072;
+  bool any = false;
+  for (const auto& [t, d] : kCompiledInstances) {
+    if (!is_general_instance(t, d)) continue;
+    any = true;
+    p.dtype = t;
+    p.head_dim = d;
+    for (const HardwareCapability* hw : {&presets::h200, &presets::a100, &presets::t4}) {
+      p.variant = Variant{};
+      p.max_seq_len = 131072;
+      DecodePlan plain, capped, windowed, short_plain;
+      ASSERT_TRUE(plan_decode(p, *hw, {}, &plain).ok());
+      p.variant.softcap = 30.f;
+      ASSERT_TRUE(plan_decode(p, *hw, {}, &capped).ok());
+      EXPECT_EQ(capped.variant, VariantKind::general);
+      EXPECT_EQ(capped.target, plain.target) << hw->name;
+      EXPECT_EQ(capped.policy.agent, plain.policy.agent) << hw->name;
+      EXPECT_EQ(capped.num_splits, plain.num_splits) << hw->name;
+      p.variant = Variant{};
+      p.variant.window_left = 4095;
+      ASSERT_TRUE(plan_decode(p, *hw, {}, &windowed).ok());
+      p.variant = Variant{};
+      p.max_seq_len = 4096 + 15;
+      ASSERT_TRUE(plan_decode(p, *hw, {}, &short_plain).ok());
+      EXPECT_EQ(windowed.num_splits, short_plain.num_splits) << hw->name;
+      EXPECT_EQ(windowed.partition_tokens, short_plain.partition_tokens) << hw->name;
+      EXPECT_LE(windowed.partition_tokens * 8, plain.partition_tokens) << hw->name;  // (the context's are ≥ 8× longer)
+      EXPECT_GE(static_cast<long long>(windowed.num_splits) * windowed.partition_tokens, 4096 + 15) << hw->name;
+    }
+  }
+  if (!any) {  // a build without the general kind refuses the call instead
+    p.dtype = kCompiledInstances[0].dtype;
+    p.head_dim = kCompiledInstances[0].head_dim;
+    p.variant.window_left = 4095;
+    DecodePlan plan;
+    EXPECT_EQ(plan_decode(p, presets::h200, {}, &plan).code(), StatusCode::not_compiled);
+  }
+}
+
 TEST(VariantCAbi, DecodeBadVariantIsAnInvalidArgumentNamingTheField) {
   muh_variant v = MUH_VARIANT_NONE;
   v.use_alibi = 1;  // no slopes

@@ -1,5 +1,7 @@
-// test_decode_variants.cu — the general variant kind (muh/variant.hpp) of the paged decode: the
-// portable agent's rows (the only decode agent with the hooks), forced, against the CPU reference
+// test_decode_variants.cu — the general variant kind (muh/variant.hpp) of the paged decode: every
+// compiled target's decode row (the portable agent's and the sm80 agent's, its cp.async and TMA
+// kernels, query heads on the MMA's columns — GQA 4 — and on its rows — GQA 12, rows 12..15
+// padding), forced, against the CPU reference
 // — sliding windows (smaller than a page, a page, many pages, longer than the sequence), soft-cap
 // 30 / 50 on sharp scores, sinks far above and below the scores, ALiBi with GQA, all at once with
 // an empty sequence — for V1 and V2 at every split count 2 … 7: each against the reference (the
@@ -22,8 +24,17 @@
 namespace muh {
 namespace {
 
-const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f};
-const std::vector<float> kAlibi = {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f};
+// Per query head (the cases have 8 or 12; make_case takes the first num_q_heads).
+const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f, -3.f, 1.f, 4.f, -20.f};
+const std::vector<float> kAlibi = {0.5f,       0.25f,      0.125f,     0.0625f, 0.03125f, 0.015625f,
+                                   0.0078125f, 0.00390625f, 0.1875f, 0.09375f, 0.75f,    0.046875f};
+
+// The GQA shapes: 8 q / 2 kv heads (group 4: the sm80 agent's heads-on-N tile) and 12 q / 1 kv
+// (group 12: heads on the MMA's rows, 4 of the 16 padding).
+struct Heads {
+  int q, kv;
+};
+const Heads kHeads[] = {{8, 2}, {12, 1}};
 
 struct VariantShape {
   const char* name;
@@ -72,23 +83,25 @@ struct Param {
   int head_dim;
   KVLayout layout;
   std::size_t shape;
+  int heads;  // index into kHeads
 };
 
 std::string param_name(const Param& p) {
   return "t" + std::to_string(p.target) + "_" + std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
-         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + shapes()[p.shape].name;
+         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + "g" +
+         std::to_string(kHeads[p.heads].q / kHeads[p.heads].kv) + "_" + shapes()[p.shape].name;
 }
 void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
 
-// Every compiled target whose decode row is the portable agent's.
+// Every compiled target, for every instance of the general kind.
 std::vector<Param> all_params() {
   std::vector<Param> v;
   for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
     for (const auto& [t, d] : kCompiledInstances) {
-      const int target = compiled_targets::values[ti];
-      if (decode_policy(target, t, d).agent != Agent::portable || !is_general_instance(t, d)) continue;
+      if (!is_general_instance(t, d)) continue;
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
-        for (std::size_t s = 0; s < shapes().size(); ++s) v.push_back({target, t, d, l, s});
+        for (int h = 0; h < 2; ++h)
+          for (std::size_t s = 0; s < shapes().size(); ++s) v.push_back({compiled_targets::values[ti], t, d, l, s, h});
     }
   return v;
 }
@@ -100,11 +113,13 @@ check::DecodeCase make_case(const Param& p) {
   c.head_dim = p.head_dim;
   c.layout = p.layout;
   c.page_size = 16;
-  c.num_q_heads = 8;
-  c.num_kv_heads = 2;
+  c.num_q_heads = kHeads[p.heads].q;
+  c.num_kv_heads = kHeads[p.heads].kv;
   c.seq_lens = shapes()[p.shape].seq_lens;
   c.softmax_scale = shapes()[p.shape].softmax_scale;
   c.variant = shapes()[p.shape].v;
+  for (auto* per_head : {&c.variant.sinks, &c.variant.alibi})
+    if (!per_head->empty()) per_head->resize(c.num_q_heads);
   c.seed = 11u + unsigned(p.shape) * 13u;
   c.shape = shapes()[p.shape].name;
   return c;
@@ -143,8 +158,9 @@ TEST_P(DecodeVariantForced, EverySplitCountMatchesReferenceAndV1) {
 INSTANTIATE_TEST_SUITE_P(Variants, DecodeVariantForced, ::testing::ValuesIn(all_params()),
                          [](const ::testing::TestParamInfo<Param>& i) { return param_name(i.param); });
 
-// The plan routes a variant to the portable row, and refuses a forced row of another agent.
-TEST(DecodeVariantPlan, GeneralKindRunsThePortableRow) {
+// A call with a variant takes the row of the same call without one (both agents have the hooks),
+// forced targets included.
+TEST(DecodeVariantPlan, GeneralKindTakesThePlainKindsRow) {
   DecodeParams p;
   p.dtype = kCompiledInstances[0].dtype;
   p.head_dim = kCompiledInstances[0].head_dim;
@@ -155,15 +171,18 @@ TEST(DecodeVariantPlan, GeneralKindRunsThePortableRow) {
   p.num_pages = 8;
   p.max_blocks_per_seq = 4;
   p.max_seq_len = 64;
-  p.variant.softcap = 30.f;
-  DecodePlan plan;
-  ASSERT_TRUE(plan_decode(p, presets::h200, {}, &plan).ok());
-  EXPECT_EQ(plan.variant, VariantKind::general);
-  EXPECT_EQ(plan.policy.agent, Agent::portable);
-  if (is_compiled_target(90) && decode_policy(90, p.dtype, p.head_dim).agent != Agent::portable) {
-    const Status s = plan_decode(p, presets::h200, PlanOptions{90}, &plan);
-    EXPECT_EQ(s.code(), StatusCode::unsupported);
-    EXPECT_NE(s.message().find("portable"), std::string::npos) << s.message();
+  for (int target : {-1, 0, 90}) {
+    if (target > 0 && !is_compiled_target(target)) continue;
+    DecodePlan plain, general;
+    p.variant = Variant{};
+    ASSERT_TRUE(plan_decode(p, presets::h200, PlanOptions{target}, &plain).ok()) << target;
+    p.variant.softcap = 30.f;
+    ASSERT_TRUE(plan_decode(p, presets::h200, PlanOptions{target}, &general).ok()) << target;
+    EXPECT_EQ(plain.variant, VariantKind::plain);
+    EXPECT_EQ(general.variant, VariantKind::general);
+    EXPECT_EQ(general.target, plain.target) << target;
+    EXPECT_EQ(general.policy.agent, plain.policy.agent) << target;
+    EXPECT_EQ(general.num_splits, plain.num_splits) << target;
   }
 }
 

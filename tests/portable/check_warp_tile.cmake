@@ -22,6 +22,7 @@ if(NOT DEFINED FILES)
       muh/kernels/decode_portable.cuh    # the portable decode agent
       muh/kernels/prefill_portable.cuh   # the portable prefill agent
       muh/kernels/decode_common.cuh      # decode args, schedule, stores, the V2 merge kernel
+      muh/kernels/decode_variant.cuh     # the general kind's steps around the decode loops
       muh/kernels/prefill_common.cuh     # prefill args, schedule, causal ranges
       muh/kernels/prefill_kv.cuh         # paged prefill K/V rows (the block table)
       muh/kernels/numeric.cuh            # element types and conversions

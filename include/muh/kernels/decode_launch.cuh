@@ -33,14 +33,23 @@ struct DecodeKernel {
   static constexpr int smem_bytes = decode_smem_bytes(policy, DT, D);
 
   // group: query heads per KV head (the portable agent compiles its loops per heads of a pass).
+  // kVariant: the general variant kind's kernel (it takes the VariantArgs after input_errors).
+  template <bool kVariant = false>
   static auto function(KVLayout layout, int group) {
     if constexpr (policy.agent == Agent::sm80 && DT != DType::fp32) {
       using Tr = Sm80Traits<Getter, DT, D, kGuard>;
-      if (decode_sm80_heads_on_n(group))
-        return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd, true>
-                                       : &decode_sm80_kernel<Tr, KVLayout::vllm, true>;
-      return layout == KVLayout::nhd ? &decode_sm80_kernel<Tr, KVLayout::nhd, false>
-                                     : &decode_sm80_kernel<Tr, KVLayout::vllm, false>;
+      auto pick = [layout](auto nhd, auto vllm) { return layout == KVLayout::nhd ? nhd : vllm; };
+      const bool cols = decode_sm80_heads_on_n(group);
+      if constexpr (kVariant)
+        return cols ? pick(&decode_sm80_variant_kernel<Tr, KVLayout::nhd, true>,
+                           &decode_sm80_variant_kernel<Tr, KVLayout::vllm, true>)
+                    : pick(&decode_sm80_variant_kernel<Tr, KVLayout::nhd, false>,
+                           &decode_sm80_variant_kernel<Tr, KVLayout::vllm, false>);
+      else
+        return cols ? pick(&decode_sm80_kernel<Tr, KVLayout::nhd, true>, &decode_sm80_kernel<Tr, KVLayout::vllm, true>)
+                    : pick(&decode_sm80_kernel<Tr, KVLayout::nhd, false>, &decode_sm80_kernel<Tr, KVLayout::vllm, false>);
+    } else if constexpr (kVariant) {
+      return portable_decode_variant_kernel<PortableTraits<Getter, DT, D, kGuard>>(layout, group);
     } else {
       return portable_decode_kernel<PortableTraits<Getter, DT, D, kGuard>>(layout, group);
     }
@@ -86,6 +95,16 @@ inline bool make_tma_vllm_maps(CUtensorMap* k, CUtensorMap* v, const void* k_bas
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
+// The sm80 agent's TMA kernel of a variant kind (kVariant: the general kind's).
+template <class Tr, KVLayout L, bool kHeadsOnN, bool kVariant>
+struct Sm80TmaKernel {
+  static constexpr auto value = &decode_sm80_tma_kernel<Tr, L, kHeadsOnN>;
+};
+template <class Tr, KVLayout L, bool kHeadsOnN>
+struct Sm80TmaKernel<Tr, L, kHeadsOnN, true> {
+  static constexpr auto value = &decode_sm80_tma_variant_kernel<Tr, L, kHeadsOnN>;
+};
+
 template <DType DT, int D, bool kGuard>
 Status launch_decode_merge(const DecodeArgs& a, int device_cc, cudaStream_t stream);
 
@@ -93,12 +112,21 @@ Status launch_decode_merge(const DecodeArgs& a, int device_cc, cudaStream_t stre
 // the attention kernel over (KV heads × head chunks, partitions, sequences), then — for V2 —
 // the merge over (query heads, sequences). The attention kernel flags bad device-side inputs in
 // input_errors ([kInputErrorWords], muh/input_errors.hpp; nullptr: not flagged, still guarded).
-template <class Getter, DType DT, int D, bool kGuard = true>
-Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream,
-                     int* input_errors = nullptr) {
+// Var: PlainVariant (the plain kernels), or GeneralVariant (kernels/variant.cuh: the general
+// kind's kernels, which take var.args as their last parameter).
+template <class Getter, DType DT, int D, bool kGuard, class Var>
+Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, int device_cc, cudaStream_t stream,
+                          int* input_errors) {
   using K = DecodeKernel<Getter, DT, D, kGuard>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
+  // The kernel's launch with the parameters of its kind.
+  auto launch = [&](auto kernel, auto... maps) {
+    if constexpr (Var::kOn)
+      kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, maps..., input_errors, var.args);
+    else
+      kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, maps..., input_errors);
+  };
   bool launched = false;
   if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32) {
     // The policy's TMA copies where this call allows them (decode_sm80_tma); else the cp.async
@@ -106,12 +134,12 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
     using Tr = Sm80Traits<Getter, DT, D, kGuard>;
     auto run = [&](auto layout_tag, bool maps_ok, const CUtensorMap& tk, const CUtensorMap& tv) -> Status {
       constexpr KVLayout L = decltype(layout_tag)::value;
-      constexpr auto tma_cols = &decode_sm80_tma_kernel<Tr, L, true>;
-      constexpr auto tma_rows = &decode_sm80_tma_kernel<Tr, L, false>;
+      constexpr auto tma_cols = Sm80TmaKernel<Tr, L, true, Var::kOn>::value;
+      constexpr auto tma_rows = Sm80TmaKernel<Tr, L, false, Var::kOn>::value;
       if (!maps_ok || !runs_sm90_code_once<tma_rows>(device_cc)) return Status::Ok();  // both: the same arch's code
       const auto tma_kernel = decode_sm80_heads_on_n(a.group) ? tma_cols : tma_rows;
       MUH_TRY(set_max_dynamic_smem(tma_kernel, K::smem_bytes, "paged_decode"));
-      tma_kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv, input_errors);
+      launch(tma_kernel, tk, tv);
       launched = true;
       return Status::Ok();
     };
@@ -131,32 +159,28 @@ Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaSt
     }
   }
   if (!launched) {
-    auto kernel = K::function(layout, a.group);
+    auto kernel = K::template function<Var::kOn>(layout, a.group);
     MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode"));
-    kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, input_errors);
+    launch(kernel);
   }
   MUH_TRY(launch_status("paged_decode launch"));
   return launch_decode_merge<DT, D, kGuard>(a, device_cc, stream);
 }
 
-// Launches one decode of the general variant kind (kernels/variant.cuh) over `a`: the portable
-// agent's variant kernel (the only decode agent with the hooks; the plan routes variant calls to
-// a portable row: plan.cpp), then — for V2 — the same merge as launch_decode().
+// One decode without a variant (the plain kernels).
+template <class Getter, DType DT, int D, bool kGuard = true>
+Status launch_decode(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream,
+                     int* input_errors = nullptr) {
+  return launch_decode_kind<Getter, DT, D, kGuard>(a, PlainVariant{}, layout, device_cc, stream, input_errors);
+}
+
+// One decode of the general variant kind (kernels/variant.cuh): either agent's variant kernels,
+// then — for V2 — the same merge as launch_decode() (the sinks are folded into partition 0's
+// partial: the merge is the plain one).
 template <class Getter, DType DT, int D>
 Status launch_decode_variant(const DecodeArgs& a, const VariantArgs& v, KVLayout layout, int device_cc,
                              cudaStream_t stream, int* input_errors = nullptr) {
-  using K = DecodeKernel<Getter, DT, D>;
-  if constexpr (K::policy.agent != Agent::portable) {
-    return {StatusCode::invalid_argument, "paged_decode: the plan's agent has no variant hooks (internal)"};
-  } else {
-    const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
-                    static_cast<unsigned>(a.num_seqs));
-    auto kernel = portable_decode_variant_kernel<PortableTraits<Getter, DT, D>>(layout, a.group);
-    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode (variant)"));
-    kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, input_errors, v);
-    MUH_TRY(launch_status("paged_decode launch (variant)"));
-    return launch_decode_merge<DT, D, true>(a, device_cc, stream);
-  }
+  return launch_decode_kind<Getter, DT, D, true>(a, GeneralVariant{v}, layout, device_cc, stream, input_errors);
 }
 
 // The V2 merge of a decode's partials (nothing for V1).

@@ -44,6 +44,7 @@
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/decode_variant.cuh"
 #include "muh/kernels/variant.cuh"
 #include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
@@ -261,18 +262,10 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
   float* sL = reinterpret_cast<float*>(smem + Tr::kOffL);
 
   CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
-  [[maybe_unused]] int seq_len = 0;  // (general kind) the sequence's length, as cta_work read it
-  [[maybe_unused]] int win_lo = 0;   // (general kind) the window's first token
-  if constexpr (Var::kOn) {
-    seq_len = a.seq_lens[w.seq];
-    if (!seq_len_in_range(a, seq_len)) seq_len = 0;  // as cta_work (which flagged it)
-    win_lo = VariantHead(var.args, w.head0, 1, seq_len).keys(0).lo;
-    // The CTA starts at the window's first token rounded down to 16 (the loads read 16-byte runs
-    // of slots from 16-aligned tokens: vLLM's value pages; step 2 masks the tokens before it), or
-    // has nothing to do when its range ends before the window. Its first tile then holds a token
-    // of the window (kTile >= 16), so every tile's max is finite.
-    w.kv_begin = win_lo >= w.kv_end ? w.kv_end : max(w.kv_begin, win_lo & ~15);
-  }
+  // (general kind) The window moves the CTA's first token (decode_variant.cuh; step 2 masks the
+  // keys before win.lo, and kTile >= 16 keeps a key of the window in the first tile).
+  [[maybe_unused]] DecodeWindow win{0, 0};
+  if constexpr (Var::kOn) win = decode_window(a, var, w);
   if (w.idle) return;
   bool bad_page = false;  // the guard: this thread met a block id outside [0, num_pages)
   const int tid = threadIdx.x, warp = tile32::index(tid), lane = tile32::lane(tid);
@@ -303,7 +296,7 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
     for (int i = tid; i < Tr::kTile * R; i += Tr::kThreads) sP[i] = 0.f;
     if (tid < R) sAlpha[tid] = 1.f;
     // (general kind) step 2's head `warp`: its slope; warps past the live heads take the last one.
-    [[maybe_unused]] const auto vh = make_variant_head(var, wp.head0 + min(warp, rows - 1), 1, seq_len);
+    [[maybe_unused]] const auto vh = make_variant_head(var, wp.head0 + min(warp, rows - 1), 1, win.seq_len);
     OnlineSoftmax st;  // step 2's running (max, sum) of head `warp` (all lanes of the tile alike)
     float o[N][VM::kOut];  // step 3: unnormalised O of this thread's elements, per head of the pass
 #pragma unroll
@@ -358,7 +351,7 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
       if (warp < rows) {
         float s = -INFINITY;
         bool visible = lane < valid;
-        if constexpr (Var::kOn) visible = visible && t0 + lane >= win_lo;  // (the window's start)
+        if constexpr (Var::kOn) visible = visible && t0 + lane >= win.lo;  // (the window's start)
         if (visible) {
           float x = 0.f;
 #pragma unroll
@@ -440,22 +433,8 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
       }
       __syncthreads();
     }
-    if constexpr (Var::kOn) {
-      // The sink, once per row (partition 0): (m, l) ← (m, l) ⊕ (sink, 1), O ← O · 2^(m − m').
-      if (var.args.sinks != nullptr && w.split == 0 && seq_len > 0) {
-        if (tid < rows) {
-          const float sink = var.args.sinks[wp.head0 + tid] * kLog2e;  // log2 units
-          OnlineSoftmax row(sM[tid], sL[tid]);
-          float wgt;
-          sAlpha[tid] = row.add(sink, wgt, kUnits);  // m = −inf (no token): factor 0, l = 1
-          sM[tid] = row.m;
-          sL[tid] = row.l;
-        }
-        __syncthreads();
-        for (int i = tid; i < rows * D; i += Tr::kThreads) sO[i] *= sAlpha[i / D];
-        __syncthreads();
-      }
-    }
+    // (general kind) The sink, once per row (decode_variant.cuh).
+    if constexpr (Var::kOn) fold_sinks<D>(var, wp, win, sM, sL, sO, sAlpha, tid, Tr::kThreads);
     // combine_and_store reads m[p·16 + r], l[p·16 + r] and o[(p·16 + r)·D + d] of part p = 0.
     combine_and_store<E, D>(a, wp, 1, sM, sL, sO, tid, Tr::kThreads, poisoned);
     __syncthreads();  // the next pass rewrites sQ / sM / sL

@@ -50,7 +50,9 @@
 #include <type_traits>
 
 #include "muh/kernels/decode_common.cuh"
+#include "muh/kernels/decode_variant.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
+#include "muh/kernels/variant.cuh"
 #include "muh/tuning/policy.hpp"
 
 namespace muh::kernels::decode {
@@ -200,8 +202,9 @@ struct Sm80Traits {
   static_assert(validate(kPolicy, DT, D), "decode policy row does not fit its profile");
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
-  // The final combine reuses the stage area for [W][16][D] fp32 o and [W][16] m and l.
-  static_assert((kWarps * kRows * D + 2 * kWarps * kRows) * 4 <= kWarps * kStages * kStageElems * int(sizeof(E)),
+  // The final combine reuses the stage area for [W][16][D] fp32 o, [W][16] m and l, and [16]
+  // sink factors (the general kind: fold_sinks).
+  static_assert((kWarps * kRows * D + 2 * kWarps * kRows + kRows) * 4 <= kWarps * kStages * kStageElems * int(sizeof(E)),
                 "combine scratch must fit the stage area");
 };
 
@@ -341,6 +344,21 @@ using VChunks = std::conditional_t<L == KVLayout::nhd, TokChunks<Tr, L, kTma>, V
 // Two arrangements of the same math on the m16n8k16 MMA; the body (decode_sm80_body) runs the
 // pipeline and calls, per warp: load_q once, tile() per 16-token tile, publish() at the end (the
 // warp's m, l and unnormalised O into the combine's scratch [W][16] / [W][16][D]).
+//
+// The variant hooks of a tile (kernels/variant.cuh): each score of the lane passes through its
+// query head's logits transform (soft-cap, ALiBi) and the window's mask (keys before win_lo) in
+// update(), where the scores are scaled and masked anyway. A lane's scores belong to two query
+// heads (lane_head(lane, i), i = 0, 1 in each arrangement). PlainTileHooks: none (the plain
+// kernels' code is the one of before the hooks).
+struct PlainTileHooks {
+  static constexpr bool kOn = false;
+};
+struct VariantTileHooks {
+  static constexpr bool kOn = true;
+  VariantHead h0, h1;  // the lane's query heads i = 0, 1
+  int win_lo;          // the window's first key
+  __device__ __forceinline__ const VariantHead& head(int i) const { return i == 0 ? h0 : h1; }
+};
 
 // Query heads on the MMA's 16 rows (M), tokens on N: any group, 16 heads per CTA.
 //   S = Q Kᵀ        16 heads × 16 tokens: D/16 k-steps × 2 MMAs (K tile via ldmatrix)
@@ -387,10 +405,15 @@ struct HeadsOnM {
     float s[2][4];
   };
 
+  // The query-head row of the lane's scores s[n][2i], s[n][2i + 1] (the MMA's rows).
+  __device__ __forceinline__ static int lane_head(int lane, int i) { return (lane >> 2) + 8 * i; }
+
   // One 16-token tile: tile() = update(scores()) (HeadsOnN says why the two halves).
-  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane) {
+  template <class Hooks>
+  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane,
+                                       const Hooks& hk, int t0) {
     Scores sc = scores(sK, lane);
-    update(sc, sV, valid, scale_log2, lane);
+    update(sc, sV, valid, scale_log2, lane, hk, t0);
   }
 
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
@@ -428,22 +451,31 @@ struct HeadsOnM {
     return Scores{{{s[0][0], s[0][1], s[0][2], s[0][3]}, {s[1][0], s[1][1], s[1][2], s[1][3]}}};
   }
 
-  // The online softmax and O += P V of one tile whose scores are `sc`; `valid` (≥ 1) of its
-  // tokens are in range.
-  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane) {
+  // The online softmax and O += P V of one tile (first token t0) whose scores are `sc`; `valid`
+  // (≥ 1) of its tokens are in range; hk: the variant hooks (PlainTileHooks: none).
+  template <class Hooks>
+  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
+                                         const Hooks& hk, int t0) {
     constexpr Log2Units<> kUnits;  // scores scaled to log2 units, exp2f
     const int quad = lane & 3;
     const std::uint32_t v_tile = sm80::smem_addr(sV);
     float(&s)[2][4] = sc.s;
 
-    // Online softmax: scale, mask tokens past the range, new row max, rescale O and l.
+    // Online softmax: (variant: transform the logits, mask keys before the window,) scale, mask
+    // tokens past the range, new row max, rescale O and l.
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * 8 + 2 * quad + (e & 1);
-        const float x = col < valid ? s[n][e] * scale_log2 : -INFINITY;
+        bool in = col < valid;
+        float raw = s[n][e];
+        if constexpr (Hooks::kOn) {
+          in = in && t0 + col >= hk.win_lo;
+          raw = hk.head(e >> 1).logit(raw, 0, t0 + col);
+        }
+        const float x = in ? raw * scale_log2 : -INFINITY;
         s[n][e] = x;
         mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
@@ -560,11 +592,16 @@ struct HeadsOnN {
     float s[4];  // Sᵀ of one tile: tokens g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1}
   };
 
+  // The query head (the MMA's column) of the lane's scores s[i], s[i + 2].
+  __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
+
   // One 16-token tile: tile() = update(scores()); the body may run a tile's scores() beside the
   // previous tile's update() (Tr::kOverlap).
-  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane) {
+  template <class Hooks>
+  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane,
+                                       const Hooks& hk, int t0) {
     Scores sc = scores(sK, lane);
-    update(sc, sV, valid, scale_log2, lane);
+    update(sc, sV, valid, scale_log2, lane, hk, t0);
   }
 
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
@@ -594,9 +631,11 @@ struct HeadsOnN {
     return Scores{{acc[0][0], acc[0][1], acc[0][2], acc[0][3]}};
   }
 
-  // The online softmax and Oᵀ += Vᵀ Pᵀ of one tile whose scores are `sc`; `valid` (≥ 1) of its
-  // tokens are in range.
-  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane) {
+  // The online softmax and Oᵀ += Vᵀ Pᵀ of one tile (first token t0) whose scores are `sc`;
+  // `valid` (≥ 1) of its tokens are in range; hk: the variant hooks (PlainTileHooks: none).
+  template <class Hooks>
+  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
+                                         const Hooks& hk, int t0) {
     // Scores in log2 units; the weights by one MUFU.EX2 (exp2f's fix-up for results below 2^−126
     // changes nothing a softmax weight contributes: sm80_ptx.cuh).
     constexpr Log2Units<sm80::Exp2Approx> kUnits;
@@ -604,10 +643,20 @@ struct HeadsOnN {
     const std::uint32_t v_tile = sm80::smem_addr(sV);
     float(&s)[4] = sc.s;
 
-    // Online softmax per head (a column): scale, mask tokens past the range, the max over the
-    // tile's 16 tokens (this lane's two, then the 8 lanes of the same quad position), rescale.
+    // Online softmax per head (a column): (variant: transform the logits, mask keys before the
+    // window,) scale, mask tokens past the range, the max over the tile's 16 tokens (this lane's
+    // two, then the 8 lanes of the same quad position), rescale.
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = g + (e >> 1) * 8 < valid ? s[e] * scale_log2 : -INFINITY;
+    for (int e = 0; e < 4; ++e) {
+      const int t = g + (e >> 1) * 8;  // the score's token in the tile
+      bool in = t < valid;
+      float raw = s[e];
+      if constexpr (Hooks::kOn) {
+        in = in && t0 + t >= hk.win_lo;
+        raw = hk.head(e & 1).logit(raw, 0, t0 + t);
+      }
+      s[e] = in ? raw * scale_log2 : -INFINITY;
+    }
     float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
     float alpha[2];
 #pragma unroll
@@ -705,10 +754,13 @@ __device__ __forceinline__ void zero_v_past(typename Tr::E* v, int valid, int la
 
 // The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (make_tma_*_maps,
 // decode_launch.cuh); kHeadsOnN: the tile math with the query heads on the MMA's columns (a group
-// of ≤ 8: HeadsOnN), else on its rows.
-template <class Tr, KVLayout L, bool kTma, bool kHeadsOnN>
+// of ≤ 8: HeadsOnN), else on its rows. Var: the variant kind (kernels/variant.cuh); PlainVariant
+// compiles every hook out. With GeneralVariant: the window moves the CTA's first token and its
+// first tile masks the keys before it (decode_variant.cuh), soft-cap and ALiBi transform each
+// score in update(), and the sinks join the warps' states before the combine (fold_sinks).
+template <class Tr, KVLayout L, bool kTma, bool kHeadsOnN, class Var = PlainVariant>
 __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv,
-                                                 int* input_errors) {
+                                                 int* input_errors, const Var& var = Var{}) {
   static_assert(!kTma || L == KVLayout::vllm || Tr::kD % 64 == 0, "NHD TMA tiles: head_dim % 64 == 0");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   // Compiled for an older arch only so that the build links; never launched there (paged_decode
@@ -725,7 +777,8 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // (a partition starts at split · partition_tokens, V1 at 0), so they are read before seq_lens:
   // after the cold-L2 flush of a decode step, seq_lens, the table and K/V are each a trip to HBM,
   // and the first K/V copies now wait for two trips instead of three. Entries past the
-  // sequence's end are read (the row has max_blocks of them) but never used.
+  // sequence's end are read (the row has max_blocks of them) but never used. (The general kind
+  // reads them after the window has moved the first token: load_page below.)
   const int* bt = a.block_table + static_cast<std::int64_t>(blockIdx.z) * a.max_blocks;
   const int first_tok = (a.num_splits == 1 ? 0 : static_cast<int>(blockIdx.y) * a.partition_tokens) + warp * 16;
   const long long covered = static_cast<long long>(a.max_blocks) << a.page_shift;
@@ -733,9 +786,15 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     const int tok = first_tok + j * W * 16 + (lane & 15);
     return tok < covered ? __ldg(bt + (tok >> a.page_shift)) : 0;
   };
-  const int early0 = early_page(0), early1 = early_page(1);
+  int early0 = 0, early1 = 0;
+  if constexpr (!Var::kOn) {
+    early0 = early_page(0);
+    early1 = early_page(1);
+  }
 
-  const CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
+  CtaWork w = cta_work<Tr::kGuard>(a, input_errors);
+  [[maybe_unused]] DecodeWindow win{0, 0};  // (general kind) decode_variant.cuh
+  if constexpr (Var::kOn) win = decode_window(a, var, w);
   if (w.idle) return;
   bool bad_page = false;  // the guard: this lane met a block id outside [0, num_pages)
   E* stages = sQ + Tr::kQElems + warp * S * Tr::kStageElems;  // this warp's [S][K tile | V tile]
@@ -825,6 +884,10 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // and up to +5.8 % on NHD, against an A/A noise of ≤ 1.5 % (bench/results/
   // h200-2026-12-02-2572a08/guard-ab-*.md).
   int page = in_range(0) ? early0 : 0, page_next = in_range(1) ? early1 : 0;
+  if constexpr (Var::kOn) {
+    page = load_page(0);
+    page_next = load_page(1);
+  }
   auto issue = [&](int j) {
     const int pg = guarded_page<Tr::kGuard>(a, page, bad_page);
     if constexpr (kTma)
@@ -859,6 +922,18 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   using Math = std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTma>, HeadsOnM<Tr, L, kTma>>;
   Math math;
   math.load_q(sQ, lane);
+  // The variant hooks of the lane's two query heads (heads past the CTA's rows are padding: they
+  // take the last row's parameters, and their results are never stored).
+  const auto hooks = [&] {
+    if constexpr (Var::kOn) {
+      auto head = [&](int i) {
+        return VariantHead(var.args, w.head0 + min(Math::lane_head(lane, i), w.rows - 1), 1, win.seq_len);
+      };
+      return VariantTileHooks{head(0), head(1), win.lo};
+    } else {
+      return PlainTileHooks{};
+    }
+  }();
 
   // Stage j % S's K and V tiles; land(j, N): tile j has landed and is visible to the warp (N: the
   // cp.async commit groups issued after tile j's; with TMA each lane waits on the mbarrier).
@@ -906,13 +981,13 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
         if constexpr (!kTma) sm80::cp_async_commit();
         land(j + 1, std::integral_constant<int, S - 2>{});
         typename Math::Scores next = math.scores(stage_k(j + 1), lane);
-        math.update(sc, stage_v(j), 16, a.scale_log2, lane);  // not the warp's last tile: whole
+        math.update(sc, stage_v(j), 16, a.scale_log2, lane, hooks, tile_start(j));  // not the last tile: whole
         sc = next;
         __syncwarp();  // all lanes are done with stage j % S before it is refilled
       }
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of the last tile are in range
       mask_v(j, valid);
-      math.update(sc, stage_v(j), valid, a.scale_log2, lane);
+      math.update(sc, stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
     }
   } else {
     for (int j = 0; j < my_tiles; ++j) {
@@ -922,7 +997,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
       land(j, std::integral_constant<int, S - 1>{});
       mask_v(j, valid);
-      math.tile(stage_k(j), stage_v(j), valid, a.scale_log2, lane);
+      math.tile(stage_k(j), stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
       __syncwarp();  // all lanes are done with stage j % S before it is refilled
     }
   }
@@ -937,6 +1012,8 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   float* sL = sM + W * kRows;                              // [W][16]
   math.publish(sO, sM, sL, warp, lane);
   __syncthreads();
+  // (general kind) The sinks join warp 0's states ([16] floats of scratch after sL).
+  if constexpr (Var::kOn) fold_sinks<D>(var, w, win, sM, sL, sO, sL + W * kRows, tid, Tr::kThreads);
   combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
 #endif
 }
@@ -946,6 +1023,13 @@ __global__ void __launch_bounds__(Tr::kThreads) decode_sm80_kernel(const DecodeA
   decode_sm80_body<Tr, L, false, kHeadsOnN>(a, nullptr, nullptr, input_errors);
 }
 
+// The general variant kind (kernels/variant.cuh).
+template <class Tr, KVLayout L, bool kHeadsOnN>
+__global__ void __launch_bounds__(Tr::kThreads)
+    decode_sm80_variant_kernel(const DecodeArgs a, int* input_errors, const VariantArgs v) {
+  decode_sm80_body<Tr, L, false, kHeadsOnN, GeneralVariant>(a, nullptr, nullptr, input_errors, GeneralVariant{v});
+}
+
 // The TMA variants; the maps are kernel parameters (__grid_constant__: the TMA reads them from
 // parameter memory, no copy to global).
 template <class Tr, KVLayout L, bool kHeadsOnN>
@@ -953,6 +1037,14 @@ __global__ void __launch_bounds__(Tr::kThreads)
     decode_sm80_tma_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
                            int* input_errors) {
   decode_sm80_body<Tr, L, true, kHeadsOnN>(a, &tk, &tv, input_errors);
+}
+
+// The TMA variants of the general variant kind.
+template <class Tr, KVLayout L, bool kHeadsOnN>
+__global__ void __launch_bounds__(Tr::kThreads)
+    decode_sm80_tma_variant_kernel(const DecodeArgs a, const __grid_constant__ CUtensorMap tk,
+                                   const __grid_constant__ CUtensorMap tv, int* input_errors, const VariantArgs v) {
+  decode_sm80_body<Tr, L, true, kHeadsOnN, GeneralVariant>(a, &tk, &tv, input_errors, GeneralVariant{v});
 }
 
 }  // namespace muh::kernels::decode

@@ -121,7 +121,7 @@ def test_paged_call_takes_the_variants():
 
 
 def test_vllm_paged_attention_alibi_matches_reference():
-    """vLLM's paged_attention_v1 / v2 with alibi_slopes (the portable decode agent's general kind)
+    """vLLM's paged_attention_v1 / v2 with alibi_slopes (the decode agents' general kind)
     against the definition: the last token's attention with bias -slope * (seq_len - 1 - j)."""
     from gpu_helpers import PagedBatch
     dtype = COMPILED_16[0][0] if COMPILED_16 else torch.float16
