@@ -1,4 +1,4 @@
-// bench_prefill.cu — `muh bench prefill [--out DIR] [--iters N] [--sweep]`.
+// bench_prefill.cu — `muh bench prefill [--out DIR] [--iters N] [--sweep] [--variant LIST ...]`.
 //
 // The issue's grid: bf16, head_dim 128 × 32 heads and head_dim 256 × 16 heads (MHA), seq_len
 // {1024, 4096, 16384} with 16384 tokens per batch (batch = 16384 / seq_len), causal and
@@ -12,6 +12,11 @@
 // (muh/prefill_plan.hpp); where it does, the cell is timed again with every tile whole (kind
 // "whole") in the same run. --tail-chunk C (repeatable) times the non-causal 4k and 16k cells with
 // the tail split forced to C key tiles per tail CTA (kind "tail-C"), the cost model's evidence.
+// --variant LIST (repeatable; muh/variant.hpp: window=L[:R], softcap=X, sinks — every head's sink
+// 0 —, alibi — slopes 2^(−8(h+1)/H) —, comma-separated) times each grid cell again with that
+// variant (kind "v:LIST"), right after its plain cell: the variants' cost, side by side. The
+// general kind never splits the tail, so its cell compares with the plain "whole" row where the
+// plain cell split (a window also skips key tiles: its TFLOP/s count the full causal work).
 // Times are medians of --iters (≥ 20) CUDA-event-timed launches after 5 warm-up launches.
 // Results: a table on stdout, and bench_prefill.csv / bench_prefill.json under --out.
 #include <cublas_v2.h>
@@ -42,9 +47,11 @@ using namespace prefill_bench;
 
 // tail_chunk: PrefillPlanOptions::tail_chunk (-1: the plan's choice). *split_bytes, when given,
 // gets the workspace the call used (0: every tile whole). The row is named by the plan's policy.
+// variant: the call's attention variant (nullptr: none).
 Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int seq, bool causal, int target, int iters,
-                 int tail_chunk = -1, std::size_t* split_bytes = nullptr) {
-  const PrefillParams p = buf.params(hd, heads, seq, causal);
+                 int tail_chunk = -1, std::size_t* split_bytes = nullptr, const Variant* variant = nullptr) {
+  PrefillParams p = buf.params(hd, heads, seq, causal);
+  if (variant != nullptr) p.variant = *variant;
   PrefillPlan plan;
   const Status s = [&] {
     HardwareCapability hw;
@@ -87,7 +94,7 @@ void write_results(const std::vector<Row>& rows, const std::string& dir, const s
   if (FILE* f = std::fopen(csv.c_str(), "w")) {
     std::fprintf(f, "kind,policy,head_dim,heads,seq_len,batch,causal,ms_median,tflops\n");
     for (const auto& r : rows)
-      std::fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%.4f,%.2f\n", r.kind.c_str(), r.policy.c_str(), r.head_dim, r.heads,
+      std::fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%d,%.4f,%.2f\n", r.kind.c_str(), r.policy.c_str(), r.head_dim, r.heads,
                    r.seq, r.batch, int(r.causal), r.ms, r.tflops);
     std::fclose(f);
   } else {
@@ -123,9 +130,12 @@ struct Options {
   bool sweep = false;
   bool portable = true;
   std::vector<int> tail_chunks;
+  std::vector<std::string> variants;  // --variant
 };
 
 void run(const Options& o) {
+  std::vector<Variant> variants;  // (parsed before the device: a bad list is exit 2)
+  for (const std::string& v : o.variants) variants.push_back(parse_variant(v));
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw UsageError("bench prefill: no CUDA device");
   if (o.iters < 20) throw UsageError("bench prefill: --iters must be >= 20");
@@ -146,6 +156,18 @@ void run(const Options& o) {
   // measured in this order.)
   {
     Buffers buf;
+    // The variants' per-head arrays (the grid's widest: 32 heads): sinks 0, ALiBi's slopes.
+    bench::DeviceMemory sinks(Buffers::kMaxHeads * 4), slopes(Buffers::kMaxHeads * 4);
+    {
+      std::vector<float> s0(Buffers::kMaxHeads, 0.f), sl(Buffers::kMaxHeads);
+      for (int h = 0; h < Buffers::kMaxHeads; ++h) sl[h] = std::exp2(-8.f * float(h + 1) / 32.f);
+      bench::cuda_check(cudaMemcpy(sinks.p, s0.data(), s0.size() * 4, cudaMemcpyHostToDevice), "sinks");
+      bench::cuda_check(cudaMemcpy(slopes.p, sl.data(), sl.size() * 4, cudaMemcpyHostToDevice), "slopes");
+    }
+    for (Variant& v : variants) {
+      if (v.use_sinks) v.sinks = sinks.as<float>();
+      if (v.use_alibi) v.alibi_slopes = slopes.as<float>();
+    }
     (void)time_prefill(buf, "warm-up", 128, 32, 1024, false, -1, 400);
     const std::pair<int, int> shapes[] = {{128, 32}, {256, 16}};
     for (auto [hd, heads] : shapes)
@@ -154,6 +176,8 @@ void run(const Options& o) {
           std::size_t split = 0;
           add(time_prefill(buf, "muh", hd, heads, seq, causal, -1, o.iters, -1, &split));
           if (split > 0) add(time_prefill(buf, "whole", hd, heads, seq, causal, -1, o.iters, kPrefillTailOff));
+          for (std::size_t i = 0; i < variants.size(); ++i)
+            add(time_prefill(buf, "v:" + o.variants[i], hd, heads, seq, causal, -1, o.iters, -1, nullptr, &variants[i]));
         }
     for (int chunk : o.tail_chunks)
       for (auto [hd, heads] : shapes)
@@ -201,6 +225,9 @@ void add_bench_prefill(CLI::App& bench) {
                   "also time the non-causal 4k/16k cells with the tail split forced to this many key tiles per "
                   "tail CTA (repeatable)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--variant", opt->variants,
+                  "also time every grid cell with this attention variant, e.g. softcap=50 or alibi or sinks "
+                  "(repeatable)");
   cmd->callback([opt] { run(*opt); });
 }
 
