@@ -22,7 +22,10 @@ if [[ $# -ne 2 || ! -f $1 || ! -f $2 ]]; then
   echo "usage: sass_diff.sh A.o B.o (two files cuobjdump can read)" >&2
   exit 2
 fi
-command -v cuobjdump >/dev/null || { echo "sass_diff.sh: cuobjdump not on PATH" >&2; exit 2; }
+command -v cuobjdump >/dev/null || {
+  echo "sass_diff.sh: cuobjdump not on PATH (source scripts/common.sh and run muh_sass_tools)" >&2
+  exit 2
+}
 
 work=${SASS_DIFF_KEEP:-$(mktemp -d)}
 [[ -n ${SASS_DIFF_KEEP:-} ]] || trap 'rm -rf "$work"' EXIT
