@@ -3,6 +3,13 @@
 # for tiles with no hook (C = this tree's prefill_sm80_math.cuh) against A = 2bc8ced, both built on
 # the CPU machine (sm_90, bf16, hd 128/256, targets 0/90) and carried as devrun/run{A,C}.tar.xz (muh,
 # libmuh.so). muh bench prefill --variant ... A C A C.
+# The tarballs (not committed: 11 MB each), on the CPU machine (~8 min each on 2 cores):
+#   lean='-G Ninja -DCMAKE_BUILD_TYPE=Release -DMUH_CUDA_ARCHITECTURES=90 -DMUH_HEAD_DIMS=128;256
+#         -DMUH_DTYPES=bf16 -DMUH_TARGETS=0;90 -DMUH_PAGED_PREFILL=OFF -DMUH_BUILD_TESTS=OFF
+#         -DMUH_BUILD_PYTHON=OFF -DMUH_BUILD_BENCH=OFF'
+#   A: git archive 660439a into /tmp/srcA; cmake -S /tmp/srcA -B /tmp/bldA $lean; ninja -C /tmp/bldA muh
+#   C: the same with next-tile-exit.patch applied; then per tree
+#   mkdir runX && cp BUILD/muh BUILD/libmuh.so runX/ && strip runX/* && tar cf - runX | xz > devrun/runX.tar.xz
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
