@@ -5,7 +5,7 @@
 // --only times just the listed cells (a quick look at a few cells, or under ncu); it also accepts
 // the probe config kv1 (see kProbeConfigs); --splits forces their partition count; --variant
 // gives them an attention variant (window=L[:R], softcap=X, sinks — every head's sink 0 —, alibi
-// — slopes 2^(−8(h+1)/H) —, comma-separated: muh/variant.hpp), e.g. a 4k window over a 128k
+// — slopes 2^(−8(h+1)/32) —, comma-separated: muh/variant.hpp), e.g. a 4k window over a 128k
 // context beside the plain 4k and 128k cells. --kv-layout
 // vllm runs the grid on vLLM's cache layout (same page bytes); --l2-hint forces the L2
 // evict-first policy of the K/V copies on or off (default: the plan's choice).

@@ -13,7 +13,7 @@
 // "whole") in the same run. --tail-chunk C (repeatable) times the non-causal 4k and 16k cells with
 // the tail split forced to C key tiles per tail CTA (kind "tail-C"), the cost model's evidence.
 // --variant LIST (repeatable; muh/variant.hpp: window=L[:R], softcap=X, sinks — every head's sink
-// 0 —, alibi — slopes 2^(−8(h+1)/H) —, comma-separated) times each grid cell again with that
+// 0 —, alibi — slopes 2^(−8(h+1)/32) —, comma-separated) times each grid cell again with that
 // variant (kind "v:LIST"), right after its plain cell: the variants' cost, side by side. The
 // general kind never splits the tail, so its cell compares with the plain "whole" row where the
 // plain cell split (a window also skips key tiles: its TFLOP/s count the full causal work).
