@@ -342,14 +342,16 @@ using VChunks = std::conditional_t<L == KVLayout::nhd, TokChunks<Tr, L, kTma>, V
 
 // ---- The tile math: one warp's online softmax over its 16-token tiles --------------------------
 // Two arrangements of the same math on the m16n8k16 MMA; the body (decode_sm80_body) runs the
-// pipeline and calls, per warp: load_q once, tile() per 16-token tile, publish() at the end (the
-// warp's m, l and unnormalised O into the combine's scratch [W][16] / [W][16][D]).
+// pipeline and calls, per warp: load_q once, per 16-token tile scores() (S = Q Kᵀ) then update()
+// (the online softmax and O += P V: tile(); with Tr::kOverlap the next tile's scores() runs beside
+// it), publish() at the end (the warp's m, l and unnormalised O into the combine's scratch [W][16] /
+// [W][16][D]).
 //
 // The variant hooks of a tile (kernels/variant.cuh): each score of the lane passes through its
 // query head's logits transform (soft-cap, ALiBi) and the window's mask (keys before win_lo) in
-// update(), where the scores are scaled and masked anyway. A lane's scores belong to two query
-// heads (lane_head(lane, i), i = 0, 1 in each arrangement). PlainTileHooks: none (the plain
-// kernels' code is the one of before the hooks).
+// update(), where the scores are scaled and masked anyway (tile_score). A lane's scores belong
+// to two query heads (lane_head(lane, i), i = 0, 1 in each arrangement). PlainTileHooks: none
+// (the plain kernels' code is the one of before the hooks).
 struct PlainTileHooks {
   static constexpr bool kOn = false;
 };
@@ -359,6 +361,19 @@ struct VariantTileHooks {
   int win_lo;          // the window's first key
   __device__ __forceinline__ const VariantHead& head(int i) const { return i == 0 ? h0 : h1; }
 };
+// A raw score of the lane's head i (0, 1) at token t of the tile (first token t0), as the online
+// softmax takes it: in log2 units, or −inf past the range (t ≥ valid) and, with the hooks, before
+// the window; the head's logits transform first.
+template <class Hooks>
+__device__ __forceinline__ float tile_score(float raw, int t, int valid, float scale_log2, const Hooks& hk, int t0,
+                                            int i) {
+  bool in = t < valid;
+  if constexpr (Hooks::kOn) {
+    in = in && t0 + t >= hk.win_lo;
+    raw = hk.head(i).logit(raw, 0, t0 + t);
+  }
+  return in ? raw * scale_log2 : -INFINITY;
+}
 
 // Query heads on the MMA's 16 rows (M), tokens on N: any group, 16 heads per CTA.
 //   S = Q Kᵀ        16 heads × 16 tokens: D/16 k-steps × 2 MMAs (K tile via ldmatrix)
@@ -407,14 +422,6 @@ struct HeadsOnM {
 
   // The query-head row of the lane's scores s[n][2i], s[n][2i + 1] (the MMA's rows).
   __device__ __forceinline__ static int lane_head(int lane, int i) { return (lane >> 2) + 8 * i; }
-
-  // One 16-token tile: tile() = update(scores()) (HeadsOnN says why the two halves).
-  template <class Hooks>
-  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane,
-                                       const Hooks& hk, int t0) {
-    Scores sc = scores(sK, lane);
-    update(sc, sV, valid, scale_log2, lane, hk, t0);
-  }
 
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
     const std::uint32_t k_tile = sm80::smem_addr(sK);
@@ -468,14 +475,7 @@ struct HeadsOnM {
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int col = n * 8 + 2 * quad + (e & 1);
-        bool in = col < valid;
-        float raw = s[n][e];
-        if constexpr (Hooks::kOn) {
-          in = in && t0 + col >= hk.win_lo;
-          raw = hk.head(e >> 1).logit(raw, 0, t0 + col);
-        }
-        const float x = in ? raw * scale_log2 : -INFINITY;
+        const float x = tile_score(s[n][e], n * 8 + 2 * quad + (e & 1), valid, scale_log2, hk, t0, e >> 1);
         s[n][e] = x;
         mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
@@ -595,15 +595,6 @@ struct HeadsOnN {
   // The query head (the MMA's column) of the lane's scores s[i], s[i + 2].
   __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
 
-  // One 16-token tile: tile() = update(scores()); the body may run a tile's scores() beside the
-  // previous tile's update() (Tr::kOverlap).
-  template <class Hooks>
-  __device__ __forceinline__ void tile(const E* sK, const E* sV, int valid, float scale_log2, int lane,
-                                       const Hooks& hk, int t0) {
-    Scores sc = scores(sK, lane);
-    update(sc, sV, valid, scale_log2, lane, hk, t0);
-  }
-
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
     const std::uint32_t k_tile = sm80::smem_addr(sK);
     // Sᵀ = K Qᵀ: k-step kk accumulates into set kk % kQkSets, the sets summed after the loop (as HeadsOnM's
@@ -647,16 +638,7 @@ struct HeadsOnN {
     // window,) scale, mask tokens past the range, the max over the tile's 16 tokens (this lane's
     // two, then the 8 lanes of the same quad position), rescale.
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = g + (e >> 1) * 8;  // the score's token in the tile
-      bool in = t < valid;
-      float raw = s[e];
-      if constexpr (Hooks::kOn) {
-        in = in && t0 + t >= hk.win_lo;
-        raw = hk.head(e & 1).logit(raw, 0, t0 + t);
-      }
-      s[e] = in ? raw * scale_log2 : -INFINITY;
-    }
+    for (int e = 0; e < 4; ++e) s[e] = tile_score(s[e], g + (e >> 1) * 8, valid, scale_log2, hk, t0, e & 1);
     float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
     float alpha[2];
 #pragma unroll
@@ -726,6 +708,15 @@ struct HeadsOnN {
       for (int e = 0; e < 4; ++e) sO[(warp * kRows + 2 * quad + (e & 1)) * D + nn * 16 + g + (e >> 1) * 8] = o[nn][e];
   }
 };
+
+// One 16-token tile of either arrangement: update(scores()) (the overlap form of the body splits
+// the two across iterations).
+template <class Math, class Hooks>
+__device__ __forceinline__ void tile(Math& math, const typename Math::E* sK, const typename Math::E* sV, int valid,
+                                     float scale_log2, int lane, const Hooks& hk, int t0) {
+  typename Math::Scores sc = math.scores(sK, lane);
+  math.update(sc, sV, valid, scale_log2, lane, hk, t0);
+}
 
 // Zeroes the tokens ≥ valid (1 ≤ valid < 16) of a TMA V tile: token rows (NHD) or, in each dim's
 // two 16-byte chunks (vLLM), the elements of those tokens.
@@ -997,7 +988,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
       land(j, std::integral_constant<int, S - 1>{});
       mask_v(j, valid);
-      math.tile(stage_k(j), stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
+      tile(math, stage_k(j), stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
       __syncwarp();  // all lanes are done with stage j % S before it is refilled
     }
   }
