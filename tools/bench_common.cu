@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <ctime>
 #include <stdexcept>
+#include <vector>
 
 #include "bench_common.hpp"
 #include "muh/driver_entry.hpp"
@@ -174,6 +176,18 @@ double streaming_read_tbps(std::size_t bytes, int ctas_per_sm, int iters, cudaSt
 void fill_bf16_uniform(std::uint16_t* x, std::size_t n, unsigned seed, cudaStream_t stream) {
   fill_bf16_kernel<<<4096, 256, 0, stream>>>(x, n, seed);
   cuda_check(cudaGetLastError(), "fill");
+}
+
+VariantArrays::VariantArrays(int heads) : sinks(std::size_t(heads) * 4), slopes(std::size_t(heads) * 4) {
+  std::vector<float> s0(heads, 0.f), sl(heads);
+  for (int h = 0; h < heads; ++h) sl[h] = std::exp2(-8.f * float(h + 1) / 32.f);
+  cuda_check(cudaMemcpy(sinks.p, s0.data(), s0.size() * 4, cudaMemcpyHostToDevice), "variant sinks");
+  cuda_check(cudaMemcpy(slopes.p, sl.data(), sl.size() * 4, cudaMemcpyHostToDevice), "variant slopes");
+}
+
+void VariantArrays::bind(Variant& v) const {
+  if (v.use_sinks) v.sinks = sinks.as<float>();
+  if (v.use_alibi) v.alibi_slopes = slopes.as<float>();
 }
 
 std::string utc_date() {

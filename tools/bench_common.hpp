@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device_buffer.hpp"
+#include "muh/variant.hpp"
 
 namespace muh::bench {
 
@@ -67,6 +68,15 @@ double streaming_read_us(const void* p, std::size_t bytes, int ctas_per_sm, int 
 
 // Fills n bf16 values (bit patterns) with a hash-based uniform(−1, 1) of their index and seed.
 void fill_bf16_uniform(std::uint16_t* x, std::size_t n, unsigned seed, cudaStream_t stream);
+
+// The per-head arrays of a benchmark's --variant (muh/variant.hpp) on the device, for up to
+// `heads` query heads: every sink 0 (a natural-log logit) and ALiBi's slopes 2^(−8(h+1)/32).
+// bind() points a Variant's sinks / alibi_slopes at them where it uses them.
+struct VariantArrays {
+  DeviceMemory sinks, slopes;
+  explicit VariantArrays(int heads);
+  void bind(Variant& v) const;
+};
 
 // "2026-11-30" (UTC) and a file-name-safe lower-case device label ("nvidia-h200" → "h200").
 std::string utc_date();

@@ -178,9 +178,9 @@ struct Pool {
   KVLayout kv_layout = KVLayout::nhd;  // --kv-layout: the kernel's cache layout (same page bytes)
   int l2_evict_first = -1;             // --l2-hint: -1 the plan's choice, 0 off, 1 on
   std::vector<int> perm_all;  // a random order of all max_pages pages (spread)
-  Variant variant;            // --variant: the cells' attention variant (device sinks / slopes below)
+  Variant variant;            // --variant: the cells' attention variant (its arrays: per_head)
   std::string variant_text;
-  bench::DeviceMemory sinks, alibi;
+  bench::VariantArrays per_head{32};  // (the largest config's q heads)
   long long max_pages = 0;
   std::size_t page_bytes = 0;
 };
@@ -481,17 +481,9 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::mt19937 rng(2026);
   std::shuffle(pool.perm_all.begin(), pool.perm_all.end(), rng);
   if (variant_kind(variant) == VariantKind::general) {
-    // Per query head of the largest config (32): sinks 0 (natural-log logits), ALiBi's slopes.
     pool.variant = variant;
     pool.variant_text = o.variant;
-    std::vector<float> sinks(32, 0.f), slopes(32);
-    for (int h = 0; h < 32; ++h) slopes[h] = std::exp2(-8.f * float(h + 1) / 32.f);
-    pool.sinks.reset(32 * 4);
-    pool.alibi.reset(32 * 4);
-    bench::cuda_check(cudaMemcpy(pool.sinks.p, sinks.data(), 32 * 4, cudaMemcpyHostToDevice), "sinks");
-    bench::cuda_check(cudaMemcpy(pool.alibi.p, slopes.data(), 32 * 4, cudaMemcpyHostToDevice), "slopes");
-    if (variant.use_sinks) pool.variant.sinks = pool.sinks.as<float>();
-    if (variant.use_alibi) pool.variant.alibi_slopes = pool.alibi.as<float>();
+    pool.per_head.bind(pool.variant);
   }
   bench::cuda_check(cudaStreamSynchronize(stream), "pool fill");
   bench::L2Flusher flusher;

@@ -156,18 +156,8 @@ void run(const Options& o) {
   // measured in this order.)
   {
     Buffers buf;
-    // The variants' per-head arrays (the grid's widest: 32 heads): sinks 0, ALiBi's slopes.
-    bench::DeviceMemory sinks(Buffers::kMaxHeads * 4), slopes(Buffers::kMaxHeads * 4);
-    {
-      std::vector<float> s0(Buffers::kMaxHeads, 0.f), sl(Buffers::kMaxHeads);
-      for (int h = 0; h < Buffers::kMaxHeads; ++h) sl[h] = std::exp2(-8.f * float(h + 1) / 32.f);
-      bench::cuda_check(cudaMemcpy(sinks.p, s0.data(), s0.size() * 4, cudaMemcpyHostToDevice), "sinks");
-      bench::cuda_check(cudaMemcpy(slopes.p, sl.data(), sl.size() * 4, cudaMemcpyHostToDevice), "slopes");
-    }
-    for (Variant& v : variants) {
-      if (v.use_sinks) v.sinks = sinks.as<float>();
-      if (v.use_alibi) v.alibi_slopes = slopes.as<float>();
-    }
+    const bench::VariantArrays per_head(Buffers::kMaxHeads);  // the variants' sinks and slopes
+    for (Variant& v : variants) per_head.bind(v);
     (void)time_prefill(buf, "warm-up", 128, 32, 1024, false, -1, 400);
     const std::pair<int, int> shapes[] = {{128, 32}, {256, 16}};
     for (auto [hd, heads] : shapes)
