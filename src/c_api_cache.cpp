@@ -1,5 +1,6 @@
 // c_api_cache.cpp — the cache-write and state-merge entry points of the C ABI (muh.h): C ints
 // range-checked, then muh::reshape_and_cache() / muh::merge_attn_states(), which validate the rest.
+// muh_reshape_and_cache is muh_reshape_and_cache_quant with MUH_KV_AUTO (a bitwise copy).
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -9,16 +10,26 @@
 #include "muh/merge_states.hpp"
 
 
-extern "C" int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* value, void* key_cache,
-                                     void* value_cache, const int64_t* slot_mapping, int num_tokens, int num_kv_heads,
-                                     int head_dim, int page_size, int num_pages, int64_t key_token_stride,
-                                     int64_t value_token_stride, int debug_checks, void* stream) {
+namespace {
+
+// muh_reshape_and_cache(_quant)'s ints and pointers as a muh::CacheWriteParams, the enums
+// range-checked (a cast could otherwise wrap onto a valid value), then the call.
+int reshape_and_cache_c(const char* who, int dtype, int layout, const void* key, const void* value, void* key_cache,
+                        void* value_cache, const int64_t* slot_mapping, int num_tokens, int num_kv_heads, int head_dim,
+                        int page_size, int num_pages, int64_t key_token_stride, int64_t value_token_stride,
+                        int debug_checks, void* stream, int kv_dtype, float k_scale, float v_scale) {
   using namespace muh;
   CacheWriteParams p;
-  Status s = capi::dtype_of(dtype, "reshape_and_cache: ", &p.dtype);
+  Status s = capi::dtype_of(dtype, who, &p.dtype);
   if (!s.ok()) return capi::report(s);
-  s = capi::layout_of(layout, "reshape_and_cache: ", &p.layout);
+  s = capi::layout_of(layout, who, &p.layout);
   if (!s.ok()) return capi::report(s);
+  if (kv_dtype < MUH_KV_AUTO || kv_dtype > MUH_KV_FP8_E5M2)
+    return capi::report(invalid_argument(std::string(who) + "kv_dtype " + std::to_string(kv_dtype) +
+                                         " is not MUH_KV_AUTO (0), MUH_KV_FP8_E4M3 (1) or MUH_KV_FP8_E5M2 (2)"));
+  p.kv.dtype = static_cast<KVDType>(kv_dtype);
+  p.kv.k_scale = k_scale;
+  p.kv.v_scale = v_scale;
   p.key = key;
   p.value = value;
   p.key_cache = key_cache;
@@ -35,6 +46,27 @@ extern "C" int muh_reshape_and_cache(int dtype, int layout, const void* key, con
   opt.stream = static_cast<cudaStream_t>(stream);
   opt.debug_checks = debug_checks != 0;
   return capi::report(reshape_and_cache(p, opt));
+}
+
+}  // namespace
+
+extern "C" int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* value, void* key_cache,
+                                     void* value_cache, const int64_t* slot_mapping, int num_tokens, int num_kv_heads,
+                                     int head_dim, int page_size, int num_pages, int64_t key_token_stride,
+                                     int64_t value_token_stride, int debug_checks, void* stream) {
+  return reshape_and_cache_c("reshape_and_cache: ", dtype, layout, key, value, key_cache, value_cache, slot_mapping,
+                             num_tokens, num_kv_heads, head_dim, page_size, num_pages, key_token_stride,
+                             value_token_stride, debug_checks, stream, MUH_KV_AUTO, 1.f, 1.f);
+}
+
+extern "C" int muh_reshape_and_cache_quant(int dtype, int layout, const void* key, const void* value, void* key_cache,
+                                           void* value_cache, const int64_t* slot_mapping, int num_tokens,
+                                           int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                           int64_t key_token_stride, int64_t value_token_stride, int debug_checks,
+                                           void* stream, int kv_dtype, float k_scale, float v_scale) {
+  return reshape_and_cache_c("reshape_and_cache: ", dtype, layout, key, value, key_cache, value_cache, slot_mapping,
+                             num_tokens, num_kv_heads, head_dim, page_size, num_pages, key_token_stride,
+                             value_token_stride, debug_checks, stream, kv_dtype, k_scale, v_scale);
 }
 
 extern "C" int muh_merge_attn_states(int dtype, void* output, float* output_lse, const void* prefix_output,

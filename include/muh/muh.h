@@ -191,6 +191,22 @@ int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* va
                           int64_t key_token_stride, int64_t value_token_stride, int debug_checks,
                           void* stream);
 
+/* KV cache element types (muh::KVDType, muh/kv_quant.hpp): vLLM's kv_cache_dtype "auto" (the
+ * caches hold dtype), "fp8" / "fp8_e4m3" and "fp8_e5m2" (1-byte codes). */
+enum muh_kv_dtype { MUH_KV_AUTO = 0, MUH_KV_FP8_E4M3 = 1, MUH_KV_FP8_E5M2 = 2 };
+
+/* muh_reshape_and_cache into caches of element type kv_dtype (a muh_kv_dtype). MUH_KV_AUTO is
+ * muh_reshape_and_cache (the scales are not read). With an fp8 kind, dtype is MUH_FP16 or
+ * MUH_BF16 (MUH_FP32: MUH_UNSUPPORTED), k_scale and v_scale are finite and > 0, and each cache
+ * element is the 1-byte code of float(key element) / k_scale (value: v_scale), rounded to nearest
+ * (ties to even), saturating to the largest finite value (448 e4m3, 57344 e5m2), NaN to NaN
+ * (muh::float_to_fp8). The vLLM layout's x is then 16; the caches are arrays of bytes. */
+int muh_reshape_and_cache_quant(int dtype, int layout, const void* key, const void* value, void* key_cache,
+                                void* value_cache, const int64_t* slot_mapping, int num_tokens,
+                                int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                int64_t key_token_stride, int64_t value_token_stride, int debug_checks,
+                                void* stream, int kv_dtype, float k_scale, float v_scale);
+
 /* vLLM's merge_attn_states: output = merge((prefix_output, prefix_lse), (suffix_output,
  * suffix_lse)); outputs [num_tokens, num_heads, head_dim] packed, lse fp32 [num_heads,
  * num_tokens]; output_lse may be null. See muh::merge_attn_states. */

@@ -10,6 +10,15 @@
 // Odd token counts (1 + 17 + 40 tokens plus padding). debug_checks and the kernel's own skip of
 // out-of-range slots (counted in bad_slots), and the C ABI, over the same buffers.
 //
+// fp8 caches (kv_cache_dtype fp8 / fp8_e4m3 / fp8_e5m2): both layouts, both kinds, fp16 and bf16
+// key/value, scales other than 1 (0.37, 2.5, 1e-3), key/value packed, as qkv slices (8-element
+// chunks) and with an odd token stride (element chunks); sources mixing random bit patterns,
+// values across the fp8 range at the scale and past it (saturation), fp8 subnormals, NaN of both
+// signs, ±inf, ±0 and ±(largest finite · scale); padding tokens (−1) and one out-of-range slot.
+// Every cache byte of a mapped slot must be muh::float_to_fp8(float(x) / scale) computed on the
+// host (x read by the reference's own conversion), bit for bit; every other byte keeps its fill.
+// The C ABI's muh_reshape_and_cache_quant writes the same bytes.
+//
 // Merge: the kernel against the same row math on the host (kernels/merge_states.hpp) on the
 // storage-rounded inputs: rows with an empty prefix or suffix (−inf and FlashAttention 2's +inf),
 // both empty (the output is prefix_output, bit for bit, and lse −inf), NaN in an empty partial's
@@ -19,6 +28,7 @@
 // few ulps; a wrong weight is off by O(1)).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -34,6 +44,7 @@
 #include "muh/instances.hpp"
 #include "muh/kernels/cache_write.hpp"
 #include "muh/kernels/merge_states.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/merge_states.hpp"
 #include "muh/muh.h"
 
@@ -301,6 +312,230 @@ TEST(CacheWriteCApi, MatchesTheCppApi) {
       << muh_last_error();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   expect_caches(r, "muh_reshape_and_cache");
+}
+
+// ---- fp8 caches ------------------------------------------------------------------------------------
+
+enum class Fp8View { packed, qkv_slices, odd_stride };
+
+struct Fp8Case {
+  DType dtype;
+  KVDType kv;
+  KVLayout layout;
+  Fp8View view;
+  float k_scale, v_scale;
+  std::string name() const {
+    const char* v = view == Fp8View::packed ? "packed" : view == Fp8View::qkv_slices ? "qkv" : "odd_stride";
+    auto sc = [](float x) {
+      std::string t = std::to_string(x);
+      for (char& ch : t)
+        if (ch == '.') ch = 'p';
+      t = t.substr(0, t.find_last_not_of('0') + 1);
+      return t.back() == 'p' ? t.substr(0, t.size() - 1) : t;
+    };
+    return std::string(dtype_name(dtype)) + "_" + std::string(kv_dtype_name(kv)) +
+           (layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + v + "_k" + sc(k_scale) + "_v" + sc(v_scale);
+  }
+};
+void PrintTo(const Fp8Case& c, std::ostream* os) { *os << c.name(); }
+
+// One source element (16-bit bits of t): every 13th an edge value (NaN of both signs, ±inf, ±0,
+// ±top, just past ±top, far past it; top = largest finite · scale), else random bits, values
+// across ±1.2 top, or fp8 subnormals at the scale.
+std::uint16_t fp8_source(std::size_t i, std::mt19937& rng, DType t, KVDType kv, float scale) {
+  const Fp8Format f = fp8_format(kv);
+  const float top = f.max_finite * scale, inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float x;
+  if (i % 13 == 0) {
+    const float edge[] = {nan, -nan, inf, -inf, 0.f, -0.f, top, -top, top * 1.07f, -top * 1.07f, top * 30.f, -top * 30.f};
+    x = edge[(i / 13) % (sizeof edge / sizeof edge[0])];
+  } else {
+    switch (rng() % 4) {
+      case 0: return static_cast<std::uint16_t>(rng());
+      case 1:
+      case 2: x = std::uniform_real_distribution<float>(-1.2f, 1.2f)(rng) * top; break;
+      default: x = std::uniform_real_distribution<float>(-4.f, 4.f)(rng) * std::ldexp(scale, 1 - f.bias); break;
+    }
+  }
+  return t == DType::bf16 ? ref::float_to_bf16_bits(x) : ref::float_to_fp16_bits(x);
+}
+
+class CacheWriteFp8 : public ::testing::TestWithParam<Fp8Case> {};
+
+TEST_P(CacheWriteFp8, CodesAreTheHostFunctionsBitForBit) {
+  MUH_REQUIRE_GPU();
+  const Fp8Case c = GetParam();
+  const int H = 2, D = 128, P = 16, pages = 6;
+  const std::int64_t num_slots = std::int64_t(pages) * P, row = std::int64_t(H) * D;
+  std::mt19937 rng(std::hash<std::string>{}(c.name()) & 0xffff);
+  // Slots: distinct, shuffled, a padding token after every 5th real one, one slot out of range.
+  std::vector<std::int64_t> perm(num_slots);
+  for (std::int64_t i = 0; i < num_slots; ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<std::int64_t> slots;
+  for (int i = 0; i < 71; ++i) {  // 71 real tokens + 14 padding: 85
+    slots.push_back(perm[i]);
+    if ((i + 1) % 5 == 0) slots.push_back(-1);
+  }
+  slots[7] = num_slots + 3;  // a real token's slot: perm[6] stays unwritten
+  const std::int64_t T = static_cast<std::int64_t>(slots.size());
+  ASSERT_EQ(T % 2, 1) << "an odd token count";
+  // Token buffer (elements): packed: keys then values; qkv: [T, (4 + 2H) · D] rows of q, k, v;
+  // odd stride: rows of row + 3 elements, the value rows after the key rows at an odd offset.
+  std::int64_t S = row, key_off = 0, value_off = T * row, total = 2 * T * row;
+  if (c.view == Fp8View::qkv_slices) {
+    S = (4 + 2 * H) * std::int64_t(D);
+    key_off = 4 * std::int64_t(D);
+    value_off = key_off + row;
+    total = T * S;
+  } else if (c.view == Fp8View::odd_stride) {
+    S = row + 3;
+    value_off = T * S + 5;
+    total = value_off + T * S;
+  }
+  // (Junk between rows and q's columns take the key's scale: they are never read.)
+  auto is_value = [&](std::int64_t i) {
+    return c.view == Fp8View::qkv_slices ? i % S >= value_off : i >= value_off;
+  };
+  std::vector<std::uint16_t> buf(static_cast<std::size_t>(total));
+  for (std::size_t i = 0; i < buf.size(); ++i)
+    buf[i] = fp8_source(i, rng, c.dtype, c.kv, is_value(std::int64_t(i)) ? c.v_scale : c.k_scale);
+  // The expected caches: the fill, then the host's code at every mapped element.
+  kernels::cache_write::CacheWriteArgs a;
+  a.shape.layout = c.layout;
+  a.shape.page_size = P;
+  a.shape.num_kv_heads = H;
+  a.shape.head_dim = D;
+  a.shape.x = 16;
+  a.key_page_stride = a.value_page_stride = a.shape.page_elems();
+  const std::size_t cache_bytes = static_cast<std::size_t>(pages * a.shape.page_elems());
+  constexpr unsigned char kFill = 0xa5;
+  std::vector<unsigned char> kwant(cache_bytes, kFill), vwant(cache_bytes, kFill);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(buf.data());
+  std::size_t nans = 0, saturated = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    if (kernels::cache_write::classify(slots[t], num_slots) != kernels::cache_write::Slot::write) continue;
+    for (int h = 0; h < H; ++h)
+      for (int d = 0; d < D; ++d) {
+        const std::size_t ki = static_cast<std::size_t>(key_off + t * S + h * D + d);
+        const std::size_t vi = static_cast<std::size_t>(value_off + t * S + h * D + d);
+        const float kx = ref::from_storage(bytes, ki, c.dtype), vx = ref::from_storage(bytes, vi, c.dtype);
+        kwant[kernels::cache_write::key_at(a, slots[t], h, d)] = float_to_fp8(kx / c.k_scale, c.kv);
+        vwant[kernels::cache_write::value_at(a, slots[t], h, d)] = float_to_fp8(vx / c.v_scale, c.kv);
+        nans += std::isnan(kx) + std::isnan(vx);
+        const float top = fp8_format(c.kv).max_finite;
+        saturated += (std::fabs(kx / c.k_scale) > top) + (std::fabs(vx / c.v_scale) > top);
+      }
+  }
+  ASSERT_GT(nans, 0u) << "the case writes NaN elements";
+  ASSERT_GT(saturated, 0u) << "the case writes elements past the largest finite value";
+
+  testing::DeviceBuffer dbuf(buf.size() * 2), dslots(slots.size() * 8), kc(cache_bytes), vc(cache_bytes), bad(4);
+  MUH_CUDA_CHECK(cudaMemcpy(dbuf.p, buf.data(), buf.size() * 2, cudaMemcpyHostToDevice));
+  MUH_CUDA_CHECK(cudaMemcpy(dslots.p, slots.data(), slots.size() * 8, cudaMemcpyHostToDevice));
+  CacheWriteParams p;
+  p.dtype = c.dtype;
+  p.layout = c.layout;
+  p.kv = {c.kv, c.k_scale, c.v_scale};
+  p.key = static_cast<const std::uint16_t*>(dbuf.p) + key_off;
+  p.value = static_cast<const std::uint16_t*>(dbuf.p) + value_off;
+  p.key_cache = kc.p;
+  p.value_cache = vc.p;
+  p.slot_mapping = static_cast<const std::int64_t*>(dslots.p);
+  p.bad_slots = static_cast<int*>(bad.p);
+  p.num_tokens = static_cast<int>(T);
+  p.num_kv_heads = H;
+  p.head_dim = D;
+  p.page_size = P;
+  p.num_pages = pages;
+  p.key_token_stride = p.value_token_stride = S;
+
+  auto expect_caches_fp8 = [&](const char* what) {
+    const std::vector<unsigned char> k = download(kc.p, cache_bytes), v = download(vc.p, cache_bytes);
+    std::size_t k_bad = 0, v_bad = 0;
+    std::string first;
+    for (std::size_t i = 0; i < cache_bytes; ++i) {
+      if (k[i] != kwant[i] && first.empty())
+        first = "key_cache[" + std::to_string(i) + "] = " + std::to_string(k[i]) + ", want " + std::to_string(kwant[i]);
+      if (v[i] != vwant[i] && first.empty())
+        first = "value_cache[" + std::to_string(i) + "] = " + std::to_string(v[i]) + ", want " + std::to_string(vwant[i]);
+      k_bad += k[i] != kwant[i];
+      v_bad += v[i] != vwant[i];
+    }
+    EXPECT_EQ(k_bad, 0u) << c.name() << " " << what << ": key_cache bytes differ (" << first << ")";
+    EXPECT_EQ(v_bad, 0u) << c.name() << " " << what << ": value_cache bytes differ (" << first << ")";
+  };
+
+  MUH_CUDA_CHECK(cudaMemset(kc.p, kFill, cache_bytes));
+  MUH_CUDA_CHECK(cudaMemset(vc.p, kFill, cache_bytes));
+  MUH_CUDA_CHECK(cudaMemset(bad.p, 0, 4));
+  const Status st = reshape_and_cache(p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_caches_fp8("reshape_and_cache");
+  EXPECT_EQ(read_int(bad.p), 1) << "the out-of-range slot is skipped and counted";
+
+  // The C ABI: the same bytes.
+  MUH_CUDA_CHECK(cudaMemset(kc.p, kFill, cache_bytes));
+  MUH_CUDA_CHECK(cudaMemset(vc.p, kFill, cache_bytes));
+  ASSERT_EQ(muh_reshape_and_cache_quant(int(p.dtype), int(p.layout), p.key, p.value, p.key_cache, p.value_cache,
+                                        p.slot_mapping, p.num_tokens, H, D, P, pages, S, S, 0, nullptr, int(c.kv),
+                                        c.k_scale, c.v_scale),
+            MUH_OK)
+      << muh_last_error();
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_caches_fp8("muh_reshape_and_cache_quant");
+}
+
+std::vector<Fp8Case> fp8_cases() {
+  std::vector<Fp8Case> v;
+  for (DType t : {DType::fp16, DType::bf16})
+    for (KVDType kv : {KVDType::fp8_e4m3, KVDType::fp8_e5m2})
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (Fp8View view : {Fp8View::packed, Fp8View::qkv_slices, Fp8View::odd_stride}) {
+          const bool a = (int(t) + int(kv) + int(l) + int(view)) % 2 == 0;
+          v.push_back({t, kv, l, view, a ? 0.37f : 2.5f, a ? 2.5f : 0.37f});
+        }
+  v.push_back({DType::bf16, KVDType::fp8_e4m3, KVLayout::vllm, Fp8View::packed, 1e-3f, 1.f});
+  v.push_back({DType::fp16, KVDType::fp8_e5m2, KVLayout::nhd, Fp8View::qkv_slices, 1.f, 3.f});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CacheWriteFp8, ::testing::ValuesIn(fp8_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// With a device present: a zero scale, and fp32 key/value with an fp8 cache, are refused before
+// the launch; the caches keep their bytes.
+TEST(CacheWriteFp8Input, BadScaleLeavesTheCachesUntouched) {
+  MUH_REQUIRE_GPU();
+  const std::size_t bytes = 16 * 2 * 128;
+  testing::DeviceBuffer key(2 * 128 * 2 * 3), kc(bytes), vc(bytes), slots(8 * 3);
+  MUH_CUDA_CHECK(cudaMemset(kc.p, 0x11, bytes));
+  MUH_CUDA_CHECK(cudaMemset(vc.p, 0x11, bytes));
+  MUH_CUDA_CHECK(cudaMemset(slots.p, 0, 8 * 3));
+  CacheWriteParams p;
+  p.dtype = DType::bf16;
+  p.layout = KVLayout::nhd;
+  p.kv = {KVDType::fp8_e4m3, 0.f, 1.f};
+  p.key = p.value = key.p;
+  p.key_cache = kc.p;
+  p.value_cache = vc.p;
+  p.slot_mapping = static_cast<const std::int64_t*>(slots.p);
+  p.num_tokens = 3;
+  p.num_kv_heads = 2;
+  p.head_dim = 128;
+  p.page_size = 16;
+  p.num_pages = 1;
+  const Status s = reshape_and_cache(p);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_NE(s.message().find("k_scale"), std::string::npos) << s.message();
+  p.kv = {KVDType::fp8_e4m3, 1.f, 1.f};
+  p.dtype = DType::fp32;
+  EXPECT_EQ(reshape_and_cache(p).code(), StatusCode::unsupported);
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  for (const auto& b : {download(kc.p, bytes), download(vc.p, bytes)})
+    for (unsigned char x : b) ASSERT_EQ(x, 0x11) << "a refused call wrote the cache";
 }
 
 // ---- merge_attn_states ---------------------------------------------------------------------------
