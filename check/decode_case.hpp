@@ -62,10 +62,17 @@ struct DecodeCase {
   unsigned seed = 1;
   std::string shape = "case";  // label of the shape family
   VariantSpec variant = {};    // an attention variant (none: the plain kind)
+  // The cache's element type (muh/kv_quant.hpp). fp8: K and V are drawn as x ~ U(−kv_amp, kv_amp),
+  // stored as the codes of x / scale (saturating past the format's largest value), and the
+  // reference reads code · scale; unused slots hold the NaN code.
+  KVDType kv = KVDType::same;
+  float k_scale = 1.f, v_scale = 1.f;
+  float kv_amp = 1.f;
 
   std::string name() const {
     std::string s = "t" + std::to_string(target) + "_" + std::string(dtype_name(dtype)) + "_hd" +
                     std::to_string(head_dim) + "_" + (layout == KVLayout::nhd ? "nhd" : "vllm") + "_" + shape;
+    if (is_fp8(kv)) s += "_" + std::string(kv_dtype_name(kv));
     return s;
   }
 };
@@ -127,15 +134,20 @@ class DecodeProblem {
 
   // Uploads every input; returns an error message or "".
   std::string upload() {
-    const std::size_t e = dtype_size(c_.dtype);
-    if (!q_d_.alloc(q_.size() * e) || !k_d_.alloc(k_.size() * e) || !v_d_.alloc(v_.size() * e) ||
+    const std::size_t e = dtype_size(c_.dtype), ce = kv_elem_size(c_.kv, int(e));
+    if (!q_d_.alloc(q_.size() * e) || !k_d_.alloc(k_.size() * ce) || !v_d_.alloc(v_.size() * ce) ||
         !bt_d_.alloc(bt_.size() * 4) || !lens_d_.alloc(lens_.size() * 4) || !out_d_.alloc(out_elems() * e) ||
         !lse_d_.alloc(lse_elems() * 4))
       return "cudaMalloc failed";
     auto put = [](DevBuf& b, const void* h, std::size_t n) { return cudaMemcpy(b.p, h, n, cudaMemcpyHostToDevice); };
     cudaError_t err = put(q_d_, ref::to_storage(q_, c_.dtype).data(), q_.size() * e);
-    if (!err) err = put(k_d_, ref::to_storage(k_, c_.dtype).data(), k_.size() * e);
-    if (!err) err = put(v_d_, ref::to_storage(v_, c_.dtype).data(), v_.size() * e);
+    if (is_fp8(c_.kv)) {
+      if (!err) err = put(k_d_, k8_.data(), k8_.size());
+      if (!err) err = put(v_d_, v8_.data(), v8_.size());
+    } else {
+      if (!err) err = put(k_d_, ref::to_storage(k_, c_.dtype).data(), k_.size() * e);
+      if (!err) err = put(v_d_, ref::to_storage(v_, c_.dtype).data(), v_.size() * e);
+    }
     if (!err) err = put(bt_d_, bt_.data(), bt_.size() * 4);
     if (!err) err = put(lens_d_, lens_.data(), lens_.size() * 4);
     if (!err) err = dvar_.upload(c_.variant);
@@ -170,6 +182,7 @@ class DecodeProblem {
     p.max_seq_len = max_len_;
     p.softmax_scale = c_.softmax_scale;
     p.variant = dvar_.v;
+    p.kv = KVQuant{c_.kv, c_.k_scale, c_.v_scale};
     return p;
   }
 
@@ -224,6 +237,7 @@ class DecodeProblem {
   bool host_checks_ = true;
   PagedKVShape kv_;
   std::vector<float> q_, k_, v_, ref_out_, ref_lse_;
+  std::vector<std::uint8_t> k8_, v8_;  // an fp8 cache's codes (k_, v_ hold code · scale)
   std::vector<int> bt_, lens_;
   double naive_err_ = 0, max_ref_ = 0;
   DevBuf q_d_, k_d_, v_d_, bt_d_, lens_d_, out_d_, lse_d_, ws_d_;
@@ -328,7 +342,7 @@ class DecodeProblem {
     lens_ = c_.seq_lens;
     max_len_ = lens_.empty() ? 0 : *std::max_element(lens_.begin(), lens_.end());
     const int ps = c_.page_size, D = c_.head_dim, Hkv = c_.num_kv_heads;
-    kv_ = PagedKVShape{c_.layout, ps, Hkv, D, 16 / dtype_size(c_.dtype)};
+    kv_ = PagedKVShape{c_.layout, ps, Hkv, D, 16 / kv_elem_size(c_.kv, dtype_size(c_.dtype))};
     // Pages: each sequence's pages in random order among all pages, plus 3 pages nobody uses.
     int used = 0;
     for (int len : lens_) used += (len + ps - 1) / ps;
@@ -345,13 +359,29 @@ class DecodeProblem {
     const std::size_t cache = static_cast<std::size_t>(num_pages_) * ps * Hkv * D;
     k_.assign(cache, std::numeric_limits<float>::quiet_NaN());
     v_.assign(cache, std::numeric_limits<float>::quiet_NaN());
+    const bool fp8 = is_fp8(c_.kv);
+    if (fp8) {
+      const std::uint8_t nan_code = fp8_format(c_.kv).nan_code;
+      k8_.assign(cache, nan_code);
+      v8_.assign(cache, nan_code);
+    }
+    // One cache element: a storage-precision value, or (fp8) the code of amp · u / scale and its
+    // dequantised value code · scale.
+    auto element = [&](std::vector<float>& val, std::vector<std::uint8_t>& codes, std::int64_t i, float scale) {
+      if (!fp8) {
+        val[i] = ref::round_to(u(rng), c_.dtype);
+        return;
+      }
+      codes[i] = float_to_fp8(c_.kv_amp * u(rng) / scale, c_.kv);
+      val[i] = fp8_to_float(codes[i], c_.kv) * scale;
+    };
     for (std::size_t s = 0; s < lens_.size(); ++s)
       for (int t = 0; t < lens_[s]; ++t) {
         const int page = bt_[s * max_blocks_ + t / ps];
         for (int h = 0; h < Hkv; ++h)
           for (int d = 0; d < D; ++d) {
-            k_[kv_.k_offset(page, t % ps, h, d)] = ref::round_to(u(rng), c_.dtype);
-            v_[kv_.v_offset(page, t % ps, h, d)] = ref::round_to(u(rng), c_.dtype);
+            element(k_, k8_, kv_.k_offset(page, t % ps, h, d), c_.k_scale);
+            element(v_, v8_, kv_.v_offset(page, t % ps, h, d), c_.v_scale);
           }
       }
     // q ~ U(−2, 2): scores of std ≈ 1.3 at scale 1/sqrt(D), a softmax that is neither flat nor one-hot.

@@ -77,13 +77,14 @@ muh_choose_build() {
   if command -v nvidia-smi >/dev/null 2>&1; then
     MUH_GPU_CC="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '. \r')" || MUH_GPU_CC=""
   fi
-  local archs heads dtypes targets variant_heads
+  local archs heads dtypes targets variant_heads fp8_heads
   if [ -n "$MUH_GPU_CC" ]; then
     # A GPU: build for it, every instantiation (the GPU tests force every policy on it).
     archs="${MUH_CUDA_ARCHITECTURES:-$MUH_GPU_CC}"
     heads="${MUH_HEAD_DIMS:-64;96;128;256}"
     dtypes="${MUH_DTYPES:-fp16;bf16;fp32}"
     variant_heads="${MUH_VARIANT_HEAD_DIMS:-}"  # the general variant kind for every head dim
+    fp8_heads="${MUH_KV_FP8_HEAD_DIMS:-}"       # the fp8 KV-cache decode kernels for every head dim
     muh_log "GPU sm_$MUH_GPU_CC found: building for it (archs $archs, head dims $heads, dtypes $dtypes)"
   else
     # No GPU (CI, 2 cores): the GPU tests skip, so prune instantiations and architectures to stay
@@ -98,12 +99,15 @@ muh_choose_build() {
     # CPU tests need — they check the variants' selection, plans and bad inputs, none of which
     # depends on more instances — and which keeps the general code path compiled in CI.
     variant_heads="${MUH_VARIANT_HEAD_DIMS:-128}"
+    # The fp8 KV-cache decode kernels (muh/kv_quant.hpp) likewise for head dim 128 only: the CPU
+    # tests check their selection, plans and bad inputs, and this keeps the fp8 path compiled.
+    fp8_heads="${MUH_KV_FP8_HEAD_DIMS:-128}"
     muh_log "no GPU: lean build (archs $archs, head dims $heads, dtypes $dtypes, general variant kind: hd $variant_heads)"
   fi
   targets="${MUH_TARGETS:-0;75;80;86;89;90}"
   MUH_CONFIG_ARGS=(-DMUH_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_ARCHITECTURES="$archs"
                    -DMUH_HEAD_DIMS="$heads" -DMUH_DTYPES="$dtypes" -DMUH_TARGETS="$targets"
-                   -DMUH_VARIANT_HEAD_DIMS="$variant_heads"
+                   -DMUH_VARIANT_HEAD_DIMS="$variant_heads" -DMUH_KV_FP8_HEAD_DIMS="$fp8_heads"
                    -DCMAKE_BUILD_TYPE=Release)
 }
 

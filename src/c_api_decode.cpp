@@ -89,6 +89,19 @@ extern "C" int muh_paged_decode_variant(int dtype, int layout, const void* q, co
                                         int max_seq_len, float softmax_scale, void* workspace,
                                         size_t workspace_bytes, int force_target, int force_splits, int cuda_graph,
                                         void* stream, const muh_variant* variant) {
+  return muh_paged_decode_quant(dtype, layout, q, k_cache, v_cache, out, lse, block_table, seq_lens, num_seqs,
+                                num_q_heads, num_kv_heads, head_dim, page_size, num_pages, max_blocks_per_seq,
+                                max_seq_len, softmax_scale, workspace, workspace_bytes, force_target, force_splits,
+                                cuda_graph, stream, variant, nullptr);
+}
+
+extern "C" int muh_paged_decode_quant(int dtype, int layout, const void* q, const void* k_cache,
+                                      const void* v_cache, void* out, float* lse, const int* block_table,
+                                      const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
+                                      int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                                      int max_seq_len, float softmax_scale, void* workspace, size_t workspace_bytes,
+                                      int force_target, int force_splits, int cuda_graph, void* stream,
+                                      const muh_variant* variant, const muh_kv_quant* kv) {
   using namespace muh;
   DecodeParams p;
   Status s = capi::make_params(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
@@ -105,6 +118,13 @@ extern "C" int muh_paged_decode_variant(int dtype, int layout, const void* q, co
   p.max_blocks_per_seq = max_blocks_per_seq;
   p.softmax_scale = softmax_scale;
   p.variant = capi::variant_of(variant);
+  if (kv != nullptr) {
+    // Range-checked before the cast (an int cast to the 8-bit enum could wrap onto a valid value).
+    if (kv->kv_dtype < 0 || kv->kv_dtype > static_cast<int>(KVDType::fp8_e5m2))
+      return capi::report(invalid_argument("paged_decode: kv.kv_dtype " + std::to_string(kv->kv_dtype) +
+                                           " is not one of MUH_KV_AUTO (0), MUH_KV_FP8_E4M3 (1), MUH_KV_FP8_E5M2 (2)"));
+    p.kv = KVQuant{static_cast<KVDType>(kv->kv_dtype), kv->k_scale, kv->v_scale};
+  }
   s = detail::check_decode_call(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
   DecodePlan plan;

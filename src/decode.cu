@@ -45,6 +45,13 @@ namespace detail {
                                       cudaStream_t, int*);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_DECODE_INSTANCE)
 #undef MUH_DECLARE_DECODE_INSTANCE
+#define MUH_DECLARE_DECODE_FP8_INSTANCE(k, t, d)                                                          \
+  template <>                                                                                           \
+  Status decode_fp8_instance<KVDType::k, DType::t, d>(const kernels::decode::DecodeArgs&,                \
+                                                      const kernels::VariantArgs*, KVLayout, int, int, \
+                                                      cudaStream_t, int*);
+MUH_FOR_EACH_FP8_INSTANCE(MUH_DECLARE_DECODE_FP8_INSTANCE)
+#undef MUH_DECLARE_DECODE_FP8_INSTANCE
 #if MUH_VARIANT_GENERAL
 #define MUH_DECLARE_DECODE_GENERAL_INSTANCE(t, d)                                                              \
   template <>                                                                                                \
@@ -66,6 +73,26 @@ constexpr InstanceEntry<DecodeGeneralInstanceFn> kDecodeGeneralInstances[] = {
 #endif
 
 using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t, int*);
+
+// The fp8 KV-cache instances (kernels/decode_instance.cuh), looked up by (fp8 type, dtype, head_dim).
+using DecodeFp8InstanceFn = Status (*)(const kernels::decode::DecodeArgs&, const kernels::VariantArgs*, KVLayout, int,
+                                       int, cudaStream_t, int*);
+struct Fp8InstanceEntry {
+  KVDType kv;
+  DType dtype;
+  int head_dim;
+  DecodeFp8InstanceFn fn;
+};
+#define MUH_DECODE_FP8_INSTANCE_ENTRY(k, t, d) \
+  Fp8InstanceEntry{KVDType::k, DType::t, d, &decode_fp8_instance<KVDType::k, DType::t, d>},
+constexpr Fp8InstanceEntry kDecodeFp8Instances[] = {
+    MUH_FOR_EACH_FP8_INSTANCE(MUH_DECODE_FP8_INSTANCE_ENTRY){KVDType::same, DType::fp32, 0, nullptr}};  // (sentinel)
+#undef MUH_DECODE_FP8_INSTANCE_ENTRY
+DecodeFp8InstanceFn find_fp8_instance(KVDType kv, DType t, int head_dim) {
+  for (const auto& e : kDecodeFp8Instances)
+    if (e.kv == kv && e.dtype == t && e.head_dim == head_dim && e.fn != nullptr) return e.fn;
+  return nullptr;
+}
 
 #define MUH_DECODE_INSTANCE_ENTRY(t, d) InstanceEntry<DecodeInstanceFn>{DType::t, d, &decode_instance<DType::t, d>},
 constexpr InstanceEntry<DecodeInstanceFn> kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
@@ -97,6 +124,9 @@ Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
                             ", partition_tokens " + num(plan.partition_tokens) + ")");
   if (!(plan.policy == decode_policy(plan.target, plan.dtype, plan.head_dim)))
     return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s decode policy");
+  if (plan.kv_dtype != p.kv.dtype)
+    return invalid_argument(w + "the plan was made for a KV cache of " + std::string(kv_dtype_name(plan.kv_dtype)) +
+                            " and the call's is " + std::string(kv_dtype_name(p.kv.dtype)) + "; re-plan for this call");
   if (plan.variant != variant_kind(p.variant))
     return invalid_argument(w + "the plan was made for the " + variant_kind_name(plan.variant) +
                             " variant kind and the call is of the " + variant_kind_name(variant_kind(p.variant)) +
@@ -166,10 +196,26 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
 
   int* flags = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
   if (flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
+  // The scale of q·k as the kernels apply it: an fp8 cache's k_scale is folded in (its v_scale is
+  // applied to the output: make_decode_args).
+  const float qk_scale = effective_softmax_scale(p.softmax_scale, p.head_dim) * (is_fp8(p.kv.dtype) ? p.kv.k_scale : 1.f);
+  if (is_fp8(p.kv.dtype)) {
+    const auto fn = detail::find_fp8_instance(p.kv.dtype, p.dtype, p.head_dim);
+    if (fn == nullptr)  // (check_decode_call refused it already)
+      return {StatusCode::not_compiled, "paged_decode: this fp8 KV-cache instance is not compiled"};
+    const kernels::decode::DecodeArgs a = detail::make_decode_args(p, plan, workspace);
+    if (plan.variant == VariantKind::general) {
+      const kernels::VariantArgs v = kernels::make_variant_args(
+          p.variant, qk_scale, true, 1,
+          static_cast<int>(std::min<long long>(static_cast<long long>(p.max_blocks_per_seq) * p.page_size, 1 << 30)));
+      return fn(a, &v, p.layout, plan.target, cc, opt.stream, flags);
+    }
+    return fn(a, nullptr, p.layout, plan.target, cc, opt.stream, flags);
+  }
   if (plan.variant == VariantKind::general) {
 #if MUH_VARIANT_GENERAL
     const kernels::VariantArgs v = kernels::make_variant_args(
-        p.variant, effective_softmax_scale(p.softmax_scale, p.head_dim), true, 1,
+        p.variant, qk_scale, true, 1,
         // every length the kernels accept (the block table's reach; seq_len may exceed max_seq_len)
         static_cast<int>(std::min<long long>(static_cast<long long>(p.max_blocks_per_seq) * p.page_size, 1 << 30)));
     const auto fn = find_instance(detail::kDecodeGeneralInstances, p.dtype, p.head_dim);
@@ -208,7 +254,12 @@ kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const Decode
   a.partition_tokens = plan.partition_tokens;
   a.l2_evict_first = plan.l2_evict_first ? 1 : 0;
   const float scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
-  a.scale_log2 = scale * kernels::kLog2e;
+  if (is_fp8(p.kv.dtype)) {  // dequantisation (muh/kv_quant.hpp): k_scale with the softmax scale, v_scale at the end
+    a.scale_log2 = scale * p.kv.k_scale * kernels::kLog2e;
+    a.v_scale = p.kv.v_scale;
+  } else {
+    a.scale_log2 = scale * kernels::kLog2e;
+  }
   if (plan.num_splits > 1) {
     // Partials laid out for the plan's capacity: o [plan.num_seqs, splits, Hq, D], then lse.
     a.part_o = static_cast<float*>(workspace);

@@ -18,6 +18,9 @@ namespace muh::detail {
 // paged_decode()'s business (a plan is a host value, made for any supported shape).
 Status check_decode_shape(const DecodeParams& p);
 
+// The KV cache's element type and scales (part of check_decode_shape).
+Status check_kv_quant(const DecodeParams& p);
+
 // q, k_cache, v_cache, out, block_table, seq_lens non-null; tensors 16-byte aligned, lse /
 // block_table / seq_lens 4-byte aligned. (The workspace is checked against the plan.)
 Status check_decode_pointers(const DecodeParams& p);

@@ -79,13 +79,44 @@ Status check_decode_shape(const DecodeParams& p) {
   }
   if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
     return invalid_argument(w + "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
+  MUH_TRY(check_kv_quant(p));
   return check_variant_values(p.variant, w);
+}
+
+// The cache's element type (muh/kv_quant.hpp): an fp8 cache with fp16 / bf16 q, positive finite
+// scales; with kv dtype "same" the scales are not read.
+Status check_kv_quant(const DecodeParams& p) {
+  const std::string w = "paged_decode: ";
+  const KVQuant& kv = p.kv;
+  if (kv.dtype != KVDType::same && !is_fp8(kv.dtype))
+    return invalid_argument(w + "kv dtype " + std::to_string(static_cast<int>(kv.dtype)) +
+                            " is not one of auto (0), fp8_e4m3 (1), fp8_e5m2 (2)");
+  if (!is_fp8(kv.dtype)) return Status::Ok();
+  if (p.dtype == DType::fp32)
+    return invalid_argument(w + "an fp8 KV cache (" + std::string(kv_dtype_name(kv.dtype)) +
+                            ") is read with fp16 or bf16 q, not fp32");
+  if (p.layout == KVLayout::vllm && p.page_size < 16)  // (the V tile's 16 tokens: one page, one copy)
+    return invalid_argument(w + "an fp8 KV cache in the vllm layout needs page_size >= 16 (got " +
+                            std::to_string(p.page_size) + ")");
+  auto bad_scale = [](float s) { return !std::isfinite(s) || s <= 0.f; };
+  if (bad_scale(kv.k_scale) || bad_scale(kv.v_scale)) {
+    const bool k = bad_scale(kv.k_scale);
+    return invalid_argument(w + (k ? "k_scale" : "v_scale") + " must be finite and > 0 for an fp8 KV cache, got " +
+                            std::to_string(k ? kv.k_scale : kv.v_scale));
+  }
+  return Status::Ok();
 }
 
 Status check_decode_call(const DecodeParams& p) {
   MUH_TRY(check_decode_shape(p));
   if (p.num_seqs == 0) return Status::Ok();  // nothing is read or written
   MUH_TRY(check_variant_compiled(p.variant, p.dtype, p.head_dim, "paged_decode: "));
+  if (is_fp8(p.kv.dtype) && !is_fp8_instance(p.kv.dtype, p.dtype, p.head_dim))
+    return {StatusCode::not_compiled, "paged_decode: the " + std::string(kv_dtype_name(p.kv.dtype)) +
+                                          " KV cache with " + std::string(dtype_name(p.dtype)) + " q and head_dim " +
+                                          std::to_string(p.head_dim) +
+                                          " is not compiled into this build; rebuild with MUH_KV_FP8 / "
+                                          "MUH_KV_FP8_HEAD_DIMS including it"};
   if (!is_compiled_instance(p.dtype, p.head_dim))
     return {StatusCode::not_compiled, "paged_decode: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                           std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +
@@ -213,6 +244,12 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
   MUH_TRY(selection_status(sel, w, hw));
   const DecodePolicy& pol = sel.policy;
+  // An fp8 cache is widened on the sm80 agent's load path (kernels/decode_sm80.cuh); the portable
+  // agent reads 16-bit and fp32 caches only.
+  if (is_fp8(p.kv.dtype) && pol.agent != Agent::sm80)
+    return unsupported(w + "an " + std::string(kv_dtype_name(p.kv.dtype)) +
+                       " KV cache is read by the sm80 agent's rows only; target " + std::to_string(sel.target) +
+                       "'s row is the " + std::string(agent_name(pol.agent)) + " agent's");
 
   DecodePlan r;
   r.target = sel.target;
@@ -226,6 +263,7 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   r.max_seq_len = p.max_seq_len;
   r.cuda_graph = opt.cuda_graph;
   r.variant = kind;
+  r.kv_dtype = p.kv.dtype;
   const int group = p.num_q_heads / p.num_kv_heads;
   r.head_chunks = (group + kDecodeRows - 1) / kDecodeRows;
 
@@ -241,6 +279,10 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   m.bandwidth = hw.memory_bandwidth_gbps * 1e9;
   m.sms = hw.sm_count;
   m.slots = static_cast<double>(hw.sm_count) * pol.ctas_per_sm;
+  // An fp8 cache is planned as the 16-bit cache of the same shape (its bytes, its copy form), so
+  // the workspace a caller sizes without naming the cache's type (muh_decode_workspace_size) fits:
+  // its CTAs keep as many tiles in flight at half the bytes, so where one CTA's pipeline bounds
+  // the rate the time per token is alike. (The fp8 kernels' own rates are not fitted.)
   m.bytes_per_token = 2.0 * p.head_dim * dtype_size(p.dtype);
   m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /
                (pol.agent == Agent::sm80 && p.layout == KVLayout::vllm &&

@@ -1,12 +1,15 @@
 // bench_decode.cu — `muh bench decode [--out DIR] [--iters N] [--no-split-sweep] [--no-layouts]
 //                    [--policy-sweep] [--kv-layout nhd|vllm] [--l2-hint auto|on|off]
-//                    [--only hdD:BATCH:KV_LEN ... [--splits N] [--variant LIST]]`.
+//                    [--only hdD:BATCH:KV_LEN ... [--splits N] [--variant LIST] [--kv-dtype LIST]]`.
 //
 // --only times just the listed cells (a quick look at a few cells, or under ncu); it also accepts
 // the probe config kv1 (see kProbeConfigs); --splits forces their partition count; --variant
 // gives them an attention variant (window=L[:R], softcap=X, sinks — every head's sink 0 —, alibi
 // — slopes 2^(−8(h+1)/32) —, comma-separated: muh/variant.hpp), e.g. a 4k window over a 128k
-// context beside the plain 4k and 128k cells. --kv-layout
+// context beside the plain 4k and 128k cells; --kv-dtype times each of them once per listed cache
+// type (auto = bf16, fp8_e4m3, fp8_e5m2: muh/kv_quant.hpp), one after the other in one run, e.g.
+// `--kv-dtype auto,fp8_e4m3` for an fp8 cache's speed-up (its cell bytes count 1-byte K/V; the
+// pool's random bf16 bytes read as fp8 codes include NaN codes, which change no speed). --kv-layout
 // vllm runs the grid on vLLM's cache layout (same page bytes); --l2-hint forces the L2
 // evict-first policy of the K/V copies on or off (default: the plan's choice).
 //
@@ -181,12 +184,13 @@ struct Pool {
   Variant variant;            // --variant: the cells' attention variant (its arrays: per_head)
   std::string variant_text;
   bench::VariantArrays per_head{32};  // (the largest config's q heads)
+  KVQuant kv_quant;           // --kv-dtype: the cache's element type of the cell being timed
   long long max_pages = 0;
   std::size_t page_bytes = 0;
 };
 
-double cell_bytes(const DecodeConfig& c, int batch, int len) {
-  const double kv = 2.0 * batch * static_cast<double>(len) * c.kv_heads * c.head_dim * 2;
+double cell_bytes(const DecodeConfig& c, int batch, int len, int kv_elem = 2) {
+  const double kv = 2.0 * batch * static_cast<double>(len) * c.kv_heads * c.head_dim * kv_elem;
   const double qo = 2.0 * batch * static_cast<double>(c.q_heads) * c.head_dim * 2;
   return kv + qo;
 }
@@ -195,7 +199,8 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
               int iters, bench::L2Flusher& flusher, cudaStream_t stream, const PolicyCandidate* cand = nullptr,
               PoolLayout layout = PoolLayout::interleaved, bool with_floor = false, LaunchFn arm = nullptr) {
   const int blocks = len / kPage;
-  const std::size_t page_bytes = std::size_t(kPage) * c.kv_heads * c.head_dim * 2;  // ≤ pool.page_bytes
+  const int kv_elem = kv_elem_size(pool.kv_quant.dtype, 2);
+  const std::size_t page_bytes = std::size_t(kPage) * c.kv_heads * c.head_dim * kv_elem;  // ≤ pool.page_bytes
   const long long n = static_cast<long long>(batch) * blocks;  // the cell's pages
   std::vector<int> table(static_cast<std::size_t>(n));
   unsigned char* base = pool.kv.as<unsigned char>();
@@ -241,6 +246,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   p.max_blocks_per_seq = blocks;
   p.max_seq_len = len;
   p.variant = pool.variant;
+  p.kv = pool.kv_quant;
   // A candidate launches its own kernel with the plan's arguments, made once (on the first call,
   // after the workspace has grown to the plan's).
   kernels::decode::DecodeArgs args{};
@@ -258,6 +264,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   Cell cell;
   cell.config = cand ? std::string(c.name) + "_" + cand->name() : std::string(c.name);
   if (!pool.variant_text.empty()) cell.config += "[" + pool.variant_text + "]";
+  if (is_fp8(pool.kv_quant.dtype)) cell.config += "[" + std::string(kv_dtype_name(pool.kv_quant.dtype)) + "]";
   cell.layout = pool_layout_name(layout);
   cell.head_dim = c.head_dim;
   cell.q_heads = c.q_heads;
@@ -272,7 +279,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
   cell.median_us = bench::median(us);
   cell.min_us = us.front();
   cell.max_us = us.back();
-  cell.tbps = cell_bytes(c, batch, len) / (cell.median_us * 1e-6) / 1e12;
+  cell.tbps = cell_bytes(c, batch, len, kv_elem) / (cell.median_us * 1e-6) / 1e12;
   cell.model_us = plan.est_seconds * 1e6;
   if (with_floor) {
     // The cell's K/V bytes start at the pool's base (interleaved, split); spread cells read the
@@ -447,6 +454,21 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   if (o.splits > 0 && o.only.empty()) throw UsageError("muh bench decode: --splits needs --only");
   if (!o.variant.empty() && o.only.empty()) throw UsageError("muh bench decode: --variant needs --only");
   const Variant variant = parse_variant(o.variant);  // (before the device: a bad list is exit 2)
+  // --kv-dtype: the cache types each --only cell is timed with (before the device: exit 2).
+  std::vector<KVDType> kv_types;
+  {
+    std::string list = o.kv_dtype;
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      const std::string name = list.substr(at, comma - at);
+      const auto t = parse_kv_dtype(name);
+      if (!t) throw UsageError("muh bench decode: --kv-dtype: unknown cache type '" + name +
+                               "' (auto, fp8_e4m3, fp8_e5m2, comma-separated)");
+      kv_types.push_back(*t);
+      at = comma + 1;
+    }
+  }
+  if (o.kv_dtype != "auto" && o.only.empty()) throw UsageError("muh bench decode: --kv-dtype needs --only");
   const bool split_sweep = !o.no_sweep && o.only.empty();
   const bool policy_sweep = o.policy_sweep;
   const BenchDevice device = open_bench_device("muh bench decode");
@@ -500,17 +522,21 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     const OnlyCell oc = parse_only(v);
     const DecodeConfig* cfg = oc.config;
     const int b = oc.batch, l = oc.kv_len;
-    Cell c = run_cell(pool, hw, *cfg, b, l, o.splits, iters, flusher, stream, nullptr, PoolLayout::interleaved, true);
-    for (int ci = 0; ci < 2; ++ci)
-      for (int bi = 0; bi < 4; ++bi)
-        for (int li = 0; li < 4; ++li)
-          if (cfg == &kConfigs[ci] && b == kBatches[bi] && l == kLens[li]) {
-            c.fi_tbps = kFlashInferTbps[ci][bi][li];
-            c.fi_us = kFlashInferUs[ci][bi][li];
-          }
-    print_progress(c);
-    cells.push_back(c);
+    for (KVDType kv : kv_types) {
+      pool.kv_quant = KVQuant{kv, 1.f, 1.f};
+      Cell c = run_cell(pool, hw, *cfg, b, l, o.splits, iters, flusher, stream, nullptr, PoolLayout::interleaved, true);
+      for (int ci = 0; ci < 2; ++ci)
+        for (int bi = 0; bi < 4; ++bi)
+          for (int li = 0; li < 4; ++li)
+            if (cfg == &kConfigs[ci] && b == kBatches[bi] && l == kLens[li] && !is_fp8(kv)) {
+              c.fi_tbps = kFlashInferTbps[ci][bi][li];
+              c.fi_us = kFlashInferUs[ci][bi][li];
+            }
+      print_progress(c);
+      cells.push_back(c);
+    }
   }
+  pool.kv_quant = KVQuant{};
   if (o.only.empty()) {
     for (int ci = 0; ci < 2; ++ci)
       for (int bi = 0; bi < 4; ++bi)
@@ -723,6 +749,9 @@ void add_bench_decode(CLI::App& bench) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--splits", o.splits, "with --only: force this many partitions per sequence (0: the plan's count)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--kv-dtype", o.kv_dtype,
+                  "with --only: the cache types to time each cell with, comma-separated (auto = bf16, "
+                  "fp8_e4m3, fp8_e5m2; default auto)");
   cmd->add_option("--variant", o.variant,
                   "with --only: the cells' attention variant, e.g. window=4095 or softcap=30,sinks,alibi");
   cmd->add_option("--only", o.only,

@@ -34,6 +34,7 @@ struct BenchDecodeOptions {
   bool guard_ab = false;          // --guard-ab: the input guard's cost, guarded vs unguarded kernels
   bool no_portable = false;       // --no-portable (--grid seed --emulate): the device's agent only
   std::string variant;            // --variant (with --only): the cells' attention variant (parse_variant)
+  std::string kv_dtype = "auto";  // --kv-dtype (with --only): cache types, comma-separated (parse_kv_dtype)
   std::vector<std::string> given;  // the options on the command line, e.g. "--only" (set by the parser)
 };
 

@@ -8,6 +8,7 @@
 
 #include "muh/build_config.hpp"
 #include "muh/dtype.hpp"
+#include "muh/kv_quant.hpp"
 
 namespace muh {
 
@@ -36,6 +37,25 @@ inline constexpr CompiledInstance kCompiledGeneralInstances[] = {
 constexpr bool is_general_instance(DType t, int head_dim) {
   for (const auto& e : kCompiledGeneralInstances)
     if (e.dtype == t && e.head_dim == head_dim && head_dim > 0) return true;
+  return false;
+}
+
+// The fp8 KV-cache decode instances (CMake MUH_KV_FP8 and MUH_KV_FP8_HEAD_DIMS; muh/kv_quant.hpp).
+// The sentinel {same, fp32, 0} keeps the array non-empty and matches no call.
+struct CompiledFp8Instance {
+  KVDType kv;
+  DType dtype;
+  int head_dim;
+};
+inline constexpr CompiledFp8Instance kCompiledFp8Instances[] = {
+#define MUH_COMPILED_FP8_INSTANCE(k, t, d) CompiledFp8Instance{KVDType::k, DType::t, d},
+    MUH_FOR_EACH_FP8_INSTANCE(MUH_COMPILED_FP8_INSTANCE)
+#undef MUH_COMPILED_FP8_INSTANCE
+    CompiledFp8Instance{KVDType::same, DType::fp32, 0},
+};
+constexpr bool is_fp8_instance(KVDType kv, DType t, int head_dim) {
+  for (const auto& e : kCompiledFp8Instances)
+    if (e.kv == kv && e.dtype == t && e.head_dim == head_dim && head_dim > 0) return true;
   return false;
 }
 

@@ -176,6 +176,29 @@ int muh_paged_decode_variant(int dtype, int layout, const void* q, const void* k
                              int max_seq_len, float softmax_scale, void* workspace,
                              size_t workspace_bytes, int force_target, int force_splits,
                              int cuda_graph, void* stream, const muh_variant* variant);
+/* An fp8 KV cache (muh::KVQuant, muh/kv_quant.hpp): kv_dtype is a muh_kv_dtype (below:
+ * MUH_KV_AUTO, the cache holds dtype; MUH_KV_FP8_E4M3 / MUH_KV_FP8_E5M2, 1-byte codes in `layout`,
+ * the vLLM layout's x being 16) with per-tensor scales: dequantised K = code * k_scale, V = code *
+ * v_scale (finite, > 0). Start from MUH_KV_QUANT_AUTO. */
+typedef struct muh_kv_quant {
+  int kv_dtype;
+  float k_scale;
+  float v_scale;
+} muh_kv_quant;
+#define MUH_KV_QUANT_AUTO {0, 1.0f, 1.0f}
+/* muh_paged_decode_variant() over a cache of element type kv (null: MUH_KV_QUANT_AUTO). An fp8
+ * cache needs dtype MUH_FP16 or MUH_BF16 and runs on the sm80 agent's rows (sm_80 and newer): a
+ * portable row (force_target 0, or a device older than sm_80) is MUH_UNSUPPORTED. The workspace
+ * is muh_decode_workspace_size()'s for the same shape (the plan does not depend on the cache's
+ * element type). */
+int muh_paged_decode_quant(int dtype, int layout, const void* q, const void* k_cache,
+                           const void* v_cache, void* out, float* lse, const int* block_table,
+                           const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
+                           int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                           int max_seq_len, float softmax_scale, void* workspace,
+                           size_t workspace_bytes, int force_target, int force_splits,
+                           int cuda_graph, void* stream, const muh_variant* variant,
+                           const muh_kv_quant* kv);
 
 /* Writes key and value [num_tokens, num_kv_heads, head_dim] into the paged cache at the slots of
  * slot_mapping (int64 [num_tokens], -1 = padding, skipped); see muh::reshape_and_cache.

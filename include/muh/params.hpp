@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "muh/dtype.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/paged_kv.hpp"
 #include "muh/variant.hpp"
 
@@ -112,6 +113,10 @@ struct DecodeParams {
   // Sliding window, soft-capping, sinks, ALiBi (muh/variant.hpp); the query is the sequence's
   // last token (i' = seq_len − 1).
   Variant variant;
+  // The cache's element type and scales (muh/kv_quant.hpp): by default it holds `dtype`. An fp8
+  // cache (fp16 / bf16 q and out) is read by the sm80 agent's rows; its pages hold 1-byte
+  // elements in `layout` (the vLLM layout's x is then 16).
+  KVQuant kv;
 };
 
 // The scale a call applies to q·k: softmax_scale, or 1/sqrt(head_dim) when it is 0 (the default

@@ -55,6 +55,9 @@ struct DecodePlan {
   // The general kind runs on the portable agent's rows only (the only decode agent with the
   // hooks); plan_decode() picks target 0's row for it unless a portable row is forced.
   VariantKind variant = VariantKind::plain;
+  // The KV cache's element type (muh/kv_quant.hpp) of the calls it serves: fp8 caches run
+  // kernels of their own, on the sm80 agent's rows only.
+  KVDType kv_dtype = KVDType::same;
 };
 
 // Chooses the plan for `p` on hardware `hw` (the present device, or a preset for tests).

@@ -65,6 +65,7 @@ struct DecodeArgs {
   int l2_evict_first = 1;           // sm80 agent: K/V copies with an L2 evict-first policy (DecodePlan)
   float scale_log2 = 0.f;           // softmax_scale · log2(e)
   int num_pages = 0;                // pages of the cache (the extent of the sm80 agent's TMA maps; the guard's bound)
+  float v_scale = 1.f;              // an fp8 cache's v_scale (muh/kv_quant.hpp; its k_scale is in scale_log2)
 };
 // The attention kernels also take `int* input_errors` ([kInputErrorWords] flags, input_errors.hpp,
 // or nullptr) as a parameter of its own: as a field it grew DecodeArgs past 128 bytes, and with
@@ -354,7 +355,8 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Decod
 // the loops below from unrolling — 328 more SASS instructions in the hd-256 kernel, which made
 // the guard cost up to +2.6 % on split cells, where this epilogue weighs most (bench/results/
 // h200-2026-12-02-fb9d671/README.md, section 2).
-template <class E, int D>
+// kVScale: the output is scaled by a.v_scale (an fp8 cache's V dequantisation, applied once here).
+template <class E, int D, bool kVScale = false>
 __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const CtaWork& w, int parts,
                                                   const float* m, const float* l, const float* o,
                                                   int tid, int nthreads, bool poisoned = false) {
@@ -375,7 +377,7 @@ __device__ __forceinline__ void combine_and_store(const DecodeArgs& a, const Cta
         acc.w += f * op.w;
       }
     }
-    const float inv = mg.inv_l();
+    const float inv = kVScale ? mg.inv_l() * a.v_scale : mg.inv_l();
     float lse = mg.lse(kUnits);
     float out[4] = {acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv};
     if (poisoned) {  // selects, not a multiply: what was read as page 0 may hold NaN or Inf

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "muh/dtype.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/paged_kv.hpp"
 #include "muh/status.hpp"
 
@@ -32,5 +33,13 @@ Status decode_instance(const kernels::decode::DecodeArgs& a, KVLayout layout, in
 template <DType T, int D>
 Status decode_general_instance(const kernels::decode::DecodeArgs& a, const kernels::VariantArgs& v, KVLayout layout,
                                int target, int device_cc, cudaStream_t stream, int* input_errors);
+
+// An fp8 KV cache of element type KV (muh/kv_quant.hpp; generated from
+// src/instances/decode_fp8_instance.cu.in for MUH_KV_FP8): the sm80 agent's kernels that widen the
+// codes; v == nullptr: the plain variant kind, else the general one (not_compiled where MUH_VARIANTS
+// lacks it for this head dim). A portable row is unsupported.
+template <KVDType KV, DType T, int D>
+Status decode_fp8_instance(const kernels::decode::DecodeArgs& a, const kernels::VariantArgs* v, KVLayout layout,
+                           int target, int device_cc, cudaStream_t stream, int* input_errors);
 
 }  // namespace muh::detail

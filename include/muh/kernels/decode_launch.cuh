@@ -23,12 +23,15 @@ namespace muh::kernels::decode {
 // The attention kernel a policy runs (per KV layout), its block size and dynamic shared memory
 // (the policy footprint, which each agent's traits static_assert).
 // kGuard: the input guard (decode_common.cuh); false only for the guard's A/B benchmark.
-template <class Getter, DType DT, int D, bool kGuard = true>
+// KV: the cache's element type (muh/kv_quant.hpp); fp8 runs on the sm80 agent only.
+template <class Getter, DType DT, int D, bool kGuard = true, KVDType KV = KVDType::same>
 struct DecodeKernel {
   static constexpr DecodePolicy policy = Getter{}();
   static_assert(validate(policy, DT, D), "decode policy row does not fit its profile's shared memory");
   static_assert(policy.agent == Agent::portable || (policy.agent == Agent::sm80 && DT != DType::fp32),
                 "decode agents: portable (every dtype) and sm80 (fp16/bf16)");
+  static_assert(!is_fp8(KV) || (policy.agent == Agent::sm80 && DT != DType::fp32),
+                "an fp8 cache is read by the sm80 agent, with fp16 / bf16 q");
   static constexpr int threads = policy.num_warps * 32;
   static constexpr int smem_bytes = decode_smem_bytes(policy, DT, D);
 
@@ -37,7 +40,7 @@ struct DecodeKernel {
   template <bool kVariant = false>
   static auto function(KVLayout layout, int group) {
     if constexpr (policy.agent == Agent::sm80 && DT != DType::fp32) {
-      using Tr = Sm80Traits<Getter, DT, D, kGuard>;
+      using Tr = Sm80Traits<Getter, DT, D, kGuard, KV>;
       auto pick = [layout](auto nhd, auto vllm) { return layout == KVLayout::nhd ? nhd : vllm; };
       const bool cols = decode_sm80_heads_on_n(group);
       if constexpr (kVariant)
@@ -113,11 +116,15 @@ Status launch_decode_merge(const DecodeArgs& a, int device_cc, cudaStream_t stre
 // the merge over (query heads, sequences). The attention kernel flags bad device-side inputs in
 // input_errors ([kInputErrorWords], muh/input_errors.hpp; nullptr: not flagged, still guarded).
 // Var: PlainVariant (the plain kernels), or GeneralVariant (kernels/variant.cuh: the general
-// kind's kernels, which take var.args as their last parameter).
-template <class Getter, DType DT, int D, bool kGuard, class Var>
+// kind's kernels, which take var.args as their last parameter). KV: the cache's element type; an
+// fp8 cache with a portable row is unsupported (plan_decode refuses such a plan first).
+template <class Getter, DType DT, int D, bool kGuard, class Var, KVDType KV = KVDType::same>
 Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, int device_cc, cudaStream_t stream,
                           int* input_errors) {
-  using K = DecodeKernel<Getter, DT, D, kGuard>;
+  if constexpr (is_fp8(KV) && (Getter{}().agent != Agent::sm80 || DT == DType::fp32)) {
+    return Status{StatusCode::unsupported, "paged_decode: an fp8 KV cache is read by the sm80 agent's rows only"};
+  } else {
+  using K = DecodeKernel<Getter, DT, D, kGuard, KV>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
   // The kernel's launch with the parameters of its kind.
@@ -128,7 +135,7 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
       kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, maps..., input_errors);
   };
   bool launched = false;
-  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32) {
+  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && !is_fp8(KV)) {
     // The policy's TMA copies where this call allows them (decode_sm80_tma); else the cp.async
     // kernel below.
     using Tr = Sm80Traits<Getter, DT, D, kGuard>;
@@ -165,6 +172,7 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
   }
   MUH_TRY(launch_status("paged_decode launch"));
   return launch_decode_merge<DT, D, kGuard>(a, device_cc, stream);
+  }
 }
 
 // One decode without a variant (the plain kernels).
@@ -181,6 +189,21 @@ template <class Getter, DType DT, int D>
 Status launch_decode_variant(const DecodeArgs& a, const VariantArgs& v, KVLayout layout, int device_cc,
                              cudaStream_t stream, int* input_errors = nullptr) {
   return launch_decode_kind<Getter, DT, D, true>(a, GeneralVariant{v}, layout, device_cc, stream, input_errors);
+}
+
+// One decode over an fp8 cache of element type KV (muh/kv_quant.hpp): the plain kernels, or with
+// kGeneral and v != nullptr the general variant kind's.
+template <class Getter, DType DT, int D, KVDType KV, bool kGeneral>
+Status launch_decode_fp8(const DecodeArgs& a, const VariantArgs* v, KVLayout layout, int device_cc,
+                         cudaStream_t stream, int* input_errors) {
+  static_assert(is_fp8(KV), "an fp8 element type");
+  if constexpr (kGeneral) {
+    if (v != nullptr)
+      return launch_decode_kind<Getter, DT, D, true, GeneralVariant, KV>(a, GeneralVariant{*v}, layout, device_cc,
+                                                                          stream, input_errors);
+  }
+  return launch_decode_kind<Getter, DT, D, true, PlainVariant, KV>(a, PlainVariant{}, layout, device_cc, stream,
+                                                                   input_errors);
 }
 
 // The V2 merge of a decode's partials (nothing for V1).

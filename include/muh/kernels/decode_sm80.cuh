@@ -51,6 +51,7 @@
 
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_variant.cuh"
+#include "muh/kernels/fp8_widen.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
 #include "muh/kernels/variant.cuh"
 #include "muh/tuning/policy.hpp"
@@ -171,11 +172,15 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 
 }  // namespace ptx
 
-template <class Getter, DType DT, int D, bool kGuardInputs = true>
+// KV: the cache's element type (muh/kv_quant.hpp): q's dtype, or fp8 codes widened to it in
+// shared memory (the fp8 stage layout below).
+template <class Getter, DType DT, int D, bool kGuardInputs = true, KVDType KV = KVDType::same>
 struct Sm80Traits {
   using E = storage_t<DT>;
   static constexpr bool kGuard = kGuardInputs;  // the input guard (decode_common.cuh)
   static constexpr DType kDType = DT;
+  static constexpr KVDType kKV = KV;
+  static constexpr bool kFp8 = is_fp8(KV);
   static constexpr DecodePolicy kPolicy = Getter{}();
   static constexpr int kD = D;
   static constexpr int kWarps = kPolicy.num_warps;
@@ -196,6 +201,17 @@ struct Sm80Traits {
   // the row at 4 × 3 the seed's 16-SM cells at ≥ 32k ran 1.05–1.07× faster, 132-SM cells 0.98–1.00×
   // (bench/results/h200-2026-12-06-tile-pipeline.md, B → D). hd ≤ 128 (2 CTAs per SM) not measured.
   static constexpr bool kOverlap = kStages >= 3 && D >= 256;
+  // An fp8 cache: the warp's stage area holds one 16-bit K tile and one V tile (the layouts
+  // above, which the tile math reads as it reads a 16-bit cache's), then a ring of S stages of
+  // fp8 codes [K 16 tok × D | V 16 × D] (dense; the vLLM V tile as [D][16 tok]) that the
+  // cp.asyncs fill; each landed tile is widened into the 16-bit tiles by the warp (widen_k /
+  // widen_v). S ≥ 2 stages of codes plus one widened pair take no more than S 16-bit stages, so
+  // the footprint (the table's) is the same.
+  static constexpr int kFp8StageBytes = 2 * 16 * D;
+
+  static_assert(!kFp8 || kStageElems * int(sizeof(E)) + kStages * kFp8StageBytes <=
+                             kStages * kStageElems * int(sizeof(E)),
+                "fp8: the widened tiles and the ring of codes fit the stage area");
 
   static_assert(kPolicy.agent == Agent::sm80, "sm80 traits need an sm80 policy row");
   static_assert(DT == DType::fp16 || DT == DType::bf16, "tensor cores take 16-bit K/V");
@@ -255,6 +271,47 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
   }
 }
 
+// The fp8 form of sm80_issue_tile: tile t0's codes into ring stage `st` ([K 16 × D | V]).
+//   K (both layouts) and V (NHD): chunk i = (token i / (D/16), dims 16·(i % (D/16)) ..), 16 codes;
+//     vLLM's K pages pack x = 16 codes: [page][head][D/16][page_size][16].
+//   V (vLLM): chunk d = dim d, the tile's 16 tokens — one page (page_size ≥ 16, check_kv_quant);
+//     a partly valid chunk reads only its valid tokens.
+template <class Tr, KVLayout L, bool kHint>
+__device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const CtaWork& w, std::uint8_t* st, int t0,
+                                                    int page, int lane, std::uint64_t pol) {
+  constexpr int D = Tr::kD, kCPT = D / 16;  // 16-code chunks per token row
+  const auto* kc = static_cast<const std::uint8_t*>(a.k_cache);
+  const auto* vc = static_cast<const std::uint8_t*>(a.v_cache);
+  std::uint8_t* sK = st;
+  std::uint8_t* sV = st + 16 * D;
+  const int Hkv = a.num_kv_heads, ps = a.page_size;
+#pragma unroll
+  for (int it = 0; it < 16 * kCPT / 32; ++it) {
+    const int i = it * 32 + lane, t = i / kCPT, c = i % kCPT, tok = t0 + t;
+    const std::int64_t pg = __shfl_sync(0xffffffffu, page, t);
+    const int slot = tok & (ps - 1);
+    const int bytes = tok < w.kv_end ? 16 : 0;
+    if constexpr (L == KVLayout::nhd) {
+      const std::int64_t off = ((pg * ps + slot) * Hkv + w.kv_head) * D + c * 16;
+      ptx::cp_async16<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
+      ptx::cp_async16<kHint>(sV + t * D + c * 16, vc + off, bytes, pol);
+    } else {
+      const std::int64_t off = (((pg * Hkv + w.kv_head) * kCPT + c) * ps + slot) * 16;
+      ptx::cp_async16<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
+    }
+  }
+  if constexpr (L == KVLayout::vllm) {
+    const std::int64_t pg = __shfl_sync(0xffffffffu, page, 0);
+    const int n = min(max(w.kv_end - t0, 0), 16);
+#pragma unroll
+    for (int it = 0; it < D / 32; ++it) {
+      const int d = it * 32 + lane;
+      const std::int64_t off = ((pg * Hkv + w.kv_head) * D + d) * ps + (t0 & (ps - 1));
+      ptx::cp_async16<kHint>(sV + d * 16, vc + off, n, pol);
+    }
+  }
+}
+
 // ---- Tile addressing: 16-byte chunks of the K/V tiles in shared memory -----------------------
 // The chunk of 8 elements at (token `row`, dim `col`, col % 8 == 0) of a K tile or an NHD V tile:
 // padded rows (the cp.async forms), the TMA's swizzled [D/64][16][64] boxes (NHD) or the vLLM
@@ -280,6 +337,34 @@ __host__ __device__ constexpr int vllm_v_offset(int d, int g) {  // in elements
     return row * 64 + ((c ^ (row & 7)) << 3);
   } else {
     return d * 16 + ((g ^ ((d >> 2) & 1)) * 8);
+  }
+}
+
+// The fp8 ring's tile of codes → the 16-bit tile the tile math reads (cp.async layouts), 8 codes
+// a lane at a time: consecutive lanes read consecutive 8 bytes and write consecutive 16-byte
+// chunks, so neither side has a bank conflict. K (both layouts) and NHD V: rows of D codes →
+// padded token rows; vLLM V: [D][16 tok] codes → its [D][16] rows with the halves swizzled.
+template <class Tr>
+__device__ __forceinline__ void widen_tokens(const std::uint8_t* codes, typename Tr::E* tile, int lane) {
+  constexpr int D = Tr::kD, U = D / 8;  // 8-code units per token row
+#pragma unroll
+  for (int it = 0; it < 16 * U / 32; ++it) {
+    const int u = it * 32 + lane, t = u / U, col = (u % U) * 8;
+    const uint2 x = *reinterpret_cast<const uint2*>(codes + t * D + col);
+    *reinterpret_cast<uint4*>(tile + t * Tr::kRowElems + col) = widen_fp8x8<Tr::kKV, typename Tr::E>(x);
+  }
+}
+template <class Tr, KVLayout L>
+__device__ __forceinline__ void widen_v_tile(const std::uint8_t* codes, typename Tr::E* tile, int lane) {
+  if constexpr (L == KVLayout::nhd) {
+    widen_tokens<Tr>(codes, tile, lane);
+  } else {
+#pragma unroll
+    for (int it = 0; it < 2 * Tr::kD / 32; ++it) {
+      const int u = it * 32 + lane, d = u >> 1, g = u & 1;  // dim d, tokens 8g .. 8g + 7
+      const uint2 x = *reinterpret_cast<const uint2*>(codes + u * 8);
+      *reinterpret_cast<uint4*>(tile + vllm_v_offset<false>(d, g)) = widen_fp8x8<Tr::kKV, typename Tr::E>(x);
+    }
   }
 }
 
@@ -753,6 +838,7 @@ template <class Tr, KVLayout L, bool kTma, bool kHeadsOnN, class Var = PlainVari
 __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv,
                                                  int* input_errors, const Var& var = Var{}) {
   static_assert(!kTma || L == KVLayout::vllm || Tr::kD % 64 == 0, "NHD TMA tiles: head_dim % 64 == 0");
+  static_assert(!kTma || !Tr::kFp8, "an fp8 cache takes the cp.async copies (decode_sm80_tma)");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   // Compiled for an older arch only so that the build links; never launched there (paged_decode
   // checks the target against the device).
@@ -812,11 +898,22 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
   const std::uint64_t pol = ptx::l2_evict_first();
-  auto issue_tile = [&](E* st, int t0, int pg) {
-    if (a.l2_evict_first)
-      sm80_issue_tile<Tr, L, true>(a, w, st, t0, pg, lane, pol);
-    else
-      sm80_issue_tile<Tr, L, false>(a, w, st, t0, pg, lane, pol);
+  // fp8: the widened K and V tiles, then the ring of codes (Sm80Traits::kFp8StageBytes a stage).
+  [[maybe_unused]] std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(stages + Tr::kStageElems);
+  auto issue_tile = [&](int st, int t0, int pg) {
+    if constexpr (Tr::kFp8) {
+      std::uint8_t* r = ring + st * Tr::kFp8StageBytes;
+      if (a.l2_evict_first)
+        sm80_issue_tile_fp8<Tr, L, true>(a, w, r, t0, pg, lane, pol);
+      else
+        sm80_issue_tile_fp8<Tr, L, false>(a, w, r, t0, pg, lane, pol);
+    } else {
+      E* p = stages + st * Tr::kStageElems;
+      if (a.l2_evict_first)
+        sm80_issue_tile<Tr, L, true>(a, w, p, t0, pg, lane, pol);
+      else
+        sm80_issue_tile<Tr, L, false>(a, w, p, t0, pg, lane, pol);
+    }
   };
   auto tile_start = [&](int j) { return w.kv_begin + (warp + j * W) * 16; };
   // TMA: lane 0 issues tile t0's K and V boxes into stage st; `pg` (lane 0's page) holds all 16
@@ -884,7 +981,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     if constexpr (kTma)
       issue_tma(j % S, tile_start(j), pg);
     else
-      issue_tile(stages + (j % S) * Tr::kStageElems, tile_start(j), pg);
+      issue_tile(j % S, tile_start(j), pg);
     page = page_next;
     page_next = load_page(j + 2);
     prefetch_pages(j + 8);
@@ -928,17 +1025,33 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   // Stage j % S's K and V tiles; land(j, N): tile j has landed and is visible to the warp (N: the
   // cp.async commit groups issued after tile j's; with TMA each lane waits on the mbarrier).
+  // (fp8: the one widened pair, which widen(j) fills from stage j % S's codes.)
   auto stage_k = [&](int j) -> const E* {
     if constexpr (kTma)
       return tstages + (j % S) * 2 * kT;
+    else if constexpr (Tr::kFp8)
+      return stages;
     else
       return stages + (j % S) * Tr::kStageElems;
   };
   auto stage_v = [&](int j) -> E* {
     if constexpr (kTma)
       return tstages + (j % S) * 2 * kT + kT;
+    else if constexpr (Tr::kFp8)
+      return stages + Tr::kTileElems;
     else
       return stages + (j % S) * Tr::kStageElems + Tr::kTileElems;
+  };
+  // fp8: tile j's K or V codes (landed) widened into the 16-bit tile; the caller's __syncwarp
+  // makes them visible before the tile math reads them. Nothing for a 16-bit cache.
+  auto widen_k = [&](int j) {
+    if constexpr (Tr::kFp8) widen_tokens<Tr>(ring + (j % S) * Tr::kFp8StageBytes, stages, lane);
+  };
+  auto widen_v = [&](int j) {
+    if constexpr (Tr::kFp8) widen_v_tile<Tr, L>(ring + (j % S) * Tr::kFp8StageBytes + 16 * D, stage_v(j), lane);
+  };
+  auto widened = [&] {
+    if constexpr (Tr::kFp8) __syncwarp();
   };
   auto land = [&](int j, auto newer_groups) {
     if constexpr (kTma) {
@@ -963,20 +1076,28 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     // scheduler interleaves the two dependency chains (one warp per scheduler has nothing else
     // to hide them behind). Tile j + S − 1 goes into the stage tile j − 1 used; tiles j and
     // j + 1 are resident, S − 2 are in flight.
+    // (fp8: K of tile j + 1 and V of tile j are widened together, after tile j + 1 has landed.)
     if (my_tiles > 0) {
       land(0, std::integral_constant<int, S - 2>{});
+      widen_k(0);
+      widened();
       typename Math::Scores sc = math.scores(stage_k(0), lane);
       int j = 0;
       for (; j + 1 < my_tiles; ++j) {
         if (j + S - 1 < my_tiles) issue(j + S - 1);
         if constexpr (!kTma) sm80::cp_async_commit();
         land(j + 1, std::integral_constant<int, S - 2>{});
+        widen_k(j + 1);
+        widen_v(j);
+        widened();
         typename Math::Scores next = math.scores(stage_k(j + 1), lane);
         math.update(sc, stage_v(j), 16, a.scale_log2, lane, hooks, tile_start(j));  // not the last tile: whole
         sc = next;
         __syncwarp();  // all lanes are done with stage j % S before it is refilled
       }
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of the last tile are in range
+      widen_v(j);
+      widened();
       mask_v(j, valid);
       math.update(sc, stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
     }
@@ -987,6 +1108,9 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       if constexpr (!kTma) sm80::cp_async_commit();
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
       land(j, std::integral_constant<int, S - 1>{});
+      widen_k(j);
+      widen_v(j);
+      widened();
       mask_v(j, valid);
       tile(math, stage_k(j), stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
       __syncwarp();  // all lanes are done with stage j % S before it is refilled
@@ -1005,7 +1129,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   __syncthreads();
   // (general kind) The sinks join warp 0's states ([16] floats of scratch after sL).
   if constexpr (Var::kOn) fold_sinks<D>(var, w, win, sM, sL, sO, sL + W * kRows, tid, Tr::kThreads);
-  combine_and_store<E, D>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
+  combine_and_store<E, D, Tr::kFp8>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
 #endif
 }
 

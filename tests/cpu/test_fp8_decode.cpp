@@ -1,0 +1,184 @@
+// test_fp8_decode.cpp — the decode over an fp8 KV cache (muh/kv_quant.hpp) on the CPU: which
+// calls are taken (fp16 / bf16 q, positive finite scales, the vLLM layout at page_size >= 16) and
+// refused with a Status naming the argument before any CUDA call, which agent's rows run it (the
+// sm80 agent's; a portable row is unsupported), that the plan records the cache's type and is the
+// 16-bit cache's plan otherwise (so the workspace a caller sized without the type still fits), and
+// the C ABI's range check of the type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "muh/attention.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
+#include "muh/muh.h"
+#include "muh/plan.hpp"
+
+namespace muh {
+namespace {
+
+alignas(16) unsigned char g_fake[256];  // never dereferenced: every call below fails its checks first
+
+DecodeParams fp8_params(KVDType kv = KVDType::fp8_e4m3) {
+  DecodeParams p;
+  p.dtype = DType::bf16;
+  p.layout = KVLayout::vllm;
+  p.head_dim = 128;
+  p.num_seqs = 2;
+  p.num_q_heads = 32;
+  p.num_kv_heads = 8;
+  p.page_size = 16;
+  p.num_pages = 64;
+  p.max_blocks_per_seq = 32;
+  p.max_seq_len = 500;
+  p.kv = KVQuant{kv, 0.5f, 2.f};
+  return p;
+}
+
+Status plan_on(const DecodeParams& p, const HardwareCapability& hw, int target, DecodePlan* plan) {
+  return plan_decode(p, hw, PlanOptions{target}, plan);
+}
+
+TEST(Fp8DecodeCheck, BadScalesAreInvalidArgumentsNamingTheScale) {
+  const float bad[] = {0.f, -1.f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()};
+  for (float x : bad) {
+    for (bool k : {true, false}) {
+      DecodeParams p = fp8_params();
+      (k ? p.kv.k_scale : p.kv.v_scale) = x;
+      DecodePlan plan;
+      const Status s = plan_on(p, presets::h200, -1, &plan);
+      EXPECT_EQ(s.code(), StatusCode::invalid_argument) << x;
+      EXPECT_NE(s.message().find(k ? "k_scale" : "v_scale"), std::string::npos) << s.message();
+    }
+  }
+  // The scales of a cache of q's dtype are not read.
+  DecodeParams p = fp8_params(KVDType::same);
+  p.kv.k_scale = 0.f;
+  DecodePlan plan;
+  EXPECT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
+}
+
+TEST(Fp8DecodeCheck, Fp32QueriesAnUnknownTypeAndSmallVllmPagesAreRefused) {
+  DecodePlan plan;
+  DecodeParams p = fp8_params();
+  p.dtype = DType::fp32;
+  Status s = plan_on(p, presets::h200, -1, &plan);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_NE(s.message().find("fp32"), std::string::npos) << s.message();
+
+  p = fp8_params();
+  p.kv.dtype = static_cast<KVDType>(7);
+  s = plan_on(p, presets::h200, -1, &plan);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_NE(s.message().find("kv dtype 7"), std::string::npos) << s.message();
+
+  p = fp8_params();
+  p.page_size = 8;
+  p.max_blocks_per_seq = 64;
+  s = plan_on(p, presets::h200, -1, &plan);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_NE(s.message().find("page_size >= 16"), std::string::npos) << s.message();
+  p.layout = KVLayout::nhd;  // NHD pages of any size
+  EXPECT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
+}
+
+// The sm80 agent widens the codes; a portable row (forced, or a device without the sm80 agent's
+// rows) is unsupported, and says which agent it is.
+TEST(Fp8DecodePlan, RunsOnTheSm80AgentsRowsOnly) {
+  for (KVDType kv : {KVDType::fp8_e4m3, KVDType::fp8_e5m2}) {
+    DecodeParams p = fp8_params(kv);
+    DecodePlan plan;
+    for (const HardwareCapability* hw : {&presets::h200, &presets::a100}) {
+      if (!is_compiled_target(80) && !is_compiled_target(90)) continue;  // (no sm80-agent row in this build)
+      if (hw == &presets::a100 && !is_compiled_target(80)) continue;
+      ASSERT_TRUE(plan_on(p, *hw, -1, &plan).ok()) << hw->name;
+      EXPECT_EQ(plan.policy.agent, Agent::sm80) << hw->name;
+      EXPECT_EQ(plan.kv_dtype, kv);
+    }
+    const Status forced = plan_on(p, presets::h200, 0, &plan);
+    EXPECT_EQ(forced.code(), StatusCode::unsupported);
+    EXPECT_NE(forced.message().find("portable"), std::string::npos) << forced.message();
+    const Status t4 = plan_on(p, presets::t4, -1, &plan);
+    if (decode_policy(75, p.dtype, p.head_dim).agent != Agent::sm80) {
+      EXPECT_EQ(t4.code(), StatusCode::unsupported) << t4.message();
+    }
+  }
+}
+
+// The plan of an fp8 cache is the 16-bit cache's (split count, partition, workspace), for every
+// length and both layouts: a workspace sized by muh_decode_workspace_size() fits it.
+TEST(Fp8DecodePlan, IsThe16BitCachesPlanWithItsType) {
+  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
+    for (int len : {1, 16, 500, 8192, 131072}) {
+      DecodeParams p = fp8_params();
+      p.layout = layout;
+      p.max_seq_len = len;
+      p.max_blocks_per_seq = (len + 15) / 16;
+      p.num_seqs = 1;
+      DecodePlan fp8, same;
+      ASSERT_TRUE(plan_on(p, presets::h200, -1, &fp8).ok());
+      p.kv = KVQuant{};
+      ASSERT_TRUE(plan_on(p, presets::h200, -1, &same).ok());
+      EXPECT_EQ(fp8.num_splits, same.num_splits) << len;
+      EXPECT_EQ(fp8.partition_tokens, same.partition_tokens) << len;
+      EXPECT_EQ(fp8.workspace_bytes, same.workspace_bytes) << len;
+      EXPECT_EQ(fp8.kv_dtype, KVDType::fp8_e4m3);
+      EXPECT_EQ(same.kv_dtype, KVDType::same);
+    }
+}
+
+// A run refuses a plan made for another cache type (before any CUDA call).
+TEST(Fp8DecodePlan, ARunRefusesAPlanOfAnotherCacheType) {
+  DecodeParams p = fp8_params(KVDType::same);
+  DecodePlan plan;
+  ASSERT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
+  p.kv.dtype = KVDType::fp8_e5m2;
+  p.q = p.k_cache = p.v_cache = g_fake;
+  p.out = g_fake;
+  p.block_table = reinterpret_cast<const int*>(g_fake);
+  p.seq_lens = reinterpret_cast<const int*>(g_fake);
+  const Status s = paged_decode(p, plan, nullptr, 0);
+  if (!is_fp8_instance(KVDType::fp8_e5m2, p.dtype, p.head_dim)) {
+    EXPECT_EQ(s.code(), StatusCode::not_compiled) << s.message();
+    return;
+  }
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_NE(s.message().find("re-plan"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("fp8_e5m2"), std::string::npos) << s.message();
+}
+
+TEST(Fp8DecodeCAbi, BadKvTypeAndScaleAreInvalidArguments) {
+  auto call = [](int dtype, const muh_kv_quant* kv) {
+    return muh_paged_decode_quant(dtype, MUH_KV_VLLM, g_fake, g_fake, g_fake, g_fake + 64, nullptr,
+                                  reinterpret_cast<const int*>(g_fake + 128),
+                                  reinterpret_cast<const int*>(g_fake + 192), 2, 8, 2, 128, 16, 4, 2, 32, 0.f,
+                                  nullptr, 0, -1, 0, 0, nullptr, nullptr, kv);
+  };
+  muh_kv_quant kv = MUH_KV_QUANT_AUTO;
+  kv.kv_dtype = 3;
+  EXPECT_EQ(call(MUH_BF16, &kv), MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("kv.kv_dtype 3"), std::string::npos) << muh_last_error();
+  kv.kv_dtype = -1;
+  EXPECT_EQ(call(MUH_BF16, &kv), MUH_INVALID_ARGUMENT);
+  kv = MUH_KV_QUANT_AUTO;
+  kv.kv_dtype = MUH_KV_FP8_E4M3;
+  kv.v_scale = 0.f;
+  EXPECT_EQ(call(MUH_BF16, &kv), MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("v_scale"), std::string::npos) << muh_last_error();
+  kv.v_scale = 1.f;
+  EXPECT_EQ(call(MUH_FP32, &kv), MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("fp32"), std::string::npos) << muh_last_error();
+}
+
+TEST(Fp8Names, KvDtypeStringsAreVllms) {
+  EXPECT_EQ(parse_kv_dtype("fp8"), KVDType::fp8_e4m3);
+  EXPECT_EQ(parse_kv_dtype("fp8_e5m2"), KVDType::fp8_e5m2);
+  EXPECT_EQ(parse_kv_dtype("auto"), KVDType::same);
+  EXPECT_FALSE(parse_kv_dtype("fp8_e4m3fnuz").has_value());
+  EXPECT_EQ(kv_dtype_name(KVDType::fp8_e4m3), "fp8_e4m3");
+}
+
+}  // namespace
+}  // namespace muh

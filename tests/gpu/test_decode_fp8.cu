@@ -1,0 +1,159 @@
+// test_decode_fp8.cu — paged decode over an fp8 KV cache (muh/kv_quant.hpp): every compiled fp8
+// instance (e4m3 / e5m2 × fp16 / bf16 q × head dim) on every compiled target whose decode row is
+// the sm80 agent's (the agent that widens the codes; a portable row refuses the call: below),
+// forced, both layouts, query heads on the MMA's columns (GQA 4) and rows (GQA 12), against the
+// CPU reference on the dequantised cache (code · scale) with check/decode_case.hpp's tolerance
+// (2× a naive same-precision implementation over the same dequantised values: widening the codes
+// is exact, so an fp8 cache must be as accurate as a 16-bit one holding the same values).
+//
+// Shapes: length 1; lengths that are multiples of neither the page nor the tile; many partitions
+// (V2 at 2 … 7 splits, each against V1); scales ≠ 1 (0.37, 2.5); values at the format's range
+// limit and past it (saturated codes); an empty sequence; with the general variant kind (where
+// compiled) a window, soft-cap, sinks and ALiBi at once. Outputs pre-filled with NaN, unused cache
+// slots hold the NaN code (a masking leak shows), two runs bitwise equal.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "decode_case.hpp"
+#include "gpu_test_util.hpp"
+#include "muh/build_config.hpp"
+#include "muh/dispatch.hpp"
+#include "muh/instances.hpp"
+#include "muh/tuning/selectors.hpp"
+
+namespace muh {
+namespace {
+
+struct Heads {
+  int q, kv;
+};
+const Heads kHeads[] = {{8, 2}, {12, 1}};
+
+struct Fp8Shape {
+  const char* name;
+  std::vector<int> seq_lens;
+  float softmax_scale;
+  float k_scale, v_scale, amp;
+  bool variant;  // the general kind: window 64, soft-cap 30, sinks, ALiBi
+};
+
+const std::vector<Fp8Shape>& shapes() {
+  static const std::vector<Fp8Shape> s = {
+      {"len1", {1, 1, 1}, 0.f, 1.f, 1.f, 1.f, false},
+      {"ragged", {3, 17, 41, 333}, 0.f, 1.f, 1.f, 1.f, false},
+      {"scaled", {1, 250, 1000}, 0.f, 0.37f, 2.5f, 1.f, false},
+      // e4m3's largest value is 448: amp 600 with scale 1 saturates ~1/4 of the codes; the scores
+      // are brought back to a few units by the softmax scale.
+      {"range_limit", {77, 300}, 1.f / 4000.f, 1.f, 1.f, 600.f, false},
+      {"empty_and_long", {0, 1500, 2}, 0.f, 0.8f, 0.6f, 1.f, false},
+      {"variants", {0, 65, 1, 900}, 0.3f, 0.5f, 1.5f, 1.f, true},
+  };
+  return s;
+}
+
+const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f, -3.f, 1.f, 4.f, -20.f};
+const std::vector<float> kAlibi = {0.5f,       0.25f,      0.125f,     0.0625f, 0.03125f, 0.015625f,
+                                   0.0078125f, 0.00390625f, 0.1875f, 0.09375f, 0.75f,    0.046875f};
+
+struct Param {
+  int target;
+  KVDType kv;
+  DType dtype;
+  int head_dim;
+  KVLayout layout;
+  std::size_t shape;
+  int heads;
+};
+
+std::string param_name(const Param& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(kv_dtype_name(p.kv)) + "_" +
+         std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + "g" + std::to_string(kHeads[p.heads].q / kHeads[p.heads].kv) +
+         "_" + shapes()[p.shape].name;
+}
+void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
+
+// Every compiled target whose decode row for the instance is the sm80 agent's.
+std::vector<Param> all_params() {
+  std::vector<Param> v;
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti) {
+    const int target = compiled_targets::values[ti];
+    for (const auto& e : kCompiledFp8Instances) {
+      if (e.head_dim == 0 || decode_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (int h = 0; h < 2; ++h)
+          for (std::size_t s = 0; s < shapes().size(); ++s) {
+            if (shapes()[s].variant && !is_general_instance(e.dtype, e.head_dim)) continue;
+            v.push_back({target, e.kv, e.dtype, e.head_dim, l, s, h});
+          }
+    }
+  }
+  return v;
+}
+
+check::DecodeCase make_case(const Param& p) {
+  const Fp8Shape& sh = shapes()[p.shape];
+  check::DecodeCase c;
+  c.target = p.target;
+  c.dtype = p.dtype;
+  c.head_dim = p.head_dim;
+  c.layout = p.layout;
+  c.page_size = 16;
+  c.num_q_heads = kHeads[p.heads].q;
+  c.num_kv_heads = kHeads[p.heads].kv;
+  c.seq_lens = sh.seq_lens;
+  c.softmax_scale = sh.softmax_scale;
+  c.kv = p.kv;
+  c.k_scale = sh.k_scale;
+  c.v_scale = sh.v_scale;
+  c.kv_amp = sh.amp;
+  if (sh.variant) {
+    c.variant.window_left = 64;
+    c.variant.softcap = 30.f;
+    c.variant.sinks.assign(kSinks.begin(), kSinks.begin() + c.num_q_heads);
+    c.variant.alibi.assign(kAlibi.begin(), kAlibi.begin() + c.num_q_heads);
+  }
+  c.seed = 29u + unsigned(p.shape) * 7u + unsigned(p.head_dim);
+  c.shape = sh.name;
+  return c;
+}
+
+using testing::device_cc;
+
+class DecodeFp8Forced : public ::testing::TestWithParam<Param> {};
+
+TEST_P(DecodeFp8Forced, EverySplitCountMatchesReferenceAndV1) {
+  MUH_REQUIRE_GPU();
+  const Param prm = GetParam();
+  if (prm.target > device_cc()) GTEST_SKIP() << "target " << prm.target << " is newer than the device";
+  check::DecodeProblem pr(make_case(prm));
+  ASSERT_EQ(pr.upload(), "");
+  HardwareCapability hw;
+  ASSERT_TRUE(device_profile(-1, &hw).ok());
+  const check::DecodeOutcome v1 = pr.run(hw, 1);
+  ASSERT_TRUE(v1.error.empty()) << v1.error;
+  EXPECT_TRUE(v1.pass()) << "V1: " << v1.summary();
+  const check::DecodeOutcome again = pr.run(hw, 1);
+  EXPECT_EQ(again.out_bytes, v1.out_bytes) << "two V1 runs differ bitwise";
+  for (int splits = 2; splits <= 7; ++splits) {
+    const check::DecodeOutcome v2 = pr.run(hw, splits);
+    ASSERT_TRUE(v2.error.empty()) << splits << " splits: " << v2.error;
+    EXPECT_TRUE(v2.pass()) << splits << " splits: " << v2.summary();
+    double diff = 0;
+    for (std::size_t i = 0; i < v1.out.size(); ++i) diff = std::max(diff, double(std::fabs(v1.out[i] - v2.out[i])));
+    EXPECT_LE(diff, v1.tol) << splits << " splits: V2 differs from V1 by " << diff;
+  }
+  // The plan's own choice, and a captured graph of it.
+  const check::DecodeOutcome planned = pr.run(hw, 0);
+  EXPECT_TRUE(planned.pass()) << "planned: " << planned.summary();
+  const check::DecodeOutcome graph = pr.run(hw, 0, true);
+  EXPECT_TRUE(graph.pass()) << "graph: " << graph.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp8, DecodeFp8Forced, ::testing::ValuesIn(all_params()),
+                         [](const ::testing::TestParamInfo<Param>& i) { return param_name(i.param); });
+
+}  // namespace
+}  // namespace muh
