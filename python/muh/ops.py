@@ -5,8 +5,12 @@
   argument, on vLLM's cache layout — ``torch.ops.muh`` can stand in for ``torch.ops._C``: the
   default overloads take vLLM 0.6.3's float ``k_scale`` / ``v_scale``, the ``.tensor_scales``
   overloads later vLLM's 0-dim tensors (a call picks the one its arguments match).
-  ``alibi_slopes`` is the ALiBi attention variant (muh/variant.hpp);
-  an fp8 KV cache and block-sparse attention raise NotImplementedError.
+  ``alibi_slopes`` is the ALiBi attention variant (muh/variant.hpp); ``kv_cache_dtype`` 'auto'
+  (a cache of the query's dtype) or an fp8 cache — 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3', 'fp8_e5m2':
+  uint8 (or the kind's float8) codes, x = 16, dequantised by ``k_scale`` / ``v_scale`` (a CUDA
+  tensor scale is read to the host: a sync per call, refused under CUDA-graph capture);
+  block-sparse attention raises NotImplementedError. fp8 is for this paged decode only: the
+  prefill drop-ins refuse it.
 * ``flash_attn_varlen_func``: FlashAttention's ``flash_attn_varlen_func``, its positional order,
   defaults and return convention; what muh cannot honour raises NotImplementedError naming it.
 * ``paged_decode``: one query token per sequence over an NHD cache
@@ -60,6 +64,11 @@ if not hasattr(torch.ops.muh, "paged_decode"):  # loading twice would register t
 
 _PARTITION_SIZE = 512  # vLLM's PARTITION_SIZE for the v2 scratch buffers' shapes
 
+# paged_attention_v1/v2's fp8 kv_cache_dtype strings (muh/kv_quant.hpp's parse_kv_dtype) → the
+# float8 dtype a cache may have besides torch.uint8.
+_FP8_KV_CACHE_DTYPES = {"fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m3fn, "e4m3": torch.float8_e4m3fn,
+                        "fp8_e5m2": torch.float8_e5m2, "e5m2": torch.float8_e5m2}
+
 
 # ---- fake (meta) implementations: shapes for torch.compile, argument errors at trace time -------
 
@@ -75,10 +84,11 @@ def _check_vllm(op: str, out, query, key_cache, value_cache, num_kv_heads, block
                and alibi_slopes.shape[0] == query.shape[1], op,
                f"alibi_slopes must be float32 [num_heads = {query.shape[1]}], got {alibi_slopes.dtype} "
                f"{tuple(alibi_slopes.shape)}")
-    if kv_cache_dtype != "auto":
+    fp8 = _FP8_KV_CACHE_DTYPES.get(kv_cache_dtype)
+    if fp8 is None and kv_cache_dtype not in ("auto", "same"):
         raise NotImplementedError(
-            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV cache in muh); "
-            "the cache must have the query's dtype and kv_cache_dtype='auto'")
+            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (muh takes 'auto', 'fp8' "
+            "(= 'fp8_e4m3'), 'fp8_e4m3' and 'fp8_e5m2')")
     if blocksparse_vert_stride > 1:
         raise NotImplementedError(
             f"muh.{op}: block-sparse attention (blocksparse_vert_stride={blocksparse_vert_stride}) "
@@ -92,9 +102,18 @@ def _check_vllm(op: str, out, query, key_cache, value_cache, num_kv_heads, block
            f"block_size, x], got shape {tuple(key_cache.shape)}")
     _check(value_cache.dim() == 4, op, "value_cache must be 4-D [num_blocks, num_kv_heads, head_size, "
            f"block_size], got shape {tuple(value_cache.shape)}")
-    if key_cache.dtype != query.dtype or value_cache.dtype != query.dtype:
-        raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be the query's "
-                                  f"({query.dtype}); muh has no fp8/quantised KV cache")
+    if fp8 is None:
+        if key_cache.dtype != query.dtype or value_cache.dtype != query.dtype:
+            raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be the query's "
+                                      f"({query.dtype}) with kv_cache_dtype='{kv_cache_dtype}' (an fp8 cache "
+                                      "is uint8 or float8 with kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
+    else:
+        if query.dtype == torch.float32:
+            raise NotImplementedError(f"muh.{op}: query is float32 with kv_cache_dtype='{kv_cache_dtype}': muh "
+                                      "reads an fp8 KV cache with a float16 or bfloat16 query only")
+        for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
+            _check(cache.dtype in (torch.uint8, fp8), op, f"{name} must be uint8 or {fp8} with "
+                   f"kv_cache_dtype='{kv_cache_dtype}', got {cache.dtype}")
     _check(block_tables.dim() == 2 and block_tables.dtype == torch.int32, op,
            f"block_tables must be 2-D int32 [num_seqs, max_num_blocks_per_seq], got "
            f"{block_tables.dtype} {tuple(block_tables.shape)}")
@@ -186,8 +205,9 @@ def _context_attention_fwd_fake(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_
     _check(sliding_window is None or sliding_window >= 0, op,
            f"sliding_window must be >= 0 (None or 0: no window), got {sliding_window}")
     if kv_cache_dtype != "auto":
-        raise NotImplementedError(f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV "
-                                  "cache in muh); pass 'auto' with a cache of q's dtype")
+        raise NotImplementedError(f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported: an fp8 KV "
+                                  "cache is supported for paged decode only (paged_attention_v1/v2), muh's "
+                                  "prefill has no fp8 kernel; pass 'auto' with a cache of q's dtype")
     _check(o.shape == q.shape, op, f"o must have q's shape {tuple(q.shape)}, got {tuple(o.shape)}")
     _check(k_cache.dim() == 5, op, "k_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, block_size, x] "
            f"(vLLM's layout), got shape {tuple(k_cache.shape)}")
@@ -323,7 +343,8 @@ def context_attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: 
     v_scale (floats, or later vLLM's tensors) only scale an fp8 cache: unused with 'auto'.
     alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: a key is seen while the query's
     position minus its own is < sliding_window) are the attention variants (muh/variant.hpp); an
-    fp8 cache raises NotImplementedError."""
+    fp8 cache raises NotImplementedError (muh reads fp8 caches in paged decode only:
+    paged_attention_v1/v2)."""
     torch.ops.muh.context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
                                         b_seq_len, b_ctx_len, max_input_len, 1.0, 1.0, alibi_slopes,
                                         sliding_window, sm_scale)
@@ -356,17 +377,27 @@ __all__ += ["reshape_and_cache", "reshape_and_cache_flash", "merge_attn_states"]
 
 
 def _check_cache_write(op, key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, vllm_layout):
-    if kv_cache_dtype != "auto":
+    fp8 = _FP8_KV_CACHE_DTYPES.get(kv_cache_dtype)
+    if fp8 is None and kv_cache_dtype not in ("auto", "same"):
         raise NotImplementedError(
-            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (no fp8 KV cache in muh); the "
-            "caches must have key's dtype and kv_cache_dtype='auto'")
+            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (muh takes 'auto', 'fp8' "
+            "(= 'fp8_e4m3'), 'fp8_e4m3' and 'fp8_e5m2')")
     _check(key.dim() == 3, op, f"key must be 3-D [num_tokens, num_kv_heads, head_size], got shape {tuple(key.shape)}")
     _check(value.shape == key.shape, op, f"value must have key's shape {tuple(key.shape)}, got {tuple(value.shape)}")
     _check(key.dtype in (torch.float16, torch.bfloat16, torch.float32), op,
            f"key must be float16, bfloat16 or float32, got {key.dtype}")
-    if key_cache.dtype != key.dtype or value_cache.dtype != key.dtype:
-        raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be key's ({key.dtype}); muh has "
-                                  "no fp8/quantised KV cache")
+    if fp8 is None:
+        if key_cache.dtype != key.dtype or value_cache.dtype != key.dtype:
+            raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be key's ({key.dtype}) with "
+                                      f"kv_cache_dtype='{kv_cache_dtype}' (an fp8 cache is uint8 or float8 with "
+                                      "kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
+    else:
+        if key.dtype == torch.float32:
+            raise NotImplementedError(f"muh.{op}: key is float32 with kv_cache_dtype='{kv_cache_dtype}': muh "
+                                      "writes an fp8 cache from float16 or bfloat16 keys only")
+        for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
+            _check(cache.dtype in (torch.uint8, fp8), op, f"{name} must be uint8 or {fp8} with "
+                   f"kv_cache_dtype='{kv_cache_dtype}', got {cache.dtype}")
     _check(slot_mapping.dim() == 1 and slot_mapping.dtype == torch.int64, op,
            f"slot_mapping must be 1-D int64 [num_tokens], got {slot_mapping.dtype} {tuple(slot_mapping.shape)}")
     if vllm_layout:
@@ -415,8 +446,10 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     (strided views such as slices of a fused qkv buffer are fine) written into key_cache
     [num_blocks, num_kv_heads, head_size/x, block_size, x] and value_cache [num_blocks,
     num_kv_heads, head_size, block_size] at slot_mapping's slots (int64, slot = block · block_size
-    + offset; −1 = padding, skipped). kv_cache_dtype 'auto' only; k_scale / v_scale (floats or
-    0-dim tensors) are then unread. A slot outside the cache is skipped, never written."""
+    + offset; −1 = padding, skipped). kv_cache_dtype 'auto' (the caches hold key's dtype; k_scale /
+    v_scale, floats or 0-dim tensors, are then unread) or 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3',
+    'fp8_e5m2': uint8 (or float8) caches of codes of x / scale (x = 16), rounded to nearest even and
+    saturated as vLLM's. A slot outside the cache is skipped, never written."""
     torch.ops.muh.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
                                     k_scale, v_scale)
 

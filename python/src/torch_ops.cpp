@@ -2,18 +2,29 @@
 //
 //   paged_attention_v1 / _v2   vLLM's torch.ops._C schemas, argument for argument, on vLLM's cache
 //                              layout (key [blocks, kv_heads, d/x, block, x], value [blocks,
-//                              kv_heads, d, block]); ALiBi, fp8 KV cache and block-sparse raise.
+//                              kv_heads, d, block]); alibi_slopes is the ALiBi variant;
+//                              kv_cache_dtype 'auto' (the cache holds the query's dtype) or an fp8
+//                              cache: 'fp8' (= 'fp8_e4m3', vLLM's meaning on CUDA), 'fp8_e4m3',
+//                              'fp8_e5m2' — uint8 (or the kind's torch.float8) codes, x = 16,
+//                              dequantised by k_scale / v_scale (muh/kv_quant.hpp; sm_80+ GPUs).
+//                              Block-sparse raises.
 //   flash_attn_varlen          FlashAttention's varlen convention; returns (out, lse).
 //   paged_decode               NHD cache [pages, page_size, kv_heads, d], muh's own decode plan.
 //   paged_prefill              varlen prefill whose K/V come from a paged cache (NHD or vLLM's
 //                              layout) through a block table: flash_attn_varlen_func(block_table=).
 //   context_attention_fwd      vLLM 0.6.3's chunked prefill over a cached prefix (prefix_prefill.py).
 //
+// An fp8 KV cache is read by the paged decode only (paged_attention_v1/v2): the prefill paths
+// (flash_attn_varlen_func with block_table, context_attention_fwd) have no fp8 kernel and raise
+// NotImplementedError for it.
+//
 // Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
 // NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
 // The ops launch on torch's current stream, allocate only through torch's caching allocator and
-// never synchronise, so they can be captured in a CUDA graph. Their fake (meta) implementations,
-// for torch.compile, are in muh/ops.py.
+// never synchronise, so they can be captured in a CUDA graph — with one exception: an fp8
+// paged_attention_v1/v2 given k_scale / v_scale as CUDA tensors (the .tensor_scales overloads)
+// reads them to the host, a sync per call that capture refuses (vllm_kv_quant() below). Their
+// fake (meta) implementations, for torch.compile, are in muh/ops.py.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -37,6 +48,7 @@
 #include <tuple>
 
 #include "muh/attention.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/merge_states.hpp"
 #include "muh/plan.hpp"
 #include "torch_ops_common.hpp"
@@ -208,25 +220,89 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
 // What muh does not do raises instead of computing something else. alibi_slopes (fp32
 // [num_heads], vLLM's bias slope · (j − seq_len + 1)) is the ALiBi variant (muh/variant.hpp),
 // on the decode agent the plan selects (both have the variant hooks).
-void check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& /*alibi_slopes*/,
-                            std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
-  MUH_NOT_IMPLEMENTED_CHECK(kv_cache_dtype == "auto", "muh.", op, ": kv_cache_dtype='",
-                              kv_cache_dtype, "' is not supported (no fp8 KV cache in muh); "
-                              "the cache must have the query's dtype and kv_cache_dtype='auto'");
+// kv_cache_dtype, vLLM's strings (muh/kv_quant.hpp's parse_kv_dtype): 'auto' — the cache holds the
+// query's dtype and k_scale / v_scale are not read (as in vLLM); 'fp8' (= 'fp8_e4m3', vLLM's
+// meaning on CUDA), 'fp8_e4m3', 'fp8_e5m2' — a cache of 1-byte codes (vllm_cache_dtype()),
+// dequantised = code · k_scale (K) / v_scale (V). Any other string raises NotImplementedError
+// naming it. Returns the cache's element type.
+KVDType check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& /*alibi_slopes*/,
+                               std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
+  const std::optional<KVDType> kv = parse_kv_dtype(kv_cache_dtype);
+  MUH_NOT_IMPLEMENTED_CHECK(kv.has_value(), "muh.", op, ": kv_cache_dtype='", kv_cache_dtype,
+                            "' is not supported (muh takes 'auto', 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3' and "
+                            "'fp8_e5m2')");
   // vLLM's kernels switch to block-sparse when blocksparse_vert_stride > 1.
   MUH_NOT_IMPLEMENTED_CHECK(blocksparse_vert_stride <= 1, "muh.", op,
                               ": block-sparse attention (blocksparse_vert_stride=",
                               blocksparse_vert_stride, ") is not supported; pass 0");
+  return *kv;
+}
+
+// The element type of key_cache / value_cache under kv_cache_dtype: with 'auto' the query's (a
+// cache of another dtype would be a quantised one, which 'auto' does not name); with fp8 1-byte
+// codes, as torch.uint8 (vLLM's storage for fp8 caches) or the kind's torch.float8_e4m3fn /
+// torch.float8_e5m2.
+void vllm_cache_dtype(const Args& a, const at::Tensor& cache, const char* name, const at::Tensor& query,
+                      KVDType kv, std::string_view kv_cache_dtype) {
+  if (!is_fp8(kv)) {
+    MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == query.scalar_type(), "muh.", a.op, ": ", name, " dtype ",
+                              cache.scalar_type(), " differs from query dtype ", query.scalar_type(),
+                              " with kv_cache_dtype='", kv_cache_dtype, "' (an fp8 cache is uint8 or float8 with "
+                              "kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2'; muh has no other quantised cache)");
+    return;
+  }
+  const at::ScalarType fp8 = kv == KVDType::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+  MUH_ARG_CHECK(cache.scalar_type() == at::kByte || cache.scalar_type() == fp8, a.op, name, " must be uint8 or ",
+                fp8, " (1-byte ", kv_dtype_name(kv), " codes) with kv_cache_dtype='", kv_cache_dtype, "', got ",
+                cache.scalar_type());
+}
+
+// An fp8 cache's k_scale / v_scale: a float (the default overloads, vLLM 0.6.3) or a 0-dim /
+// 1-element floating tensor (the .tensor_scales overloads, vLLM >= 0.6.4's layer._k_scale).
+// muh's decode takes the scales as host floats (KVQuant), so a tensor is read to the host with
+// Tensor.item(): free for a CPU tensor; for a CUDA tensor a device-to-host copy on the current
+// stream and a synchronisation of it on every call — the one place where these ops synchronise.
+// A CUDA graph capture refuses that read, so there it raises NotImplementedError instead: pass
+// float scales (or CPU tensors) to a captured fp8 decode. With 'auto' nothing is read.
+float vllm_scale(const Args& /*a*/, double s, const char* /*name*/) { return static_cast<float>(s); }
+float vllm_scale(const Args& a, const at::Tensor& s, const char* name) {
+  MUH_ARG_CHECK(s.defined(), a.op, name, " is undefined");
+  MUH_ARG_CHECK(s.numel() == 1, a.op, name, " must hold one value (a 0-dim or 1-element tensor), got shape ",
+                s.sizes());
+  const at::ScalarType st = s.scalar_type();
+  MUH_ARG_CHECK(st == at::kFloat || st == at::kDouble || st == at::kHalf || st == at::kBFloat16, a.op, name,
+                " must be a float32 tensor (or float64 / float16 / bfloat16), got ", st);
+  MUH_NOT_IMPLEMENTED_CHECK(!(s.is_cuda() && capturing()), "muh.", a.op, ": ", name,
+                            " is a CUDA tensor: an fp8 kv_cache_dtype reads it to the host (a copy and a "
+                            "synchronisation), which CUDA-graph capture refuses; pass float scales (the "
+                            "default overload) or CPU tensors to a captured call");
+  return s.item<float>();
+}
+
+// The DecodeParams::kv of a call: KVQuant{} for 'auto' (the scales are not read), else the fp8
+// kind and the scales, finite and > 0. ScaleArg: as the ops'.
+template <class ScaleArg>
+KVQuant vllm_kv_quant(const Args& a, KVDType kv, std::string_view kv_cache_dtype, ScaleArg k_scale,
+                      ScaleArg v_scale) {
+  if (!is_fp8(kv)) return KVQuant{};
+  const KVQuant q{kv, vllm_scale(a, k_scale, "k_scale"), vllm_scale(a, v_scale, "v_scale")};
+  MUH_ARG_CHECK(std::isfinite(q.k_scale) && q.k_scale > 0.f, a.op, "k_scale must be a finite number > 0 with "
+                "kv_cache_dtype='", kv_cache_dtype, "', got ", static_cast<double>(q.k_scale));
+  MUH_ARG_CHECK(std::isfinite(q.v_scale) && q.v_scale > 0.f, a.op, "v_scale must be a finite number > 0 with "
+                "kv_cache_dtype='", kv_cache_dtype, "', got ", static_cast<double>(q.v_scale));
+  return q;
 }
 
 DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query_in,
                          const at::Tensor& key_cache, const at::Tensor& value_cache,
                          int64_t num_kv_heads, double scale, const at::Tensor& block_tables,
                          const at::Tensor& seq_lens, int64_t block_size, int64_t max_seq_len,
-                         at::Tensor* query_keep) {
+                         KVDType kv, std::string_view kv_cache_dtype, at::Tensor* query_keep) {
   a.cuda(query_in, "query");
   a.dim(query_in, "query", 3, "[num_seqs, num_heads, head_size]");
   const DType t = a.element(query_in, "query");
+  MUH_NOT_IMPLEMENTED_CHECK(!is_fp8(kv) || t != DType::fp32, "muh.", a.op, ": query is float32 with kv_cache_dtype='",
+                            kv_cache_dtype, "': muh reads an fp8 KV cache with a float16 or bfloat16 query only");
   // vLLM slices query out of a fused qkv buffer: rows may be strided, heads must be packed.
   *query_keep = a.rows(query_in, "query");
   const at::Tensor& query = *query_keep;
@@ -238,18 +314,15 @@ DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query
                 ", got ", out.sizes());
   a.contiguous(out, "out");
 
-  // x = 16 bytes / element size: vLLM packs the key's head dim in 16-byte groups.
-  const int64_t x = 16 / query.element_size();
+  // x = 16 bytes / the cache's element size: vLLM packs the key's head dim in 16-byte groups
+  // (16 for an fp8 cache).
+  const int64_t x = 16 / kv_elem_size(kv, static_cast<int>(query.element_size()));
   a.cuda(key_cache, "key_cache");
-  MUH_NOT_IMPLEMENTED_CHECK(key_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
-                              ": key_cache dtype ", key_cache.scalar_type(), " differs from query dtype ",
-                              query.scalar_type(), " (muh has no fp8/quantised KV cache)");
+  vllm_cache_dtype(a, key_cache, "key_cache", query, kv, kv_cache_dtype);
   a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
   a.contiguous(key_cache, "key_cache");
   a.cuda(value_cache, "value_cache");
-  MUH_NOT_IMPLEMENTED_CHECK(value_cache.scalar_type() == query.scalar_type(), "muh.", a.op,
-                              ": value_cache dtype ", value_cache.scalar_type(), " differs from query dtype ",
-                              query.scalar_type(), " (muh has no fp8/quantised KV cache)");
+  vllm_cache_dtype(a, value_cache, "value_cache", query, kv, kv_cache_dtype);
   a.dim(value_cache, "value_cache", 4, "[num_blocks, num_kv_heads, head_size, block_size]");
   a.contiguous(value_cache, "value_cache");
   const int64_t num_blocks = key_cache.size(0);
@@ -259,7 +332,7 @@ DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query
   a.size(key_cache, "key_cache", 1, num_kv_heads, "num_kv_heads");
   a.size(key_cache, "key_cache", 2, head_size / x, "head_size / x");
   a.size(key_cache, "key_cache", 3, block_size, "block_size");
-  a.size(key_cache, "key_cache", 4, x, "x = 16 / element size");
+  a.size(key_cache, "key_cache", 4, x, "x = 16 / the cache's element size");
   MUH_ARG_CHECK(head_size % x == 0, a.op, "query's head_size (", head_size, ") must be a multiple of x = ", x);
   a.size(value_cache, "value_cache", 0, num_blocks, "num_blocks, as key_cache");
   a.size(value_cache, "value_cache", 1, num_kv_heads, "num_kv_heads");
@@ -302,22 +375,23 @@ void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tens
                         const at::Tensor& value_cache, int64_t num_kv_heads, double scale,
                         const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
                         int64_t max_seq_len, const std::optional<at::Tensor>& alibi_slopes,
-                        c10::string_view kv_cache_dtype, ScaleArg /*k_scale*/,
-                        ScaleArg /*v_scale*/, int64_t /*tp_rank*/,
+                        c10::string_view kv_cache_dtype, ScaleArg k_scale,
+                        ScaleArg v_scale, int64_t /*tp_rank*/,
                         int64_t /*blocksparse_local_blocks*/, int64_t blocksparse_vert_stride,
                         int64_t /*blocksparse_block_size*/, int64_t /*blocksparse_head_sliding_step*/) {
-  // k_scale / v_scale only scale an fp8 cache, and tp_rank only places block-sparse heads:
-  // with kv_cache_dtype='auto' and no block sparsity vLLM ignores them too.
+  // k_scale / v_scale only scale an fp8 cache (with 'auto' they are not read, as in vLLM), and
+  // tp_rank only places block-sparse heads: without block sparsity vLLM ignores it too.
   constexpr const char* op = "paged_attention_v1";
-  check_vllm_unsupported(op, alibi_slopes, std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
-                         blocksparse_vert_stride);
+  const std::string_view kv_name(kv_cache_dtype.data(), kv_cache_dtype.size());
+  const KVDType kv = check_vllm_unsupported(op, alibi_slopes, kv_name, blocksparse_vert_stride);
   const Args a{op, query.device()};
   at::Tensor q;
   DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
-                               block_tables, seq_lens, block_size, max_seq_len, &q);
+                               block_tables, seq_lens, block_size, max_seq_len, kv, kv_name, &q);
   p.variant = a.variant(-1, -1, 0.0, alibi_slopes, std::nullopt, p.num_q_heads);
-  if (p.num_seqs == 0) return;
   const c10::cuda::CUDAGuard guard(query.device());
+  p.kv = vllm_kv_quant(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
+  if (p.num_seqs == 0) return;
   // V1 as the name says: one pass per sequence, no workspace (vLLM's caller chose V1).
   PlanOptions po;
   po.force_splits = 1;
@@ -330,17 +404,17 @@ void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_l
                         const at::Tensor& value_cache, int64_t num_kv_heads, double scale,
                         const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
                         int64_t max_seq_len, const std::optional<at::Tensor>& alibi_slopes,
-                        c10::string_view kv_cache_dtype, ScaleArg /*k_scale*/,
-                        ScaleArg /*v_scale*/, int64_t /*tp_rank*/,
+                        c10::string_view kv_cache_dtype, ScaleArg k_scale,
+                        ScaleArg v_scale, int64_t /*tp_rank*/,
                         int64_t /*blocksparse_local_blocks*/, int64_t blocksparse_vert_stride,
                         int64_t /*blocksparse_block_size*/, int64_t /*blocksparse_head_sliding_step*/) {
   constexpr const char* op = "paged_attention_v2";
-  check_vllm_unsupported(op, alibi_slopes, std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
-                         blocksparse_vert_stride);
+  const std::string_view kv_name(kv_cache_dtype.data(), kv_cache_dtype.size());
+  const KVDType kv = check_vllm_unsupported(op, alibi_slopes, kv_name, blocksparse_vert_stride);
   const Args a{op, query.device()};
   at::Tensor q;
   DecodeParams p = vllm_params(a, out, query, key_cache, value_cache, num_kv_heads, scale,
-                               block_tables, seq_lens, block_size, max_seq_len, &q);
+                               block_tables, seq_lens, block_size, max_seq_len, kv, kv_name, &q);
   p.variant = a.variant(-1, -1, 0.0, alibi_slopes, std::nullopt, p.num_q_heads);
   // vLLM's scratch buffers: [num_seqs, num_heads, max_num_partitions(, head_size)]. muh keeps its
   // own partials layout (o, lse in fp32) and uses tmp_out's bytes for it when they suffice; it
@@ -350,8 +424,9 @@ void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_l
   a.cuda(max_logits, "max_logits");
   a.dtype(max_logits, "max_logits", at::kFloat);
   a.cuda(tmp_out, "tmp_out");
-  if (p.num_seqs == 0) return;
   const c10::cuda::CUDAGuard guard(query.device());
+  p.kv = vllm_kv_quant(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
+  if (p.num_seqs == 0) return;
   run_decode(op, p, PlanOptions{}, q, &tmp_out);  // muh's plan picks the split count
 }
 
@@ -451,7 +526,8 @@ PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_c
   MUH_NOT_IMPLEMENTED_CHECK(k_cache.scalar_type() == q.scalar_type() && v_cache.scalar_type() == q.scalar_type(),
                             "muh.", a.op, ": ", kname, "/", vname, " dtype ", k_cache.scalar_type(), "/",
                             v_cache.scalar_type(), " differs from the query's ", q.scalar_type(),
-                            " (muh has no fp8/quantised KV cache)");
+                            " (muh's prefill has no fp8/quantised KV cache: an fp8 cache is supported for "
+                            "paged decode only, paged_attention_v1/v2)");
   a.contiguous(k_cache, kname);
   a.contiguous(v_cache, vname);
   const int64_t d = q.size(2);
@@ -558,7 +634,8 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 // position i' when i' − j < sliding_window, i.e. window_size left = sliding_window − 1) are the
 // attention variants (muh/variant.hpp) of both parts: the chunk's positions are relative to the
 // chunk (the same distances), the prefix part's queries sit after all its keys
-// (Variant::queries_after_keys: i' = ctx_len + i). The fp8 cache raises.
+// (Variant::queries_after_keys: i' = ctx_len + i). An fp8 cache (kv_cache_dtype != 'auto') raises
+// NotImplementedError: muh reads fp8 caches in paged decode only (paged_attention_v1/v2).
 // The chunk lengths are taken from b_start_loc (the offsets vLLM passes); b_seq_len is checked for
 // its shape only — a b_seq_len ≠ b_ctx_len + chunk length is not detected (it lives on the device).
 void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, at::Tensor& o,
@@ -570,7 +647,9 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   const Args a{"context_attention_fwd", q_in.device()};
   MUH_NOT_IMPLEMENTED_CHECK(std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()) == "auto", "muh.",
                             a.op, ": kv_cache_dtype='", std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
-                            "' is not supported (no fp8 KV cache in muh); pass 'auto' with a cache of q's dtype");
+                            "' is not supported: an fp8 KV cache is supported for paged decode only "
+                            "(paged_attention_v1/v2), muh's prefill has no fp8 kernel; pass 'auto' with a "
+                            "cache of q's dtype");
   MUH_ARG_CHECK(!sliding_window.has_value() || *sliding_window >= 0, a.op, "sliding_window must be >= 0 "
                 "(None or 0: no window), got ", sliding_window.value_or(0));
   a.cuda(q_in, "q");

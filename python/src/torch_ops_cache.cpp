@@ -10,16 +10,29 @@
 //                            muh/ops.py's wrapper does too)
 //
 // The default overloads take vLLM 0.6.3's float k_scale / v_scale, the .tensor_scales overloads
-// later vLLM's 0-dim tensors; with kv_cache_dtype 'auto' (the only one muh takes: no fp8 cache)
-// neither is read, as in vLLM. slot_mapping is int64; num_tokens is slot_mapping.size(0), which
-// may be less than key.size(0) (vLLM V1 pads key for CUDA graphs). key and value may be strided
-// views (slices of a fused qkv buffer): their token and head strides go to the kernel; the head
-// dim must be unit-stride. The caches must be packed within a block; the block stride is free
-// (vLLM V1's [num_blocks, 2, ...] K/V interleave).
+// later vLLM's 0-dim (or 1-element) tensors. kv_cache_dtype:
+//   'auto'                  the caches have key's dtype and the copy is bitwise; the scales are not
+//                           read (as in vLLM)
+//   'fp8', 'fp8_e4m3'       an e4m3 cache ('fp8' is e4m3, vLLM's meaning on CUDA), 'fp8_e5m2' an
+//   'fp8_e5m2'              e5m2 one: caches of torch.uint8 (vLLM's fp8 caches) or of the matching
+//                           torch.float8_e4m3fn / torch.float8_e5m2, key and value float16 or
+//                           bfloat16; each element is stored as the fp8 code of x / scale (k_scale
+//                           for key, v_scale for value; finite and > 0), rounded to nearest even and
+//                           saturated to ±448 (e4m3) / ±57344 (e5m2), NaN kept (muh/kv_quant.hpp),
+//                           and the vLLM layout's x is 16. A tensor scale is read to the host
+//                           (Tensor.item()): on a CUDA tensor that is a copy and a stream
+//                           synchronisation per call, and it cannot be captured in a CUDA graph —
+//                           pass float scales (or CPU tensors) where that matters.
+// Any other kv_cache_dtype raises NotImplementedError naming it. slot_mapping is int64;
+// num_tokens is slot_mapping.size(0), which may be less than key.size(0) (vLLM V1 pads key for
+// CUDA graphs). key and value may be strided views (slices of a fused qkv buffer): their token
+// and head strides go to the kernel; the head dim must be unit-stride. The caches must be packed
+// within a block; the block stride is free (vLLM V1's [num_blocks, 2, ...] K/V interleave).
 //
-// Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
+// Every op checks devices, dtypes, shapes, strides and scales first and raises ValueError (or
 // NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
-// They launch on torch's current stream and never synchronise (CUDA-graph capturable).
+// They launch on torch's current stream and never synchronise (CUDA-graph capturable), except for
+// the read of CUDA tensor scales with an fp8 kv_cache_dtype (above).
 // The argument checks and the message builders are torch_ops_common.hpp's, shared with torch_ops.cpp
 // (messages are built without c10::str's ostream, for the reason given there).
 #include <ATen/ATen.h>
@@ -27,6 +40,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -34,6 +48,7 @@
 #include <string_view>
 
 #include "muh/cache_write.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/merge_states.hpp"
 #include "torch_ops_common.hpp"
 
@@ -44,11 +59,41 @@ using torch_ops::Args;
 using torch_ops::text;
 using torch_ops::throw_status;
 
-// A cache of another dtype is a quantised cache: fp8 is not muh's.
-void cache_dtype(const Args& a, const at::Tensor& cache, const char* arg, const at::Tensor& key) {
-  MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == key.scalar_type(), "muh.", a.op, ": ", arg, " dtype ",
-                            cache.scalar_type(), " differs from key dtype ", key.scalar_type(),
-                            " (muh has no fp8/quantised KV cache)");
+// kv_cache_dtype: vLLM's strings (kv_quant.hpp's parse_kv_dtype); any other raises.
+KVDType kv_dtype_of(const Args& a, std::string_view kv_cache_dtype) {
+  const std::optional<KVDType> kv = parse_kv_dtype(kv_cache_dtype);
+  MUH_NOT_IMPLEMENTED_CHECK(kv.has_value(), "muh.", a.op, ": kv_cache_dtype='", kv_cache_dtype,
+                            "' is not supported (muh takes 'auto', 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3' and 'fp8_e5m2')");
+  return *kv;
+}
+
+// 'auto': the caches hold key's dtype (another dtype would be a quantised cache under another
+// kv_cache_dtype). fp8: 1-byte codes, as uint8 (vLLM's fp8 caches) or torch's float8 type of the kind.
+void cache_dtype(const Args& a, const at::Tensor& cache, const char* arg, const at::Tensor& key, KVDType kv,
+                 std::string_view kv_cache_dtype) {
+  if (!is_fp8(kv)) {
+    MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == key.scalar_type(), "muh.", a.op, ": ", arg, " dtype ",
+                              cache.scalar_type(), " differs from key dtype ", key.scalar_type(),
+                              " with kv_cache_dtype='auto' (no quantised cache there; an fp8 cache is uint8 "
+                              "or float8 with kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')");
+    return;
+  }
+  const at::ScalarType fp8 = kv == KVDType::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+  MUH_ARG_CHECK(cache.scalar_type() == at::kByte || cache.scalar_type() == fp8, a.op, arg, " must be uint8 or ",
+                fp8, " (1-byte ", kv_dtype_name(kv), " codes) with kv_cache_dtype='", kv_cache_dtype, "', got ",
+                cache.scalar_type());
+}
+
+// An fp8 cache's scale: a float (the default overloads) or a one-element tensor (.tensor_scales),
+// read to the host — for a CUDA tensor a device-to-host copy and a synchronisation.
+float scale_value(const Args&, double s, const char*) { return static_cast<float>(s); }
+float scale_value(const Args& a, const at::Tensor& s, const char* name) {
+  MUH_ARG_CHECK(s.defined(), a.op, name, " is undefined");
+  MUH_ARG_CHECK(s.numel() == 1, a.op, name, " must hold one value (a 0-dim or 1-element tensor), got shape ",
+                s.sizes());
+  MUH_ARG_CHECK(at::isFloatingType(s.scalar_type()), a.op, name, " must be a floating-point tensor, got ",
+                s.scalar_type());
+  return s.item<float>();
 }
 
 // A row stride for the C++ API, where 0 means packed: a size-1 dim's stride is irrelevant
@@ -67,13 +112,13 @@ RunOptions on_current_stream(const at::Tensor& t) {
 }
 
 // ---- reshape_and_cache / reshape_and_cache_flash -----------------------------------------------
+// ScaleArg: double (vLLM 0.6.3) or const at::Tensor& (0-dim, later vLLM); read only for fp8.
+template <class ScaleArg>
 void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const at::Tensor& value,
                  at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping,
-                 std::string_view kv_cache_dtype) {
+                 std::string_view kv_cache_dtype, ScaleArg k_scale, ScaleArg v_scale) {
   const Args a{name, key.device(), "the first tensor"};
-  MUH_NOT_IMPLEMENTED_CHECK(kv_cache_dtype == "auto", "muh.", a.op, ": kv_cache_dtype='", kv_cache_dtype,
-                            "' is not supported (no fp8 KV cache in muh); the caches must have key's dtype "
-                            "and kv_cache_dtype='auto'");
+  const KVDType kv = kv_dtype_of(a, kv_cache_dtype);
   a.cuda(key, "key");
   a.dim(key, "key", 3, "[num_tokens, num_kv_heads, head_size]");
   const DType t = a.element(key, "key");
@@ -99,11 +144,15 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
   MUH_ARG_CHECK(num_tokens <= key.size(0), a.op, "slot_mapping has " + std::to_string(num_tokens) +
                                                " entries but key only " + std::to_string(key.size(0)) + " tokens");
 
-  const int64_t x = 16 / key.element_size();
+  if (is_fp8(kv)) {
+    MUH_NOT_IMPLEMENTED_CHECK(t != DType::fp32, "muh.", a.op, ": key is float32 with kv_cache_dtype='",
+                              kv_cache_dtype, "': muh writes an fp8 cache from float16 or bfloat16 key and value only");
+  }
+  const int64_t x = 16 / kv_elem_size(kv, static_cast<int>(key.element_size()));  // 16 for fp8
   a.cuda(key_cache, "key_cache");
-  cache_dtype(a, key_cache, "key_cache", key);
+  cache_dtype(a, key_cache, "key_cache", key, kv, kv_cache_dtype);
   a.cuda(value_cache, "value_cache");
-  cache_dtype(a, value_cache, "value_cache", key);
+  cache_dtype(a, value_cache, "value_cache", key, kv, kv_cache_dtype);
   int64_t num_blocks = 0, block_size = 0;
   if (layout == KVLayout::vllm) {
     a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
@@ -113,7 +162,7 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
     MUH_ARG_CHECK(d % x == 0, a.op, "key's head_size (" + std::to_string(d) + ") must be a multiple of x = " + std::to_string(x));
     a.size(key_cache, "key_cache", 1, heads, "num_kv_heads, as key");
     a.size(key_cache, "key_cache", 2, d / x, "head_size / x");
-    a.size(key_cache, "key_cache", 4, x, "x = 16 / element size");
+    a.size(key_cache, "key_cache", 4, x, "x = 16 / cache element size");
     a.size(value_cache, "value_cache", 0, num_blocks, "num_blocks, as key_cache");
     a.size(value_cache, "value_cache", 1, heads, "num_kv_heads, as key");
     a.size(value_cache, "value_cache", 2, d, "head_size, as key");
@@ -136,11 +185,22 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
   MUH_ARG_CHECK(value_cache[0].is_contiguous(), a.op, "value_cache must be packed within a block (value_cache[0] "
                                                 "contiguous), got strides " + text(value_cache.strides()));
   const int64_t page = block_size * heads * d;
+  KVQuant quant;
+  quant.dtype = kv;
+  if (is_fp8(kv)) {  // 'auto' reads neither scale, as vLLM
+    quant.k_scale = scale_value(a, k_scale, "k_scale");
+    quant.v_scale = scale_value(a, v_scale, "v_scale");
+    MUH_ARG_CHECK(std::isfinite(quant.k_scale) && quant.k_scale > 0.f, a.op,
+                  "k_scale must be finite and > 0 (as a float32), got ", static_cast<double>(quant.k_scale));
+    MUH_ARG_CHECK(std::isfinite(quant.v_scale) && quant.v_scale > 0.f, a.op,
+                  "v_scale must be finite and > 0 (as a float32), got ", static_cast<double>(quant.v_scale));
+  }
   if (num_tokens == 0) return;
 
   CacheWriteParams p;
   p.dtype = t;
   p.layout = layout;
+  p.kv = quant;
   p.key = key.data_ptr();
   p.value = value.data_ptr();
   p.key_cache = key_cache.data_ptr();
@@ -166,17 +226,17 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
 template <class ScaleArg>
 void reshape_and_cache_vllm(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache,
                             at::Tensor& value_cache, const at::Tensor& slot_mapping, c10::string_view kv_cache_dtype,
-                            ScaleArg /*k_scale*/, ScaleArg /*v_scale*/) {
-  write_cache("reshape_and_cache", KVLayout::vllm, key, value, key_cache, value_cache, slot_mapping,
-              std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()));
+                            ScaleArg k_scale, ScaleArg v_scale) {
+  write_cache<ScaleArg>("reshape_and_cache", KVLayout::vllm, key, value, key_cache, value_cache, slot_mapping,
+                        std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()), k_scale, v_scale);
 }
 
 template <class ScaleArg>
 void reshape_and_cache_flash(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache,
                              at::Tensor& value_cache, const at::Tensor& slot_mapping, c10::string_view kv_cache_dtype,
-                             ScaleArg /*k_scale*/, ScaleArg /*v_scale*/) {
-  write_cache("reshape_and_cache_flash", KVLayout::nhd, key, value, key_cache, value_cache, slot_mapping,
-              std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()));
+                             ScaleArg k_scale, ScaleArg v_scale) {
+  write_cache<ScaleArg>("reshape_and_cache_flash", KVLayout::nhd, key, value, key_cache, value_cache, slot_mapping,
+                        std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()), k_scale, v_scale);
 }
 
 // ---- merge_attn_states ---------------------------------------------------------------------------

@@ -73,10 +73,15 @@ def test_cpu_tensors_are_refused_naming_the_argument():
     slots = torch.arange(3, dtype=torch.int64)
     with pytest.raises(ValueError, match="key must be a CUDA tensor"):
         ops.reshape_and_cache(key, key, kc, vc, slots, "auto", 1.0, 1.0)
-    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8'"):
-        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", 1.0, 1.0)
-    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8_e4m3'"):
-        ops.reshape_and_cache_flash(key, key, kc, vc, slots, "fp8_e4m3", torch.ones(()), torch.ones(()))
+    # fp8 kv_cache_dtypes are taken (the device check comes next); unknown ones raise naming the value.
+    with pytest.raises(ValueError, match="key must be a CUDA tensor"):
+        ops.reshape_and_cache(key, key, kc.byte(), vc.byte(), slots, "fp8", 1.0, 1.0)
+    with pytest.raises(ValueError, match="key must be a CUDA tensor"):
+        ops.reshape_and_cache_flash(key, key, kc, vc, slots, "fp8_e5m2", torch.ones(()), torch.ones(()))
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8_inc'"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8_inc", 1.0, 1.0)
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype='int8'"):
+        ops.reshape_and_cache_flash(key, key, kc, vc, slots, "int8", torch.ones(()), torch.ones(()))
     o = torch.zeros(3, 2, 64)
     lse = torch.zeros(2, 3)
     with pytest.raises(ValueError, match="output must be a CUDA tensor"):

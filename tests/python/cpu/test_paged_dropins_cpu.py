@@ -46,7 +46,7 @@ def test_context_attention_fwd_checks_the_variants(kw, match):
 def test_context_attention_fwd_refuses_fp8_and_cpu_tensors():
     a = list(_ctx_args())
     a[4] = "fp8"
-    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8'"):
+    with pytest.raises(NotImplementedError, match=r"kv_cache_dtype='fp8'.*paged decode only \(paged_attention_v1/v2\)"):
         ops.context_attention_fwd(*a)
     with pytest.raises(ValueError, match="q must be a CUDA tensor"):
         ops.context_attention_fwd(*_ctx_args(), sliding_window=None)  # None and 0 mean no window
@@ -66,3 +66,27 @@ def test_flash_attn_varlen_paged_arguments():
     with pytest.raises(ValueError, match="q must be a CUDA tensor"):
         ops.flash_attn_varlen_func(q, kc, kc, cu, None, 5, 20, block_table=bt,
                                    seqused_k=torch.tensor([5], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("k_scale", [1.0, "tensor"], ids=["float-scales", "tensor-scales"])
+def test_paged_attention_kv_cache_dtype_gate(k_scale):
+    # paged_attention_v1/v2 take kv_cache_dtype 'auto', 'fp8', 'fp8_e4m3' and 'fp8_e5m2' and refuse any
+    # other before looking at the tensors; an fp8 one goes on to the tensors' checks (with CPU
+    # tensors: the CUDA check). Both overloads (float and tensor scales).
+    if k_scale == "tensor":
+        k_scale = torch.ones(())
+    d = 128
+    out, query = torch.empty(2, 8, d, dtype=torch.bfloat16), torch.randn(2, 8, d, dtype=torch.bfloat16)
+    kc, vc = torch.zeros(4, 2, d // 16, 16, 16, dtype=torch.uint8), torch.zeros(4, 2, d, 16, dtype=torch.uint8)
+    bt, sl = torch.zeros(2, 1, dtype=torch.int32), torch.ones(2, dtype=torch.int32)
+    v2_scratch = (torch.empty(2, 8, 1), torch.empty(2, 8, 1), torch.empty(2, 8, 1, d, dtype=torch.bfloat16))
+    for kv_cache_dtype, exc, match in (("int8", NotImplementedError, "kv_cache_dtype='int8' is not supported"),
+                                       ("fp8", ValueError, "query must be a CUDA tensor"),
+                                       ("fp8_e4m3", ValueError, "query must be a CUDA tensor"),
+                                       ("fp8_e5m2", ValueError, "query must be a CUDA tensor")):
+        with pytest.raises(exc, match=match):
+            torch.ops.muh.paged_attention_v1(out, query, kc, vc, 2, 0.1, bt, sl, 16, 16, None, kv_cache_dtype,
+                                             k_scale, k_scale, 0, 0, 0, 64, 0)
+        with pytest.raises(exc, match=match):
+            torch.ops.muh.paged_attention_v2(out, *v2_scratch, query, kc, vc, 2, 0.1, bt, sl, 16, 16, None,
+                                             kv_cache_dtype, k_scale, k_scale, 0, 0, 0, 64, 0)

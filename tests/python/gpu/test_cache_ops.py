@@ -5,6 +5,10 @@ torch indexing, random page order) are written by muh into a fresh NaN-filled ca
 shape through slot_mapping (with padding tokens, slot −1, holding junk, mixed in): the result must
 equal torch's cache bit for bit (NaN where no token was mapped), and paged decode over it must
 give SDPA's answer (≤ 3 × SDPA at the input precision, gpu_helpers.assert_close_to_reference).
+fp8 caches (kv_cache_dtype 'fp8' / 'fp8_e4m3' / 'fp8_e5m2', uint8 or float8 caches, float or
+tensor scales): against vLLM's quantisation in torch — x / scale in fp32, clamped to the format's
+finite range (torch's cast to float8 does not saturate), cast (round to nearest even) — byte for
+byte, NaN sources as NaN codes with their sign, unmapped bytes untouched.
 Merge: against the same math in torch (fp32 on the rounded inputs), and prefix + suffix partials
 of attention merged against attention over all keys."""
 
@@ -153,8 +157,10 @@ def test_bad_inputs_raise_naming_the_argument():
     kc = torch.zeros(4, 2, 8, 16, 8, device="cuda", dtype=dtype)
     vc = torch.zeros(4, 2, 64, 16, device="cuda", dtype=dtype)
     slots = torch.arange(3, device="cuda")
-    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8'"):
-        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"key_cache must be uint8 or .* with kv_cache_dtype='fp8'"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", 1.0, 1.0)  # a float16 cache
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8_inc'"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8_inc", 1.0, 1.0)
     with pytest.raises(ValueError, match="slot_mapping must be int64"):
         ops.reshape_and_cache(key, key, kc, vc, slots.int(), "auto", 1.0, 1.0)
     with pytest.raises(ValueError, match="slot_mapping has 3 entries but key only 2"):
@@ -170,13 +176,204 @@ def test_bad_inputs_raise_naming_the_argument():
                               slots, "auto", 1.0, 1.0)
     with pytest.raises(ValueError, match="expanded tensor"):
         ops.reshape_and_cache(key[:1].expand(3, 2, 64), key, kc, vc, slots, "auto", 1.0, 1.0)
-    with pytest.raises(NotImplementedError, match="no fp8/quantised KV cache"):
+    with pytest.raises(NotImplementedError, match="differs from key dtype .* kv_cache_dtype='auto'"):
         ops.reshape_and_cache(key, key, kc.float(), vc, slots, "auto", 1.0, 1.0)
     nc = torch.zeros(4, 16, 2, 64, device="cuda", dtype=dtype)
     with pytest.raises(ValueError, match="value_cache must have key_cache's shape"):
         ops.reshape_and_cache_flash(key, key, nc, nc[:, :8], slots, "auto", 1.0, 1.0)
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
         ops.reshape_and_cache_flash(key, key, nc, nc, slots.cpu(), "auto", 1.0, 1.0)
+
+
+# ---- fp8 caches -----------------------------------------------------------------------------------
+
+FP8 = {"fp8": (torch.float8_e4m3fn, 448.0), "fp8_e4m3": (torch.float8_e4m3fn, 448.0),
+       "fp8_e5m2": (torch.float8_e5m2, 57344.0)}
+FILL = 0xA5  # the caches' bytes before the write
+
+
+def fp8_reference(x, scale, kind):
+    """vLLM's quantisation in torch, as uint8 codes: x / scale in fp32 (a tensor division: no
+    reciprocal), clamped to ±the largest finite value (torch's cast does not saturate), cast to
+    float8 (round to nearest even)."""
+    dt, top = FP8[kind]
+    q = x.float() / torch.full_like(x, scale, dtype=torch.float32)
+    return q.clamp(-top, top).to(dt).view(torch.uint8)
+
+
+def fp8_problem(dtype, kind, ks, vs, seed):
+    """key/value [45, 2, 64]: normal values spread past the fp8 range at their scale, plus edges
+    (±inf, ±NaN, ±0, ±the largest finite value · scale, twice it) in token 3; slots distinct,
+    every 7th token padding (−1)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    T, H, D, nb, bs = 45, 2, 64, 6, 16
+    top = FP8[kind][1]
+    inf, nan = float("inf"), float("nan")
+
+    def make(scale):
+        x = torch.randn(T, H, D, generator=g, device="cuda") * (0.6 * top * scale)
+        edges = [inf, -inf, nan, -nan, 0.0, -0.0, top * scale, -top * scale, 2 * top * scale, 1e-30]
+        x[3, 1, :len(edges)] = torch.tensor(edges, device="cuda")
+        return x.to(dtype)
+
+    key, value = make(ks), make(vs)
+    slots = torch.randperm(nb * bs, generator=g, device="cuda")[:T].clone()
+    slots[::7] = -1
+    return key, value, slots, (nb, bs, H, D)
+
+
+def fp8_caches(layout, geom, kind, cache_type):
+    nb, bs, H, D = geom
+    if layout == "vllm":
+        shapes = [(nb, H, D // 16, bs, 16), (nb, H, D, bs)]
+    else:
+        shapes = [(nb, bs, H, D)] * 2
+    caches = [torch.full(s, FILL, dtype=torch.uint8, device="cuda") for s in shapes]
+    if cache_type == "float8":
+        caches = [c.view(FP8[kind][0]) for c in caches]
+    return caches
+
+
+def expected_caches(key, value, slots, layout, geom, kind, ks, vs):
+    """The reference codes scattered by torch indexing into NHD, then permuted to the layout."""
+    nb, bs, H, D = geom
+    out = []
+    for which, x, scale in (("key", key, ks), ("value", value, vs)):
+        nhd = torch.full((nb * bs, H, D), FILL, dtype=torch.uint8, device="cuda")
+        real = slots >= 0
+        nhd[slots[real]] = fp8_reference(x[:slots.numel()][real], scale, kind)
+        out.append(to_layout(nhd.view(nb, bs, H, D), layout, which))
+    return out
+
+
+def to_layout(nhd, layout, which):
+    """An NHD [nb, bs, H, D] tensor in the layout's order: vLLM key [nb, H, D/16, bs, 16] (x = 16
+    for 1-byte elements), vLLM value [nb, H, D, bs]."""
+    nb, bs, H, D = nhd.shape
+    if layout == "vllm":
+        nhd = nhd.view(nb, bs, H, D // 16, 16).permute(0, 2, 3, 1, 4) if which == "key" else nhd.permute(0, 2, 3, 1)
+    return nhd.contiguous()
+
+
+def assert_codes(got, want, src_nan_sign, kind, what):
+    """got == want byte for byte except where the source was NaN: there a NaN code with the source's
+    sign (torch's GPU division may drop a NaN's sign; muh keeps it, muh/kv_quant.hpp)."""
+    got = got.contiguous().view(torch.uint8)
+    nan_pos = src_nan_sign != 0
+    assert torch.equal(got[~nan_pos], want[~nan_pos]), f"{what}: codes differ from torch's quantisation"
+    n = got[nan_pos]
+    assert n.numel() > 0, f"{what}: the case is meant to write NaN"
+    assert torch.isnan(n.view(FP8[kind][0]).float()).all(), f"{what}: NaN sources must give NaN codes, got {n.tolist()}"
+    assert torch.equal(n >= 0x80, src_nan_sign[nan_pos] < 0), f"{what}: a NaN code lost its sign"
+
+
+def nan_signs(x, slots, layout, which, geom):
+    """+1 / −1 at the cache bytes written from a NaN source of that sign (the sign bit of x's 16-bit
+    pattern), 0 elsewhere; in the layout's order."""
+    nb, bs, H, D = geom
+    s = torch.zeros((nb * bs, H, D), dtype=torch.int8, device="cuda")
+    real = slots >= 0
+    src = x[:slots.numel()][real]
+    neg = src.view(torch.int16) < 0
+    s[slots[real]] = torch.where(torch.isnan(src), torch.where(neg, -1, 1), 0).to(torch.int8)
+    return to_layout(s.view(nb, bs, H, D), layout, which)
+
+
+@pytest.mark.parametrize("scales", ["float", "tensor0d", "tensor1"])
+@pytest.mark.parametrize("cache_type", ["uint8", "float8"])
+@pytest.mark.parametrize("layout", ["vllm", "nhd"])
+@pytest.mark.parametrize("kind", ["fp8", "fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("dtype", DT16, ids=["fp16", "bf16"])
+def test_fp8_write_matches_torch(dtype, kind, layout, cache_type, scales):
+    ks, vs = (0.37, 2.5) if kind != "fp8_e4m3" else (2.5, 0.37)
+    key, value, slots, geom = fp8_problem(dtype, kind, ks, vs, seed=len(kind) * 7 + (layout == "nhd"))
+    kc, vc = fp8_caches(layout, geom, kind, cache_type)
+    if scales == "float":
+        a, b = ks, vs
+    elif scales == "tensor0d":
+        a, b = torch.tensor(ks, device="cuda"), torch.tensor(vs, device="cuda")
+    else:  # vLLM's [1] scales
+        a, b = torch.tensor([ks], device="cuda"), torch.tensor([vs], device="cuda")
+    op = ops.reshape_and_cache if layout == "vllm" else ops.reshape_and_cache_flash
+    op(key, value, kc, vc, slots, kind, a, b)
+    want_k, want_v = expected_caches(key, value, slots, layout, geom, kind, ks, vs)
+    for got, want, x, which in ((kc, want_k, key, "key"), (vc, want_v, value, "value")):
+        assert_codes(got, want, nan_signs(x, slots, layout, which, geom), kind,
+                     f"{which}_cache ({kind}, {layout}, {cache_type}, {scales} scales)")
+
+
+def test_fp8_into_interleaved_v1_cache_with_qkv_slices():
+    # vLLM V1's [num_blocks, 2, block_size, kv_heads, d] uint8 cache, key/value slices of a qkv row.
+    kind, ks, vs = "fp8_e4m3", 0.5, 3.0
+    key, value, slots, geom = fp8_problem(torch.bfloat16, kind, ks, vs, seed=11)
+    nb, bs, H, D = geom
+    T = key.shape[0]
+    qkv = torch.randn(T, (4 + 2 * H) * D, device="cuda").to(torch.bfloat16)
+    qkv[:, 4 * D:(4 + H) * D] = key.reshape(T, H * D)
+    qkv[:, (4 + H) * D:] = value.reshape(T, H * D)
+    k_view = qkv[:, 4 * D:(4 + H) * D].view(T, H, D)
+    v_view = qkv[:, (4 + H) * D:].view(T, H, D)
+    kv = torch.full((nb, 2, bs, H, D), FILL, dtype=torch.uint8, device="cuda")
+    ops.reshape_and_cache_flash(k_view, v_view, kv[:, 0], kv[:, 1], slots, kind, ks, vs)
+    want_k, want_v = expected_caches(key, value, slots, "nhd", geom, kind, ks, vs)
+    assert_codes(kv[:, 0], want_k, nan_signs(key, slots, "nhd", "key", geom), kind, "key half")
+    assert_codes(kv[:, 1], want_v, nan_signs(value, slots, "nhd", "value", geom), kind, "value half")
+
+
+def test_fp8_cuda_graph_replay_with_float_scales():
+    # Float scales need no host read: the fp8 write captures and replays like 'auto'.
+    kind, ks, vs = "fp8", 1.5, 0.75
+    key, value, slots, geom = fp8_problem(torch.float16, kind, ks, vs, seed=12)
+    kc, vc = fp8_caches("vllm", geom, kind, "uint8")
+    static_slots = torch.full_like(slots, -1)
+    ops.reshape_and_cache(key, value, kc, vc, static_slots, kind, ks, vs)  # warm-up: all padding
+    assert (kc == FILL).all() and (vc == FILL).all()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        ops.reshape_and_cache(key, value, kc, vc, static_slots, kind, ks, vs)
+    static_slots.copy_(slots)
+    g.replay()
+    torch.cuda.synchronize()
+    want_k, want_v = expected_caches(key, value, slots, "vllm", geom, kind, ks, vs)
+    assert_codes(kc, want_k, nan_signs(key, slots, "vllm", "key", geom), kind, "key_cache after replay")
+    assert_codes(vc, want_v, nan_signs(value, slots, "vllm", "value", geom), kind, "value_cache after replay")
+
+
+def test_fp8_bad_inputs_raise_naming_the_argument():
+    key = torch.randn(3, 2, 64, device="cuda", dtype=torch.float16)
+    kc = torch.zeros(4, 2, 4, 16, 16, device="cuda", dtype=torch.uint8)
+    vc = torch.zeros(4, 2, 64, 16, device="cuda", dtype=torch.uint8)
+    nc = torch.zeros(4, 16, 2, 64, device="cuda", dtype=torch.uint8)
+    slots = torch.arange(3, device="cuda")
+    one = torch.ones((), device="cuda")
+    with pytest.raises(ValueError, match=r"key_cache must be uint8 or Float8_e4m3fn .*kv_cache_dtype='fp8', got BFloat16"):
+        ops.reshape_and_cache_flash(key, key, nc.bfloat16(), nc, slots, "fp8", 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"value_cache must be uint8 or Float8_e5m2"):
+        ops.reshape_and_cache_flash(key, key, nc, nc.view(torch.float8_e4m3fn), slots, "fp8_e5m2", 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"k_scale must be finite and > 0 .*got 0"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"v_scale must be finite and > 0 .*got -1"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8_e5m2", 1.0, -1.0)
+    with pytest.raises(ValueError, match=r"v_scale must be finite and > 0 .*got -?nan"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", one, one * float("nan"))
+    with pytest.raises(ValueError, match=r"k_scale must be finite and > 0 .*got inf"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", 1e300, 1.0)  # inf as a float32
+    with pytest.raises(ValueError, match="k_scale must hold one value"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8", torch.ones(2, device="cuda"), one)
+    with pytest.raises(NotImplementedError, match="key is float32 with kv_cache_dtype='fp8'"):
+        ops.reshape_and_cache(key.float(), key.float(), kc, vc, slots, "fp8", 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"head_size / x"):  # x is 16 for fp8, not 8
+        ops.reshape_and_cache(key, key, torch.zeros(4, 2, 8, 16, 8, device="cuda", dtype=torch.uint8), vc, slots,
+                              "fp8", 1.0, 1.0)
+    with pytest.raises(NotImplementedError, match="differs from key dtype"):  # uint8 caches need an fp8 kind
+        ops.reshape_and_cache(key, key, kc, vc, slots, "auto", 1.0, 1.0)
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype='fp8_e4m3fn'"):
+        ops.reshape_and_cache(key, key, kc, vc, slots, "fp8_e4m3fn", 1.0, 1.0)
+    # Nothing was written by a refused call.
+    assert not kc.any() and not vc.any() and not nc.any()
+    # 'auto' reads neither scale (as vLLM): a zero scale is fine there.
+    hc = torch.zeros(4, 16, 2, 64, device="cuda", dtype=torch.float16)
+    ops.reshape_and_cache_flash(key, key, hc, hc.clone(), slots, "auto", 0.0, float("nan"))
 
 
 # ---- merge_attn_states --------------------------------------------------------------------------
