@@ -63,15 +63,18 @@ struct DecodeKernel {
 // reached through the runtime (driver_entry.hpp: no libcuda link). false: no encoder, or a cache
 // the TMA cannot address (rows ≥ 2^31, the coordinates being signed 32-bit) — the caller then
 // runs the cp.async kernel, with the same results.
+// (dt: the elements' type; bytes = true: 1-byte elements, an fp8 cache's codes.)
 inline bool encode_tma_map(CUtensorMap* map, const void* base, DType dt, cuuint32_t rank, const cuuint64_t* dims,
                            const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
-                           CUtensorMapL2promotion promotion) {
+                           CUtensorMapL2promotion promotion, bool bytes = false) {
   static const auto encode = driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
   if (encode == nullptr || dims[rank - 1] >= (1ull << 31)) return false;
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  return encode(map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, rank,
-                const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  const CUtensorMapDataType type = bytes                ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return encode(map, type, rank, const_cast<void*>(base), dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 // An NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D tensor (dims, heads, rows) with
 // box 64 × 1 × 16 and a 128-byte swizzle.
@@ -96,6 +99,35 @@ inline bool make_tma_vllm_maps(CUtensorMap* k, CUtensorMap* v, const void* k_bas
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B) &&
          encode_tma_map(v, v_base, dt, 2, v_dims, v_strides, v_box, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+// An fp8 cache's maps (1-byte codes, unswizzled: the warp widens them from shared memory with
+// conflict-free 8-byte reads, decode_sm80.cuh): NHD [pages · page_size rows][heads][D] with box
+// D × 1 × 16 (the tile's 16 token rows of one head: [16][D]); vLLM (page_size 16) K as
+// [pages · heads · D/16 rows][256 B] with box 256 × D/16 and V as [pages · heads · D rows][16 B]
+// with box 16 × D (the page's (page, KV head) blocks as they are).
+inline bool make_tma_fp8_maps(CUtensorMap* k, CUtensorMap* v, const void* k_base, const void* v_base, KVLayout layout,
+                              int D, int num_kv_heads, long long num_pages, int page_size) {
+  if (layout == KVLayout::nhd) {
+    const long long rows = num_pages * page_size;
+    if (rows < 16) return false;
+    const cuuint64_t dims[3] = {cuuint64_t(D), cuuint64_t(num_kv_heads), cuuint64_t(rows)};
+    const cuuint64_t strides[2] = {cuuint64_t(D), cuuint64_t(num_kv_heads) * D};
+    const cuuint32_t box[3] = {cuuint32_t(D), 1, 16};
+    return encode_tma_map(k, k_base, DType::fp16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, true) &&
+           encode_tma_map(v, v_base, DType::fp16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, true);
+  }
+  const long long blocks = num_pages * num_kv_heads;
+  if (blocks < 1) return false;
+  const cuuint64_t k_dims[2] = {256, cuuint64_t(blocks) * (D / 16)}, v_dims[2] = {16, cuuint64_t(blocks) * D};
+  const cuuint64_t k_strides[1] = {256}, v_strides[1] = {16};
+  const cuuint32_t k_box[2] = {256, cuuint32_t(D / 16)}, v_box[2] = {16, cuuint32_t(D)};
+  return encode_tma_map(k, k_base, DType::fp16, 2, k_dims, k_strides, k_box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, true) &&
+         encode_tma_map(v, v_base, DType::fp16, 2, v_dims, v_strides, v_box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, true);
 }
 
 // The sm80 agent's TMA kernel of a variant kind (kVariant: the general kind's).
@@ -135,10 +167,10 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
       kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, maps..., input_errors);
   };
   bool launched = false;
-  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32 && !is_fp8(KV)) {
+  if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32) {
     // The policy's TMA copies where this call allows them (decode_sm80_tma); else the cp.async
     // kernel below.
-    using Tr = Sm80Traits<Getter, DT, D, kGuard>;
+    using Tr = Sm80Traits<Getter, DT, D, kGuard, KV>;
     auto run = [&](auto layout_tag, bool maps_ok, const CUtensorMap& tk, const CUtensorMap& tv) -> Status {
       constexpr KVLayout L = decltype(layout_tag)::value;
       constexpr auto tma_cols = Sm80TmaKernel<Tr, L, true, Var::kOn>::value;
@@ -150,9 +182,16 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
       launched = true;
       return Status::Ok();
     };
-    if (decode_sm80_tma(K::policy, layout, a.page_size, D)) {
+    if (decode_sm80_tma(K::policy, layout, a.page_size, D, is_fp8(KV))) {
       CUtensorMap tk, tv;
-      if (layout == KVLayout::vllm) {
+      if constexpr (is_fp8(KV)) {
+        const bool ok = make_tma_fp8_maps(&tk, &tv, a.k_cache, a.v_cache, layout, D, a.num_kv_heads, a.num_pages,
+                                          a.page_size);
+        if (layout == KVLayout::vllm)
+          MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{}, ok, tk, tv));
+        else
+          MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{}, ok, tk, tv));
+      } else if (layout == KVLayout::vllm) {
         const long long blocks = static_cast<long long>(a.num_pages) * a.num_kv_heads;
         MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{},
                     make_tma_vllm_maps(&tk, &tv, a.k_cache, a.v_cache, DT, D, blocks), tk, tv));

@@ -42,6 +42,12 @@
 //        box of [D/4][128 B] rows (4 dims each) with the 128-byte swizzle — chunk c = 2·(d & 3) + g
 //        (dim d, tokens 8g ..) of row d/4 sits at c ^ (row & 7), so the 8 dims of an ldmatrix
 //        phase land on 8 distinct 16-byte bank groups (unswizzled, dims 32 B apart: 2-way).
+//
+// An fp8 cache (Sm80Traits' KV, muh/kv_quant.hpp): the copies (cp.async, or TMA boxes of codes,
+// unswizzled) fill a ring of stages of 1-byte codes; the warp widens each landed tile into one
+// 16-bit K and V tile pair with the cp.async layouts above (widen_tokens, widen_v_tile), which the
+// tile math reads unchanged. bf16 q runs fp16 MMAs there (load_q_fp16). Measured in
+// bench/results/h100-2026-12-06-fp8.md.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -176,11 +182,18 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 // shared memory (the fp8 stage layout below).
 template <class Getter, DType DT, int D, bool kGuardInputs = true, KVDType KV = KVDType::same>
 struct Sm80Traits {
-  using E = storage_t<DT>;
   static constexpr bool kGuard = kGuardInputs;  // the input guard (decode_common.cuh)
-  static constexpr DType kDType = DT;
   static constexpr KVDType kKV = KV;
   static constexpr bool kFp8 = is_fp8(KV);
+  using OutE = storage_t<DT>;  // q and out
+  // The tiles' and the MMAs' type: q's, except that bf16 q over an fp8 cache runs fp16 MMAs. The
+  // codes widen to fp16 in one cvt.rn.f16x2.e4m3x2 (or a byte permute) a pair, to bf16 only
+  // through fp32 (4 instructions a pair: 640 of an hd-256 tile's 1042 sm_90 instructions); the
+  // queries are moved into fp16's range by a power of two per CTA (load_q_fp16), which the
+  // softmax scale takes back exactly.
+  static constexpr DType kDType = kFp8 && DT == DType::bf16 ? DType::fp16 : DT;
+  using E = storage_t<kDType>;
+  static constexpr bool kQToFp16 = kDType != DT;
   static constexpr DecodePolicy kPolicy = Getter{}();
   static constexpr int kD = D;
   static constexpr int kWarps = kPolicy.num_warps;
@@ -209,7 +222,8 @@ struct Sm80Traits {
   // the footprint (the table's) is the same.
   static constexpr int kFp8StageBytes = 2 * 16 * D;
 
-  static_assert(!kFp8 || kStageElems * int(sizeof(E)) + kStages * kFp8StageBytes <=
+  // (+ 128: the ring starts on a 128-byte boundary, as the TMA boxes want.)
+  static_assert(!kFp8 || kStageElems * int(sizeof(E)) + kStages * kFp8StageBytes + 128 <=
                              kStages * kStageElems * int(sizeof(E)),
                 "fp8: the widened tiles and the ring of codes fit the stage area");
 
@@ -342,27 +356,51 @@ __host__ __device__ constexpr int vllm_v_offset(int d, int g) {  // in elements
 
 // The fp8 ring's tile of codes → the 16-bit tile the tile math reads (cp.async layouts), 8 codes
 // a lane at a time: consecutive lanes read consecutive 8 bytes and write consecutive 16-byte
-// chunks, so neither side has a bank conflict. K (both layouts) and NHD V: rows of D codes →
+// chunks, so neither side has a bank conflict. K (both layouts) and NHD V: token rows of D codes
+// ([16][D]; kChunkMajor: the vLLM page's own [D/16][16 tok][16], as its TMA box brings it) →
 // padded token rows; vLLM V: [D][16 tok] codes → its [D][16] rows with the halves swizzled.
-template <class Tr>
+template <class Tr, bool kChunkMajor = false>
 __device__ __forceinline__ void widen_tokens(const std::uint8_t* codes, typename Tr::E* tile, int lane) {
   constexpr int D = Tr::kD, U = D / 8;  // 8-code units per token row
 #pragma unroll
   for (int it = 0; it < 16 * U / 32; ++it) {
-    const int u = it * 32 + lane, t = u / U, col = (u % U) * 8;
-    const uint2 x = *reinterpret_cast<const uint2*>(codes + t * D + col);
+    int u = it * 32 + lane, t, col, at;
+    if constexpr (kChunkMajor) {  // consecutive lanes: consecutive 8 bytes of [D/16][16][16]
+      col = (u >> 5) * 16 + (u & 1) * 8;
+      t = (u >> 1) & 15;
+      at = u * 8;
+    } else {
+      t = u / U;
+      col = (u % U) * 8;
+      at = t * D + col;
+    }
+    const uint2 x = *reinterpret_cast<const uint2*>(codes + at);
     *reinterpret_cast<uint4*>(tile + t * Tr::kRowElems + col) = widen_fp8x8<Tr::kKV, typename Tr::E>(x);
   }
 }
+// V; `valid` (1..16): the tile's tokens in range — a TMA box brings the whole page, whose slots
+// past the range may hold anything (NaN codes), and P · V needs zeros there (the cp.asyncs
+// zero-fill them already).
 template <class Tr, KVLayout L>
-__device__ __forceinline__ void widen_v_tile(const std::uint8_t* codes, typename Tr::E* tile, int lane) {
+__device__ __forceinline__ void widen_v_tile(const std::uint8_t* codes, typename Tr::E* tile, int lane, int valid) {
   if constexpr (L == KVLayout::nhd) {
+    constexpr int D = Tr::kD, U = D / 8;
     widen_tokens<Tr>(codes, tile, lane);
+    if (valid < 16) {
+      __syncwarp();
+      for (int u = lane; u < (16 - valid) * U; u += 32)
+        *reinterpret_cast<uint4*>(tile + (valid + u / U) * Tr::kRowElems + (u % U) * 8) = make_uint4(0, 0, 0, 0);
+    }
   } else {
 #pragma unroll
     for (int it = 0; it < 2 * Tr::kD / 32; ++it) {
       const int u = it * 32 + lane, d = u >> 1, g = u & 1;  // dim d, tokens 8g .. 8g + 7
-      const uint2 x = *reinterpret_cast<const uint2*>(codes + u * 8);
+      uint2 x = *reinterpret_cast<const uint2*>(codes + u * 8);
+      const int n = valid - 8 * g;  // this unit's tokens in range (little-endian: token 8g + i in byte i)
+      if (n < 8) {
+        x.x = n >= 4 ? x.x : n <= 0 ? 0u : x.x & (0xffffffffu >> (32 - 8 * n));
+        x.y = n <= 4 ? 0u : x.y & (0xffffffffu >> (32 - 8 * (n - 4)));
+      }
       *reinterpret_cast<uint4*>(tile + vllm_v_offset<false>(d, g)) = widen_fp8x8<Tr::kKV, typename Tr::E>(x);
     }
   }
@@ -828,6 +866,56 @@ __device__ __forceinline__ void zero_v_past(typename Tr::E* v, int valid, int la
   }
 }
 
+// bf16 q rows [rows][D] (rows ≤ 16; the rest of sQ's 16 rows zero) into sQ as fp16 · 2^e, the
+// power of two e chosen for the CTA so that its largest |q| lands in [2^14, 2^15): every bf16
+// value that is not 2^−38 of the largest or less is then exact in fp16 (bf16 has 8 significant
+// bits, fp16 11; fp16 is subnormal below 2^−14). Returns e (0 when q holds only zeros or a
+// non-finite value, which then flows into the scores as it would in bf16). One more CTA barrier,
+// once per CTA.
+template <class Tr>
+__device__ __forceinline__ int load_q_fp16(const __nv_bfloat16* q, int rows, __half* sQ, int tid) {
+  constexpr int D = Tr::kD, kChunks = kRows * (D / 8), kPer = (kChunks + Tr::kThreads - 1) / Tr::kThreads;
+  __shared__ unsigned warp_max[Tr::kWarps];
+  uint4 x[kPer];
+  unsigned mx = 0;  // the largest |q| as float bits (non-negative floats order as their bits)
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int i = tid + k * Tr::kThreads, r = i / (D / 8), c = i % (D / 8);
+    x[k] = make_uint4(0, 0, 0, 0);
+    if (i < kChunks && r < rows) x[k] = *reinterpret_cast<const uint4*>(q + r * D + c * 8);
+    const unsigned* wd = &x[k].x;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) mx = max(mx, max((wd[j] & 0x7fffu) << 16, wd[j] & 0x7fff0000u));
+  }
+  mx = __reduce_max_sync(0xffffffffu, mx);
+  if ((tid & 31) == 0) warp_max[tid >> 5] = mx;
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < Tr::kWarps; ++i) mx = max(mx, warp_max[i]);
+  int e = 0;
+  if (mx != 0 && mx < 0x7f800000u) {
+    frexpf(__uint_as_float(mx), &e);  // largest |q| < 2^e
+    e = min(max(15 - e, -120), 120);
+  }
+  const float f = ldexpf(1.f, e);
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int i = tid + k * Tr::kThreads, r = i / (D / 8), c = i % (D / 8);
+    if (i >= kChunks) continue;
+    const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&x[k]);
+    uint4 h;
+    unsigned* hd = &h.x;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 v = __bfloat1622float2(b[j]);
+      const __half2 p = __floats2half2_rn(v.x * f, v.y * f);
+      hd[j] = *reinterpret_cast<const unsigned*>(&p);
+    }
+    *reinterpret_cast<uint4*>(sQ + r * Tr::kRowElems + c * 8) = h;
+  }
+  return e;
+}
+
 // The kernels' body; kTma: K/V by TMA boxes from the maps tk / tv (make_tma_*_maps,
 // decode_launch.cuh); kHeadsOnN: the tile math with the query heads on the MMA's columns (a group
 // of ≤ 8: HeadsOnN), else on its rows. Var: the variant kind (kernels/variant.cuh); PlainVariant
@@ -837,8 +925,7 @@ __device__ __forceinline__ void zero_v_past(typename Tr::E* v, int valid, int la
 template <class Tr, KVLayout L, bool kTma, bool kHeadsOnN, class Var = PlainVariant>
 __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUtensorMap* tk, const CUtensorMap* tv,
                                                  int* input_errors, const Var& var = Var{}) {
-  static_assert(!kTma || L == KVLayout::vllm || Tr::kD % 64 == 0, "NHD TMA tiles: head_dim % 64 == 0");
-  static_assert(!kTma || !Tr::kFp8, "an fp8 cache takes the cp.async copies (decode_sm80_tma)");
+  static_assert(!kTma || L == KVLayout::vllm || Tr::kD % 64 == 0 || Tr::kFp8, "NHD TMA tiles: head_dim % 64 == 0");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   // Compiled for an older arch only so that the build links; never launched there (paged_decode
   // checks the target against the device).
@@ -898,8 +985,12 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   const int n_tiles = (w.kv_end - w.kv_begin + 15) >> 4;
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
   const std::uint64_t pol = ptx::l2_evict_first();
-  // fp8: the widened K and V tiles, then the ring of codes (Sm80Traits::kFp8StageBytes a stage).
-  [[maybe_unused]] std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(stages + Tr::kStageElems);
+  // fp8: the widened K and V tiles, then the ring of codes (Sm80Traits::kFp8StageBytes a stage)
+  // from the next 128-byte boundary — the cp.asyncs' and the TMA boxes' destination.
+  [[maybe_unused]] std::uint8_t* ring = [&] {
+    auto* p = reinterpret_cast<std::uint8_t*>(stages + Tr::kStageElems);
+    return p + ((128u - (sm80::smem_addr(p) & 127u)) & 127u);
+  }();
   auto issue_tile = [&](int st, int t0, int pg) {
     if constexpr (Tr::kFp8) {
       std::uint8_t* r = ring + st * Tr::kFp8StageBytes;
@@ -927,10 +1018,24 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
         E* k = tstages + st * 2 * kT;
         E* v = k + kT;
         ptx::fence_proxy_async();
-        ptx::mbar_expect_tx(bar, 2u * kT * sizeof(E));
+        ptx::mbar_expect_tx(bar, Tr::kFp8 ? 2u * 16 * D : 2u * kT * sizeof(E));
         auto boxes = [&](auto evict_first) {  // std::true_type / false_type: the L2 hint
           constexpr bool kHint = decltype(evict_first)::value;
-          if constexpr (L == KVLayout::vllm) {
+          if constexpr (Tr::kFp8) {
+            // The codes into ring stage st (make_tma_fp8_maps): vLLM, the page's (page, KV head)
+            // K block [D/16][16][16] and V block [D][16] as they are; NHD, the 16 token rows of
+            // K and of V, [16][D] each.
+            const std::uint32_t rk = sm80::smem_addr(ring + st * Tr::kFp8StageBytes), rv = rk + 16 * D;
+            if constexpr (L == KVLayout::vllm) {
+              const int block = pg * a.num_kv_heads + w.kv_head;
+              ptx::tma_load_2d<kHint>(rk, tk, bar, 0, block * (D / 16), pol);
+              ptx::tma_load_2d<kHint>(rv, tv, bar, 0, block * D, pol);
+            } else {
+              const int row = pg * a.page_size + (t0 & (a.page_size - 1));
+              ptx::tma_load_3d<kHint>(rk, tk, bar, 0, w.kv_head, row, pol);
+              ptx::tma_load_3d<kHint>(rv, tv, bar, 0, w.kv_head, row, pol);
+            }
+          } else if constexpr (L == KVLayout::vllm) {
             // Rows of the maps: the page's (page, KV head) block of D/8 K rows and D/4 V rows
             // (< 2^31: make_tma_vllm_maps).
             const int block = pg * a.num_kv_heads + w.kv_head;
@@ -994,28 +1099,52 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
     sm80::cp_async_commit();
   }
   // Q rows of this CTA → sQ (rows past w.rows are zero: padded MMA rows, never written out).
-  // Loaded after the K/V prologue is in flight, so the two latencies overlap.
+  // Loaded after the K/V prologue is in flight, so the two latencies overlap. (kQToFp16: bf16 q
+  // as fp16 · 2^q_exp, load_q_fp16; the scores are then 2^q_exp too large, which scale_log2
+  // takes back.)
+  [[maybe_unused]] int q_exp = 0;
   {
-    const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + w.head0) * D;
-    for (int i = tid; i < kRows * (D / 8); i += Tr::kThreads) {
-      const int r = i / (D / 8), c = i % (D / 8);
-      uint4 x = make_uint4(0, 0, 0, 0);
-      if (r < w.rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * 8);
-      *reinterpret_cast<uint4*>(sQ + r * R + c * 8) = x;
+    using OutE = typename Tr::OutE;
+    const OutE* q = static_cast<const OutE*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + w.head0) * D;
+    if constexpr (Tr::kQToFp16) {
+      q_exp = load_q_fp16<Tr>(q, w.rows, sQ, tid);
+    } else {
+      for (int i = tid; i < kRows * (D / 8); i += Tr::kThreads) {
+        const int r = i / (D / 8), c = i % (D / 8);
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (r < w.rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * 8);
+        *reinterpret_cast<uint4*>(sQ + r * R + c * 8) = x;
+      }
     }
   }
+  const float scale_log2 = Tr::kQToFp16 ? ldexpf(a.scale_log2, -q_exp) : a.scale_log2;
 
   __syncthreads();  // sQ is written
 
-  using Math = std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTma>, HeadsOnM<Tr, L, kTma>>;
+  // (The tile math reads the TMA boxes' layouts where the boxes are its tiles; an fp8 cache's
+  // widened tiles have the cp.async layouts, however the codes came.)
+  constexpr bool kTmaTiles = kTma && !Tr::kFp8;
+  using Math = std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTmaTiles>, HeadsOnM<Tr, L, kTmaTiles>>;
   Math math;
   math.load_q(sQ, lane);
   // The variant hooks of the lane's two query heads (heads past the CTA's rows are padding: they
-  // take the last row's parameters, and their results are never stored).
+  // take the last row's parameters, and their results are never stored). Their raw-score units
+  // follow the scores' (kQToFp16: 2^q_exp larger).
+  [[maybe_unused]] VariantArgs q_args;
+  if constexpr (Var::kOn && Tr::kQToFp16) {
+    q_args = var.args;
+    q_args.cap_raw = ldexpf(q_args.cap_raw, q_exp);
+    q_args.cap_exp2 = ldexpf(q_args.cap_exp2, -q_exp);
+    q_args.inv_scale = ldexpf(q_args.inv_scale, q_exp);
+  }
   const auto hooks = [&] {
     if constexpr (Var::kOn) {
       auto head = [&](int i) {
-        return VariantHead(var.args, w.head0 + min(Math::lane_head(lane, i), w.rows - 1), 1, win.seq_len);
+        const int h = w.head0 + min(Math::lane_head(lane, i), w.rows - 1);
+        if constexpr (Tr::kQToFp16)
+          return VariantHead(q_args, h, 1, win.seq_len);
+        else
+          return VariantHead(var.args, h, 1, win.seq_len);
       };
       return VariantTileHooks{head(0), head(1), win.lo};
     } else {
@@ -1027,31 +1156,40 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // cp.async commit groups issued after tile j's; with TMA each lane waits on the mbarrier).
   // (fp8: the one widened pair, which widen(j) fills from stage j % S's codes.)
   auto stage_k = [&](int j) -> const E* {
-    if constexpr (kTma)
-      return tstages + (j % S) * 2 * kT;
-    else if constexpr (Tr::kFp8)
+    if constexpr (Tr::kFp8)
       return stages;
+    else if constexpr (kTma)
+      return tstages + (j % S) * 2 * kT;
     else
       return stages + (j % S) * Tr::kStageElems;
   };
   auto stage_v = [&](int j) -> E* {
-    if constexpr (kTma)
-      return tstages + (j % S) * 2 * kT + kT;
-    else if constexpr (Tr::kFp8)
+    if constexpr (Tr::kFp8)
       return stages + Tr::kTileElems;
+    else if constexpr (kTma)
+      return tstages + (j % S) * 2 * kT + kT;
     else
       return stages + (j % S) * Tr::kStageElems + Tr::kTileElems;
   };
   // fp8: tile j's K or V codes (landed) widened into the 16-bit tile; the caller's __syncwarp
   // makes them visible before the tile math reads them. Nothing for a 16-bit cache.
+  // (valid: V's tokens in range; only a warp's last tile may have fewer than 16.)
   auto widen_k = [&](int j) {
-    if constexpr (Tr::kFp8) widen_tokens<Tr>(ring + (j % S) * Tr::kFp8StageBytes, stages, lane);
+    if constexpr (Tr::kFp8)
+      widen_tokens<Tr, kTma && L == KVLayout::vllm>(ring + (j % S) * Tr::kFp8StageBytes, stages, lane);
   };
-  auto widen_v = [&](int j) {
-    if constexpr (Tr::kFp8) widen_v_tile<Tr, L>(ring + (j % S) * Tr::kFp8StageBytes + 16 * D, stage_v(j), lane);
+  auto widen_v = [&](int j, int valid) {
+    if constexpr (Tr::kFp8)
+      widen_v_tile<Tr, L>(ring + (j % S) * Tr::kFp8StageBytes + 16 * D, stage_v(j), lane, valid);
   };
   auto widened = [&] {
     if constexpr (Tr::kFp8) __syncwarp();
+  };
+  // fp8 by TMA: land() has no __syncwarp (each lane waits on the mbarrier itself), so before the
+  // overlap form's first widening the warp's reads of the widened K tile (tile 0's QKᵀ) are ordered
+  // here; later iterations end with one.
+  auto reads_done = [&] {
+    if constexpr (Tr::kFp8 && kTma) __syncwarp();
   };
   auto land = [&](int j, auto newer_groups) {
     if constexpr (kTma) {
@@ -1065,7 +1203,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // P · V needs zeros there (masked K columns become −inf in S). Only a warp's last tile can be
   // partial.
   auto mask_v = [&](int j, int valid) {
-    if constexpr (kTma) {
+    if constexpr (kTma && !Tr::kFp8) {  // (fp8: widen_v zeroes them)
       if (valid < 16) zero_v_past<Tr, L>(stage_v(j), valid, lane);
       __syncwarp();
     }
@@ -1087,19 +1225,20 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
         if (j + S - 1 < my_tiles) issue(j + S - 1);
         if constexpr (!kTma) sm80::cp_async_commit();
         land(j + 1, std::integral_constant<int, S - 2>{});
+        if (j == 0) reads_done();
         widen_k(j + 1);
-        widen_v(j);
+        widen_v(j, 16);
         widened();
         typename Math::Scores next = math.scores(stage_k(j + 1), lane);
-        math.update(sc, stage_v(j), 16, a.scale_log2, lane, hooks, tile_start(j));  // not the last tile: whole
+        math.update(sc, stage_v(j), 16, scale_log2, lane, hooks, tile_start(j));  // not the last tile: whole
         sc = next;
         __syncwarp();  // all lanes are done with stage j % S before it is refilled
       }
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of the last tile are in range
-      widen_v(j);
+      widen_v(j, valid);
       widened();
       mask_v(j, valid);
-      math.update(sc, stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
+      math.update(sc, stage_v(j), valid, scale_log2, lane, hooks, tile_start(j));
     }
   } else {
     for (int j = 0; j < my_tiles; ++j) {
@@ -1109,10 +1248,10 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       const int valid = w.kv_end - tile_start(j);  // ≥ 1 tokens of this tile are in range
       land(j, std::integral_constant<int, S - 1>{});
       widen_k(j);
-      widen_v(j);
+      widen_v(j, valid);
       widened();
       mask_v(j, valid);
-      tile(math, stage_k(j), stage_v(j), valid, a.scale_log2, lane, hooks, tile_start(j));
+      tile(math, stage_k(j), stage_v(j), valid, scale_log2, lane, hooks, tile_start(j));
       __syncwarp();  // all lanes are done with stage j % S before it is refilled
     }
   }
@@ -1129,7 +1268,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   __syncthreads();
   // (general kind) The sinks join warp 0's states ([16] floats of scratch after sL).
   if constexpr (Var::kOn) fold_sinks<D>(var, w, win, sM, sL, sO, sL + W * kRows, tid, Tr::kThreads);
-  combine_and_store<E, D, Tr::kFp8>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
+  combine_and_store<typename Tr::OutE, D, Tr::kFp8>(a, w, W, sM, sL, sO, tid, Tr::kThreads, poisoned);
 #endif
 }
 

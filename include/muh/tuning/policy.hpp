@@ -149,12 +149,11 @@ constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 //         box per 16-byte column, the cp.async form's granularity.
 // One rule for the launch (decode_launch.cuh) and the plan's cost model (plan.cpp). A speed
 // choice only: both forms compute the same results.
-// An fp8 cache (kv_fp8) takes the cp.async copies: its tiles are widened to 16 bits in shared
-// memory (kernels/decode_sm80.cuh), which the TMA boxes' swizzled layouts do not have.
+// An fp8 cache (kv_fp8): unswizzled boxes of 1-byte codes, D of them a row, so any head dim.
 constexpr bool decode_sm80_tma(const DecodePolicy& p, KVLayout layout, int page_size, int head_dim,
                                bool kv_fp8 = false) {
-  if (!p.tma || p.agent != Agent::sm80 || kv_fp8) return false;
-  return layout == KVLayout::nhd ? page_size >= 16 && head_dim % 64 == 0 : page_size == 16;
+  if (!p.tma || p.agent != Agent::sm80) return false;
+  return layout == KVLayout::nhd ? page_size >= 16 && (kv_fp8 || head_dim % 64 == 0) : page_size == 16;
 }
 // The granularity of a V2 plan's partitions (plan.cpp cuts them in multiples of it). An sm80 row:
 // its partition_size (128 on the H200's rows: tuning_sm90.hpp says why). A portable row: its
