@@ -59,6 +59,7 @@ struct Request {
 struct Options {
   std::string model, model_config, hw = "bi-v100", dtype, backends = "auto";
   std::string variant;  // --variant: the attention variant a call asks for (muh/variant.hpp)
+  std::string kv_dtype = "auto";  // --kv-dtype: the KV cache's element type (muh/kv_quant.hpp)
   long long head_dim = 0, kv_heads = 0, max_seq_len = 0;
   CLI::Option *o_model = nullptr, *o_model_config = nullptr, *o_dtype = nullptr, *o_head_dim = nullptr,
               *o_kv = nullptr, *o_len = nullptr, *o_hw = nullptr, *o_backends = nullptr;
@@ -713,8 +714,33 @@ std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const 
   return l;
 }
 
+// Which decode kernels a call over a cache of element type kv takes (muh/kv_quant.hpp).
+std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& x) {
+  if (!is_fp8(kv)) return {"auto: the cache holds q's dtype (--kv-dtype fp8_e4m3 / fp8_e5m2 names an fp8 cache)"};
+  const std::string name(kv_dtype_name(kv));
+  std::vector<std::string> l = {name + ": 1-byte codes, k_scale / v_scale per tensor; decode only (prefill refuses it)"};
+  const DecodeSelection& d = x.cfg.decode_selection;
+  if (t == DType::fp32) {
+    l.push_back("refused: an fp8 cache is read with fp16 or bf16 q (invalid_argument)");
+  } else if (!d.ok() || d.policy.agent != Agent::sm80) {
+    l.push_back("unsupported here: the decode row is the " + std::string(agent_name(d.policy.agent)) +
+                " agent's; the sm80 agent's rows (sm_80 and newer) widen fp8 codes");
+  } else if (!is_fp8_instance(kv, t, hd)) {
+    l.push_back("not compiled in this build (rebuild with MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS including it)");
+  } else {
+    l.push_back("decode: the same row and plan, instances/decode_fp8_" + name.substr(4) + "_" +
+                std::string(dtype_name(t)) + "_hd" + std::to_string(hd) + ".cu: the codes widened to " +
+                (t == DType::bf16 ? "fp16 (bf16 q runs fp16 MMAs, its queries scaled by a power of two)"
+                                  : std::string("fp16")) +
+                " in shared memory; copies by " + (d.policy.tma ? "TMA boxes where the layout allows" : "cp.async"));
+  }
+  return l;
+}
+
 void run(const Options& o) {
   const Variant variant = parse_variant(o.variant);  // (a bad --variant is a usage error, explain or not)
+  const auto kv = parse_kv_dtype(o.kv_dtype);
+  if (!kv) throw UsageError("--kv-dtype: unknown cache type '" + o.kv_dtype + "' (auto, fp8, fp8_e4m3, fp8_e5m2)");
   const Request r = resolve(o);
   std::vector<Row> rows;
   std::vector<Rules> rules;
@@ -730,6 +756,7 @@ void run(const Options& o) {
     if (o.explain) {
       rules.push_back(explain_config(r, t, x.cfg, x.prefill_inst, x.decode_inst));
       rules.back().add("instantiation.variant", variant_lines(variant, t, r.head_dim, x));
+      rules.back().add("instantiation.kv_cache", kv_cache_lines(*kv, t, r.head_dim, x));
     }
   }
   if (o.json) {
@@ -772,6 +799,9 @@ void add_config_command(CLI::App& app) {
   cmd->add_option("--variant", o->variant,
                   "With --explain: the attention variant of a call, e.g. window=4096,softcap=30,sinks,alibi "
                   "(window=L[:R] in FlashAttention's window_size convention): which instantiation kind it takes");
+  cmd->add_option("--kv-dtype", o->kv_dtype,
+                  "With --explain: the KV cache's element type (auto, fp8 = fp8_e4m3, fp8_e5m2): which decode "
+                  "kernels a call over it takes");
   cmd->add_flag("--json", o->json, "Machine-readable output (the same values)");
   cmd->add_flag("--explain", o->explain,
                 "Also print the inputs, the rule behind every field and the compiled instantiation that runs");
