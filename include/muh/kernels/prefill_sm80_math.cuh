@@ -219,10 +219,20 @@ struct TileMask {
 // The general variant kind's scores (kernels/variant.cuh): soft-cap and ALiBi on every score of
 // the tile, then, on a tile that crosses a window edge, the causal diagonal or the sequence end,
 // −inf for every key outside its row's range. In place of TileMask, which the plain kind keeps.
+// A tile with no transform on and no edge in it returns at once. Without that exit its ~64
+// scores a lane each took the per-score tests (ptxas specialises the loop on the switches, but
+// each pair of scores still branches on ALiBi and the mask): with only sinks on, the general kind
+// ran 1.28–1.34× the plain kernel's time at hd 128 (bench/results/h100-2026-12-06-variants.md).
+// Testing the switches once per tile inside the loop instead (call4-per-tile-hooks.patch there)
+// made ptxas spill and the soft-cap and ALiBi tiles 1.26–1.29× slower; this exit leaves their
+// code as it was (the SASS of the loop is the same plus one branch, no spills at hd 128).
+// Measured (H100, bench/results/h100-2026-12-06-prefill-exit-six-heads.md): sinks alone 1.11–1.37×
+// → 0.95–1.13× the plain kernel, soft-cap and ALiBi unchanged (1.19–1.66×).
 template <class Sh>
 __device__ __forceinline__ void variant_logits_and_mask(float (&s)[Sh::MT][Sh::NTL][4], const VariantHead& vh, int m0,
                                                         int n0, Sm80Warp w) {
   const bool needs_mask = vh.tile_needs_mask(n0, Sh::BN, m0, Sh::BM);
+  if (vh.v.cap_raw == 0.f && vh.slope_raw == 0.f && !needs_mask) return;
   // The rows' key ranges are loop-invariant over the key tiles: hoisted, they would hold 4·MT
   // registers through the main loop (as TileMask's limits would; see there). The opaque copy of
   // the first row keeps them here.
