@@ -29,12 +29,13 @@ const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f
 const std::vector<float> kAlibi = {0.5f,       0.25f,      0.125f,     0.0625f, 0.03125f, 0.015625f,
                                    0.0078125f, 0.00390625f, 0.1875f, 0.09375f, 0.75f,    0.046875f};
 
-// The GQA shapes: 8 q / 2 kv heads (group 4: the sm80 agent's heads-on-N tile) and 12 q / 1 kv
-// (group 12: heads on the MMA's rows, 4 of the 16 padding).
+// The GQA shapes: 8 q / 2 kv heads (group 4: the sm80 agent's heads-on-N tile), 12 q / 1 kv
+// (group 12: heads on the MMA's rows, 4 of the 16 padding) and 6 q / 1 kv (the seed's 27B model
+// at TP4: the portable agent's 6-head pass).
 struct Heads {
   int q, kv;
 };
-const Heads kHeads[] = {{8, 2}, {12, 1}};
+const Heads kHeads[] = {{8, 2}, {12, 1}, {6, 1}};
 
 struct VariantShape {
   const char* name;
@@ -100,7 +101,7 @@ std::vector<Param> all_params() {
     for (const auto& [t, d] : kCompiledInstances) {
       if (!is_general_instance(t, d)) continue;
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
-        for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 3; ++h)
           for (std::size_t s = 0; s < shapes().size(); ++s) v.push_back({compiled_targets::values[ti], t, d, l, s, h});
     }
   return v;

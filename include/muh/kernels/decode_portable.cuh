@@ -40,7 +40,9 @@
 // GB/s each (≈ 2.3 instructions a clock per SM at 4 heads, ~750 of the 840 run a tile); with
 // one CTA per SM (registers uncapped) the 256k cells take 1.5× as long (1005 against 663 µs):
 // issue- and latency-bound at this occupancy, far from the bandwidth (issue 18's 0.4 is not
-// reached).
+// reached). A pass of 6 heads for groups of 5–6 (portable_pass_heads; it was 8, two of them
+// padding): the 6-head cells 1.10–1.15× faster, 0.15–0.25 of the floor, the 4-head ones unchanged
+// (H100, 16 SMs, bench/results/h100-2026-12-06-prefill-exit-six-heads.md).
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
@@ -146,6 +148,11 @@ __device__ __forceinline__ void load_p(const float* pt, float (&p)[N]) {
       p[4 * q + 2] = x.z;
       p[4 * q + 3] = x.w;
     }
+    if constexpr (N % 4 == 2) {  // N = 6: the last two (8-byte aligned: pt is 16-byte aligned)
+      const float2 x = *reinterpret_cast<const float2*>(pt + N - 2);
+      p[N - 2] = x.x;
+      p[N - 1] = x.y;
+    }
   }
 }
 
@@ -225,13 +232,13 @@ __device__ __forceinline__ void portable_load_tile(const DecodeArgs& a, const Ct
 // The CTAs per SM the registers are capped for (__launch_bounds__): the row's ctas_per_sm (2 →
 // 128 registers a thread at 256 threads), except where ptxas then spills much. sm_90, hd 256
 // fp16, registers uncapped / spills at 128: vLLM N = 4 176 / 24 B, N = 8 188 / 32 B; NHD N = 4
-// 174 / 20 B, N = 8 250 / 452 B — so NHD with 8 heads a pass (and fp32, twice the K/V
-// registers) keeps one CTA.
+// 174 / 20 B, N = 8 250 / 452 B; at N = 6 (spills at 128) vLLM 28 B, NHD 134 B — so NHD with 6 or
+// 8 heads a pass (and fp32, twice the K/V registers) keeps one CTA.
 template <class Tr, KVLayout L, int N>
 inline constexpr int kPortableMinCtas =
-    sizeof(typename Tr::E) == 4 || (L == KVLayout::nhd && N == 8) ? 1 : Tr::kPolicy.ctas_per_sm;
+    sizeof(typename Tr::E) == 4 || (L == KVLayout::nhd && N >= 6) ? 1 : Tr::kPolicy.ctas_per_sm;
 
-// N: query heads the kernel computes per pass (1, 2, 4 or 8 ≥ the live heads of a pass, so no
+// N: query heads the kernel computes per pass (1, 2, 4, 6 or 8 ≥ the live heads of a pass, so no
 // per-head branch sits in the loops: heads past `rows` compute zeros nobody stores); the launch
 // picks the smallest N ≥ min(group, 8) (portable_pass_heads()). Shared memory keeps the strides
 // of kPassRows = 8 whatever N is.
@@ -252,7 +259,7 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
   using E = typename Tr::E;
   using VM = PortableVMap<Tr, L>;
   constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec;
-  static_assert(N == 1 || N == 2 || N == 4 || N == 8, "heads per pass");
+  static_assert(N == 1 || N == 2 || N == 4 || N == 6 || N == 8, "heads per pass");
   extern __shared__ __align__(16) unsigned char smem[];
   float* sQ = reinterpret_cast<float*>(smem + Tr::kOffQ);        // [R][D] this pass's q (then its O)
   float* sPart = reinterpret_cast<float*>(smem + Tr::kOffPart);  // [kWarps][R][kTile] slice sums
@@ -456,7 +463,12 @@ __global__ void __launch_bounds__(Tr::kThreads, (kPortableMinCtas<Tr, L, N>))
 
 // The heads per pass the launch compiles for a GQA group: the smallest of 1, 2, 4, 8 that holds
 // min(group, 8) (groups of 9 and more take passes of 8; a chunk of 16 two).
-constexpr int portable_pass_heads(int group) { return group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8; }
+// 6 for the groups of 5–6 (Qwen3.5/3.6-27B at TP4: 6 q heads per KV head) — with 8 a quarter of
+// their FMAs and p loads were the two padded heads' (SASS, fp16 hd 256 vLLM: 1187 instructions a
+// warp-tile at N = 8, 513 of them FFMAs).
+constexpr int portable_pass_heads(int group) {
+  return group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : group <= 6 ? 6 : 8;
+}
 
 // The kernel a launch of this row runs: by KV layout and portable_pass_heads(group).
 template <class Tr>
@@ -467,6 +479,7 @@ inline auto portable_decode_kernel(KVLayout layout, int group) {
     case 1: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 1>, &decode_portable_kernel<Tr, KVLayout::vllm, 1>);
     case 2: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 2>, &decode_portable_kernel<Tr, KVLayout::vllm, 2>);
     case 4: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 4>, &decode_portable_kernel<Tr, KVLayout::vllm, 4>);
+    case 6: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 6>, &decode_portable_kernel<Tr, KVLayout::vllm, 6>);
     default: return pick(&decode_portable_kernel<Tr, KVLayout::nhd, 8>, &decode_portable_kernel<Tr, KVLayout::vllm, 8>);
   }
 }
@@ -486,6 +499,9 @@ inline auto portable_decode_variant_kernel(KVLayout layout, int group) {
     case 4:
       return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 4>,
                   &decode_portable_variant_kernel<Tr, KVLayout::vllm, 4>);
+    case 6:
+      return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 6>,
+                  &decode_portable_variant_kernel<Tr, KVLayout::vllm, 6>);
     default:
       return pick(&decode_portable_variant_kernel<Tr, KVLayout::nhd, 8>,
                   &decode_portable_variant_kernel<Tr, KVLayout::vllm, 8>);
