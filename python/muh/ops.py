@@ -70,6 +70,23 @@ _FP8_KV_CACHE_DTYPES = {"fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m
                         "fp8_e5m2": torch.float8_e5m2, "e5m2": torch.float8_e5m2}
 
 
+def _check_cache_dtypes(op, kv_cache_dtype, fp8, key_cache, value_cache, ref, ref_name, fp32_text):
+    """The caches' dtype under kv_cache_dtype (fp8: its torch.float8 kind, None for 'auto'): 'auto'
+    — ref's dtype (ref_name: "the query's", "key's"); fp8 — uint8 or that float8, and ref not
+    float32 (fp32_text says why)."""
+    if fp8 is None:
+        if key_cache.dtype != ref.dtype or value_cache.dtype != ref.dtype:
+            raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be {ref_name} ({ref.dtype}) "
+                                      f"with kv_cache_dtype='{kv_cache_dtype}' (an fp8 cache is uint8 or float8 "
+                                      "with kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
+        return
+    if ref.dtype == torch.float32:
+        raise NotImplementedError(f"muh.{op}: {fp32_text}")
+    for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
+        _check(cache.dtype in (torch.uint8, fp8), op, f"{name} must be uint8 or {fp8} with "
+               f"kv_cache_dtype='{kv_cache_dtype}', got {cache.dtype}")
+
+
 # ---- fake (meta) implementations: shapes for torch.compile, argument errors at trace time -------
 
 def _check(cond: bool, op: str, msg: str) -> None:
@@ -102,18 +119,9 @@ def _check_vllm(op: str, out, query, key_cache, value_cache, num_kv_heads, block
            f"block_size, x], got shape {tuple(key_cache.shape)}")
     _check(value_cache.dim() == 4, op, "value_cache must be 4-D [num_blocks, num_kv_heads, head_size, "
            f"block_size], got shape {tuple(value_cache.shape)}")
-    if fp8 is None:
-        if key_cache.dtype != query.dtype or value_cache.dtype != query.dtype:
-            raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be the query's "
-                                      f"({query.dtype}) with kv_cache_dtype='{kv_cache_dtype}' (an fp8 cache "
-                                      "is uint8 or float8 with kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
-    else:
-        if query.dtype == torch.float32:
-            raise NotImplementedError(f"muh.{op}: query is float32 with kv_cache_dtype='{kv_cache_dtype}': muh "
-                                      "reads an fp8 KV cache with a float16 or bfloat16 query only")
-        for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
-            _check(cache.dtype in (torch.uint8, fp8), op, f"{name} must be uint8 or {fp8} with "
-                   f"kv_cache_dtype='{kv_cache_dtype}', got {cache.dtype}")
+    _check_cache_dtypes(op, kv_cache_dtype, fp8, key_cache, value_cache, query, "the query's",
+                        f"query is float32 with kv_cache_dtype='{kv_cache_dtype}': muh reads an fp8 KV cache "
+                        "with a float16 or bfloat16 query only")
     _check(block_tables.dim() == 2 and block_tables.dtype == torch.int32, op,
            f"block_tables must be 2-D int32 [num_seqs, max_num_blocks_per_seq], got "
            f"{block_tables.dtype} {tuple(block_tables.shape)}")
@@ -386,18 +394,9 @@ def _check_cache_write(op, key, value, key_cache, value_cache, slot_mapping, kv_
     _check(value.shape == key.shape, op, f"value must have key's shape {tuple(key.shape)}, got {tuple(value.shape)}")
     _check(key.dtype in (torch.float16, torch.bfloat16, torch.float32), op,
            f"key must be float16, bfloat16 or float32, got {key.dtype}")
-    if fp8 is None:
-        if key_cache.dtype != key.dtype or value_cache.dtype != key.dtype:
-            raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be key's ({key.dtype}) with "
-                                      f"kv_cache_dtype='{kv_cache_dtype}' (an fp8 cache is uint8 or float8 with "
-                                      "kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
-    else:
-        if key.dtype == torch.float32:
-            raise NotImplementedError(f"muh.{op}: key is float32 with kv_cache_dtype='{kv_cache_dtype}': muh "
-                                      "writes an fp8 cache from float16 or bfloat16 keys only")
-        for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
-            _check(cache.dtype in (torch.uint8, fp8), op, f"{name} must be uint8 or {fp8} with "
-                   f"kv_cache_dtype='{kv_cache_dtype}', got {cache.dtype}")
+    _check_cache_dtypes(op, kv_cache_dtype, fp8, key_cache, value_cache, key, "key's",
+                        f"key is float32 with kv_cache_dtype='{kv_cache_dtype}': muh writes an fp8 cache from "
+                        "float16 or bfloat16 keys only")
     _check(slot_mapping.dim() == 1 and slot_mapping.dtype == torch.int64, op,
            f"slot_mapping must be 1-D int64 [num_tokens], got {slot_mapping.dtype} {tuple(slot_mapping.shape)}")
     if vllm_layout:
