@@ -214,12 +214,13 @@ struct Sm80Traits {
   // the row at 4 × 3 the seed's 16-SM cells at ≥ 32k ran 1.05–1.07× faster, 132-SM cells 0.98–1.00×
   // (bench/results/h200-2026-12-06-tile-pipeline.md, B → D). hd ≤ 128 (2 CTAs per SM) not measured.
   static constexpr bool kOverlap = kStages >= 3 && D >= 256;
-  // An fp8 cache: the warp's stage area holds one 16-bit K tile and one V tile (the layouts
-  // above, which the tile math reads as it reads a 16-bit cache's), then a ring of S stages of
-  // fp8 codes [K 16 tok × D | V 16 × D] (dense; the vLLM V tile as [D][16 tok]) that the
-  // cp.asyncs fill; each landed tile is widened into the 16-bit tiles by the warp (widen_k /
-  // widen_v). S ≥ 2 stages of codes plus one widened pair take no more than S 16-bit stages, so
-  // the footprint (the table's) is the same.
+  // An fp8 cache: the warp's stage area holds one 16-bit K tile and one V tile (the cp.async
+  // layouts above, which the tile math reads as it reads a 16-bit cache's), then a ring of S
+  // stages of fp8 codes [K 16·D | V 16·D] (dense: token rows [16][D], except the vLLM page's K
+  // block [D/16][16][16] as its TMA box brings it, and the vLLM V tile [D][16 tok]) that the
+  // copies fill; each landed tile is widened into the 16-bit tiles by the warp (widen_k /
+  // widen_v in the body). S ≥ 2 stages of codes plus one widened pair take no more than S 16-bit
+  // stages, so the footprint (the table's) is the same.
   static constexpr int kFp8StageBytes = 2 * 16 * D;
 
   // (+ 128: the ring starts on a 128-byte boundary, as the TMA boxes want.)
@@ -868,10 +869,11 @@ __device__ __forceinline__ void zero_v_past(typename Tr::E* v, int valid, int la
 
 // bf16 q rows [rows][D] (rows ≤ 16; the rest of sQ's 16 rows zero) into sQ as fp16 · 2^e, the
 // power of two e chosen for the CTA so that its largest |q| lands in [2^14, 2^15): every bf16
-// value that is not 2^−38 of the largest or less is then exact in fp16 (bf16 has 8 significant
-// bits, fp16 11; fp16 is subnormal below 2^−14). Returns e (0 when q holds only zeros or a
-// non-finite value, which then flows into the scores as it would in bf16). One more CTA barrier,
-// once per CTA.
+// value down to 2^−31 of the largest is then exact in fp16 (bf16 has 8 significant bits, fp16 11
+// down to 2^−14 and, subnormal, 8 of them down to 2^−17); a smaller one rounds, moving a score by
+// less than 2^−31 of its largest term. Returns e (0 when q holds only zeros or a non-finite
+// value, which then flows into the scores as it would in bf16). One more CTA barrier, once per
+// CTA.
 template <class Tr>
 __device__ __forceinline__ int load_q_fp16(const __nv_bfloat16* q, int rows, __half* sQ, int tid) {
   constexpr int D = Tr::kD, kChunks = kRows * (D / 8), kPer = (kChunks + Tr::kThreads - 1) / Tr::kThreads;
