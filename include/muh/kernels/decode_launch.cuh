@@ -104,8 +104,9 @@ inline bool make_tma_vllm_maps(CUtensorMap* k, CUtensorMap* v, const void* k_bas
 // An fp8 cache's maps (1-byte codes, unswizzled: the warp widens them from shared memory with
 // conflict-free 8-byte reads, decode_sm80.cuh): NHD [pages · page_size rows][heads][D] with box
 // D × 1 × 16 (the tile's 16 token rows of one head: [16][D]); vLLM (page_size 16) K as
-// [pages · heads · D/16 rows][256 B] with box 256 × D/16 and V as [pages · heads · D rows][16 B]
-// with box 16 × D (the page's (page, KV head) blocks as they are).
+// [pages · heads · D/16 rows][256 B] with box 256 × D/16 and V as [pages · heads · D/8 rows][128 B]
+// with box 128 × D/8 (the page's (page, KV head) blocks as they are, [D/16][16][16] and [D][16]:
+// the V block in rows of 8 dims, not of one, so that a box is a few long rows).
 inline bool make_tma_fp8_maps(CUtensorMap* k, CUtensorMap* v, const void* k_base, const void* v_base, KVLayout layout,
                               int D, int num_kv_heads, long long num_pages, int page_size) {
   if (layout == KVLayout::nhd) {
@@ -121,9 +122,9 @@ inline bool make_tma_fp8_maps(CUtensorMap* k, CUtensorMap* v, const void* k_base
   }
   const long long blocks = num_pages * num_kv_heads;
   if (blocks < 1) return false;
-  const cuuint64_t k_dims[2] = {256, cuuint64_t(blocks) * (D / 16)}, v_dims[2] = {16, cuuint64_t(blocks) * D};
-  const cuuint64_t k_strides[1] = {256}, v_strides[1] = {16};
-  const cuuint32_t k_box[2] = {256, cuuint32_t(D / 16)}, v_box[2] = {16, cuuint32_t(D)};
+  const cuuint64_t k_dims[2] = {256, cuuint64_t(blocks) * (D / 16)}, v_dims[2] = {128, cuuint64_t(blocks) * (D / 8)};
+  const cuuint64_t k_strides[1] = {256}, v_strides[1] = {128};
+  const cuuint32_t k_box[2] = {256, cuuint32_t(D / 16)}, v_box[2] = {128, cuuint32_t(D / 8)};
   return encode_tma_map(k, k_base, DType::fp16, 2, k_dims, k_strides, k_box, CU_TENSOR_MAP_SWIZZLE_NONE,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, true) &&
          encode_tma_map(v, v_base, DType::fp16, 2, v_dims, v_strides, v_box, CU_TENSOR_MAP_SWIZZLE_NONE,

@@ -1025,13 +1025,13 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
           constexpr bool kHint = decltype(evict_first)::value;
           if constexpr (Tr::kFp8) {
             // The codes into ring stage st (make_tma_fp8_maps): vLLM, the page's (page, KV head)
-            // K block [D/16][16][16] and V block [D][16] as they are; NHD, the 16 token rows of
-            // K and of V, [16][D] each.
+            // K block [D/16][16][16] and V block [D][16] as they are (rows of 256 and 128 B); NHD,
+            // the 16 token rows of K and of V, [16][D] each.
             const std::uint32_t rk = sm80::smem_addr(ring + st * Tr::kFp8StageBytes), rv = rk + 16 * D;
             if constexpr (L == KVLayout::vllm) {
               const int block = pg * a.num_kv_heads + w.kv_head;
               ptx::tma_load_2d<kHint>(rk, tk, bar, 0, block * (D / 16), pol);
-              ptx::tma_load_2d<kHint>(rv, tv, bar, 0, block * D, pol);
+              ptx::tma_load_2d<kHint>(rv, tv, bar, 0, block * (D / 8), pol);
             } else {
               const int row = pg * a.page_size + (t0 & (a.page_size - 1));
               ptx::tma_load_3d<kHint>(rk, tk, bar, 0, w.kv_head, row, pol);
