@@ -15,8 +15,10 @@
 # The pack holds libmuh.so and each target's executable (tests by their name, the CLI as `muh`),
 # stripped, flat in NAME/. MUH_PACK_SRC=DIR builds another tree (e.g. a `git archive` of a base
 # commit, for an A/B); the build directory is /tmp/muh-pack-NAME (kept: a rebuild is incremental).
-# Not checked yet: that the device image's glibc (≥ 2.34) and libstdc++ (≥ GLIBCXX_3.4.29) take
-# what Debian 12 links — the first call that uses a pack says so.
+# The device image (Ubuntu, glibc 2.39, seen 2026-12-06) runs what Debian 12 links: the packs of
+# bench/results/h100-2026-12-06-fp8/ and -prefill-exit-six-heads/ ran there. A pack's libmuh.so
+# must not be put before a device build's on LD_LIBRARY_PATH (the Python extension built there
+# then loads the pack's: an undefined libstdc++ symbol).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 3 ]] || { echo "usage: scripts/device_pack.sh NAME [cmake -D options] -- TARGET..." >&2; exit 2; }
