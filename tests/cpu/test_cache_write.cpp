@@ -93,20 +93,45 @@ TEST(CacheWriteSlots, AddressingMatchesVllmAndNhdShapes) {
   }
 }
 
-// The kernel's steps over host buffers: for each token, classify its slot, then write_chunk for
-// each of its chunks (cache_write.cuh's loop, one thread at a time).
-template <class E, int kVec>
-int run_on_host(const CacheWriteArgs& a) {
+// The kernels' steps over host buffers: for each token, classify its slot, then write(t, slot, c)
+// for each of its chunks of kVec elements (cache_write.cuh's loops, one thread at a time).
+// Returns the out-of-range slots met.
+template <int kVec, class Write>
+int run_chunks_on_host(const CacheWriteArgs& a, Write write) {
   int bad = 0;
   for (int t = 0; t < a.num_tokens; ++t) {
     const std::int64_t slot = a.slot_mapping[t];
     const Slot kind = classify(slot, a.num_slots);
     if (kind == Slot::out_of_range) ++bad;
     if (kind != Slot::write) continue;
-    for (int c = 0; c < kernels::cache_write::chunks_per_token(a, kVec); ++c)
-      kernels::cache_write::write_chunk<E, kVec>(a, t, slot, c);
+    for (int c = 0; c < kernels::cache_write::chunks_per_token(a, kVec); ++c) write(t, slot, c);
   }
   return bad;
+}
+// The bitwise copy (write_chunk).
+template <class E, int kVec>
+int run_on_host(const CacheWriteArgs& a) {
+  return run_chunks_on_host<kVec>(
+      a, [&](int t, std::int64_t slot, int c) { kernels::cache_write::write_chunk<E, kVec>(a, t, slot, c); });
+}
+
+// A slot_mapping for `tokens` tokens over num_slots slots: distinct slots in shuffled order, with
+// padding (−1: every 5th token from the 4th) and out-of-range entries (num_slots or −7: every 11th
+// from the 8th) mixed in; *expect_bad counts the latter.
+std::vector<std::int64_t> mixed_slots(int tokens, std::int64_t num_slots, std::mt19937& rng, int* expect_bad) {
+  std::vector<std::int64_t> all(num_slots);
+  for (std::int64_t i = 0; i < num_slots; ++i) all[i] = i;
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<std::int64_t> slots(tokens);
+  *expect_bad = 0;
+  for (int t = 0; t < tokens; ++t) {
+    if (t % 5 == 3) slots[t] = -1;
+    else if (t % 11 == 7) {
+      slots[t] = (t % 2) ? num_slots : -7;
+      ++*expect_bad;
+    } else slots[t] = all[t % num_slots];
+  }
+  return slots;
 }
 
 struct WriteCase {
@@ -139,18 +164,8 @@ void check_write(const WriteCase& c) {
   std::vector<E> kc(std::size_t(pstride) * c.pages, kSentinel), vc(kc.size(), kSentinel);
   // Slots: distinct, shuffled, with padding and out-of-range entries mixed in.
   const std::int64_t num_slots = std::int64_t(c.pages) * c.page_size;
-  std::vector<std::int64_t> all(num_slots);
-  for (std::int64_t i = 0; i < num_slots; ++i) all[i] = i;
-  std::shuffle(all.begin(), all.end(), rng);
-  std::vector<std::int64_t> slots(c.tokens);
   int expect_bad = 0;
-  for (int t = 0; t < c.tokens; ++t) {
-    if (t % 5 == 3) slots[t] = -1;
-    else if (t % 11 == 7) {
-      slots[t] = (t % 2) ? num_slots : -7;
-      ++expect_bad;
-    } else slots[t] = all[t % num_slots];
-  }
+  const std::vector<std::int64_t> slots = mixed_slots(c.tokens, num_slots, rng, &expect_bad);
   CacheWriteArgs a = args_for(g, c.layout, pstride, pstride);
   a.key = key.data();
   a.value = value.data();
@@ -581,18 +596,11 @@ std::uint16_t fp8_special(int i, DType t, KVDType kv, float scale) {
   return t == DType::bf16 ? ref::float_to_bf16_bits(x) : ref::float_to_fp16_bits(x);
 }
 
+// The fp8 write (write_chunk_fp8).
 template <DType In, KVDType Kv, int kVec>
 int run_fp8_on_host(const CacheWriteArgs& a) {
-  int bad = 0;
-  for (int t = 0; t < a.num_tokens; ++t) {
-    const std::int64_t slot = a.slot_mapping[t];
-    const Slot kind = classify(slot, a.num_slots);
-    if (kind == Slot::out_of_range) ++bad;
-    if (kind != Slot::write) continue;
-    for (int c = 0; c < kernels::cache_write::chunks_per_token(a, kVec); ++c)
-      kernels::cache_write::write_chunk_fp8<In, Kv, kVec>(a, t, slot, c);
-  }
-  return bad;
+  return run_chunks_on_host<kVec>(
+      a, [&](int t, std::int64_t slot, int c) { kernels::cache_write::write_chunk_fp8<In, Kv, kVec>(a, t, slot, c); });
 }
 
 template <DType In, KVDType Kv>
@@ -614,18 +622,8 @@ void check_write_fp8(const Fp8Case& c, std::uint8_t sentinel) {
   }
   std::vector<std::uint8_t> kc(std::size_t(pstride) * c.pages, sentinel), vc(kc.size(), sentinel);
   const std::int64_t num_slots = std::int64_t(c.pages) * c.page_size;
-  std::vector<std::int64_t> all(num_slots);
-  for (std::int64_t i = 0; i < num_slots; ++i) all[i] = i;
-  std::shuffle(all.begin(), all.end(), rng);
-  std::vector<std::int64_t> slots(c.tokens);
   int expect_bad = 0;
-  for (int t = 0; t < c.tokens; ++t) {
-    if (t % 5 == 3) slots[t] = -1;
-    else if (t % 11 == 7) {
-      slots[t] = (t % 2) ? num_slots : -7;
-      ++expect_bad;
-    } else slots[t] = all[t % num_slots];
-  }
+  const std::vector<std::int64_t> slots = mixed_slots(c.tokens, num_slots, rng, &expect_bad);
   CacheWriteArgs a = args_for(g, c.layout, pstride, pstride);
   a.key = key.data();
   a.value = value.data();
