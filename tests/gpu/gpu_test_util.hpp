@@ -74,4 +74,17 @@ inline ErrorStats compare(const std::vector<float>& got, const std::vector<float
   return s;
 }
 
+// max |a[i] − b[i]| over two outputs of one shape (V2 against V1, a run against another).
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
+  return d;
+}
+
+// The decode variant tests' per-query-head sinks and ALiBi slopes (up to 12 heads; a case takes
+// its first num_q_heads): sinks far below and above the scores, slopes of several octaves.
+inline const std::vector<float> kDecodeSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f, -3.f, 1.f, 4.f, -20.f};
+inline const std::vector<float> kDecodeAlibi = {0.5f,        0.25f,   0.125f,   0.0625f, 0.03125f, 0.015625f,
+                                                0.0078125f,  0.00390625f, 0.1875f, 0.09375f, 0.75f,  0.046875f};
+
 }  // namespace muh::testing

@@ -54,10 +54,6 @@ const std::vector<Fp8Shape>& shapes() {
   return s;
 }
 
-const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f, -3.f, 1.f, 4.f, -20.f};
-const std::vector<float> kAlibi = {0.5f,       0.25f,      0.125f,     0.0625f, 0.03125f, 0.015625f,
-                                   0.0078125f, 0.00390625f, 0.1875f, 0.09375f, 0.75f,    0.046875f};
-
 struct Param {
   int target;
   KVDType kv;
@@ -113,8 +109,8 @@ check::DecodeCase make_case(const Param& p) {
   if (sh.variant) {
     c.variant.window_left = 64;
     c.variant.softcap = 30.f;
-    c.variant.sinks.assign(kSinks.begin(), kSinks.begin() + c.num_q_heads);
-    c.variant.alibi.assign(kAlibi.begin(), kAlibi.begin() + c.num_q_heads);
+    c.variant.sinks.assign(testing::kDecodeSinks.begin(), testing::kDecodeSinks.begin() + c.num_q_heads);
+    c.variant.alibi.assign(testing::kDecodeAlibi.begin(), testing::kDecodeAlibi.begin() + c.num_q_heads);
   }
   c.seed = 29u + unsigned(p.shape) * 7u + unsigned(p.head_dim);
   c.shape = sh.name;
@@ -142,8 +138,7 @@ TEST_P(DecodeFp8Forced, EverySplitCountMatchesReferenceAndV1) {
     const check::DecodeOutcome v2 = pr.run(hw, splits);
     ASSERT_TRUE(v2.error.empty()) << splits << " splits: " << v2.error;
     EXPECT_TRUE(v2.pass()) << splits << " splits: " << v2.summary();
-    double diff = 0;
-    for (std::size_t i = 0; i < v1.out.size(); ++i) diff = std::max(diff, double(std::fabs(v1.out[i] - v2.out[i])));
+    const double diff = testing::max_abs_diff(v1.out, v2.out);
     EXPECT_LE(diff, v1.tol) << splits << " splits: V2 differs from V1 by " << diff;
   }
   // The plan's own choice, and a captured graph of it.

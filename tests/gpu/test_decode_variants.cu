@@ -24,11 +24,6 @@
 namespace muh {
 namespace {
 
-// Per query head (the cases have 8 or 12; make_case takes the first num_q_heads).
-const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f, -3.f, 1.f, 4.f, -20.f};
-const std::vector<float> kAlibi = {0.5f,       0.25f,      0.125f,     0.0625f, 0.03125f, 0.015625f,
-                                   0.0078125f, 0.00390625f, 0.1875f, 0.09375f, 0.75f,    0.046875f};
-
 // The GQA shapes: 8 q / 2 kv heads (group 4: the sm80 agent's heads-on-N tile), 12 q / 1 kv
 // (group 12: heads on the MMA's rows, 4 of the 16 padding) and 6 q / 1 kv (the seed's 27B model
 // at TP4: the portable agent's 6-head pass).
@@ -63,15 +58,15 @@ const std::vector<VariantShape>& shapes() {
     r.push_back({"softcap30_sharp", {1, 333}, 0.6f, c30});
     r.push_back({"softcap50_sharp", {257}, 0.6f, c50});
     check::VariantSpec sk;
-    sk.sinks = kSinks;
+    sk.sinks = testing::kDecodeSinks;
     r.push_back({"sinks", {1, 40, 600}, 0.f, sk});
     check::VariantSpec al;
-    al.alibi = kAlibi;
+    al.alibi = testing::kDecodeAlibi;
     r.push_back({"alibi_gqa4", {5, 800}, 0.f, al});
     check::VariantSpec all = win(64);
     all.softcap = 30.f;
-    all.sinks = kSinks;
-    all.alibi = kAlibi;
+    all.sinks = testing::kDecodeSinks;
+    all.alibi = testing::kDecodeAlibi;
     r.push_back({"all_with_empty_seq", {0, 65, 1, 900}, 0.3f, all});
     return r;
   }();
@@ -148,8 +143,7 @@ TEST_P(DecodeVariantForced, EverySplitCountMatchesReferenceAndV1) {
     const check::DecodeOutcome v2 = pr.run(hw, splits);
     ASSERT_TRUE(v2.error.empty()) << splits << " splits: " << v2.error;
     EXPECT_TRUE(v2.pass()) << splits << " splits: " << v2.summary();
-    double diff = 0;
-    for (std::size_t i = 0; i < v1.out.size(); ++i) diff = std::max(diff, double(std::fabs(v1.out[i] - v2.out[i])));
+    const double diff = testing::max_abs_diff(v1.out, v2.out);
     EXPECT_LE(diff, v1.tol) << splits << " splits: V2 differs from V1 by " << diff;
     const check::DecodeOutcome v2b = pr.run(hw, splits);
     EXPECT_EQ(v2b.out_bytes, v2.out_bytes) << splits << " splits: two runs differ bitwise";
