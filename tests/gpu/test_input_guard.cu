@@ -6,7 +6,8 @@
 // a caller's own device words, mapped pinned host words read without a sync), the sequence
 // concerned is dropped as documented (decode: out = 0, lse = −inf exactly; prefill: its rows keep
 // the NaN pre-fill), and every other sequence of the batch matches the CPU reference within the
-// tolerance of check/decode_case.hpp / check/prefill_check.hpp. No read outside the inputs'
+// tolerance of check/decode_case.hpp / check/prefill_check.hpp — decode over a 16-bit and over an
+// fp8 KV cache (whose kernels copy by the same guarded pages). No read outside the inputs''
 // allocations (every cache and tensor is allocated at its exact size): run under
 // `compute-sanitizer --tool memcheck`. Valid inputs give the same bits with and without the guard
 // (the kernels compiled with kGuard = false, launched on the same arguments).
@@ -66,6 +67,14 @@ std::pair<DType, int> a_16bit_instance() {
   return {kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim};
 }
 
+// An fp8 KV-cache instance (muh/kv_quant.hpp) whose decode row on `target` is the sm80 agent's —
+// the one that reads fp8 — or none ({same, fp32, 0}).
+CompiledFp8Instance an_fp8_instance(int target) {
+  for (const auto& e : kCompiledFp8Instances)
+    if (e.head_dim > 0 && decode_policy(target, e.dtype, e.head_dim).agent == Agent::sm80) return e;
+  return {KVDType::same, DType::fp32, 0};
+}
+
 // ---- Decode ----------------------------------------------------------------------------------
 enum class DecodeBad { block_minus_one, block_num_pages, block_2p30, seq_len_past_table, seq_len_negative };
 const char* bad_name(DecodeBad b) {
@@ -86,10 +95,12 @@ struct GuardDecodeCase {
   int splits;  // 1: V1; 3: V2 (the bad page lies in the first of the sequence's partitions)
   DecodeBad bad;
   bool graph;  // through a captured CUDA graph (no debug checks there either)
+  KVDType kv = KVDType::same;  // an fp8 cache: its kernels take the same guard (an_fp8_instance)
 };
 void PrintTo(const GuardDecodeCase& c, std::ostream* os) {
   *os << "t" << c.target << "_" << (c.layout == KVLayout::nhd ? "nhd" : "vllm") << "_page" << c.page_size << "_splits"
-      << c.splits << "_" << bad_name(c.bad) << (c.graph ? "_graph" : "");
+      << c.splits << "_" << bad_name(c.bad) << (c.graph ? "_graph" : "")
+      << (is_fp8(c.kv) ? "_" + std::string(kv_dtype_name(c.kv)) : std::string());
 }
 
 std::vector<GuardDecodeCase> guard_decode_cases() {
@@ -104,6 +115,15 @@ std::vector<GuardDecodeCase> guard_decode_cases() {
   for (int t : compiled_target_list())  // graphs: one bad kind of each family per target
     for (DecodeBad b : {DecodeBad::block_num_pages, DecodeBad::seq_len_past_table})
       v.push_back({t, KVLayout::nhd, 16, 3, b, true});
+  // An fp8 cache, on the targets whose row reads one (page 16: the vLLM layout's fp8 minimum; the
+  // sm_90 rows' TMA copies then take the guarded page as the cp.asyncs do).
+  for (int t : compiled_target_list())
+    if (const CompiledFp8Instance e = an_fp8_instance(t); e.head_dim > 0)
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (int splits : {1, 3})
+          for (DecodeBad b : {DecodeBad::block_minus_one, DecodeBad::block_num_pages, DecodeBad::block_2p30,
+                              DecodeBad::seq_len_past_table, DecodeBad::seq_len_negative})
+            v.push_back({t, l, 16, splits, b, false, e.kv});
   return v;
 }
 
@@ -113,8 +133,16 @@ TEST_P(DecodeGuard, BadSequenceDroppedFlaggedOthersExact) {
   const GuardDecodeCase& g = GetParam();
   MUH_REQUIRE_GPU();
   if (g.target > device_cc()) GTEST_SKIP() << "target " << g.target << " is newer than the device";
-  const auto [t, d] = a_16bit_instance();
+  auto [t, d] = a_16bit_instance();
   check::DecodeCase c;
+  if (is_fp8(g.kv)) {
+    const CompiledFp8Instance e = an_fp8_instance(g.target);
+    t = e.dtype;
+    d = e.head_dim;
+    c.kv = g.kv;
+    c.k_scale = 0.5f;
+    c.v_scale = 2.f;
+  }
   c.target = g.target;
   c.dtype = t;
   c.head_dim = d;
