@@ -166,6 +166,21 @@ int log2_int(int x) {
   return s;
 }
 
+// The scale of q·k as the kernels apply it: the softmax scale, times an fp8 cache's k_scale
+// (muh/kv_quant.hpp; its v_scale is applied to the output, DecodeArgs::v_scale) — for both the
+// kernels' scale_log2 (make_decode_args) and the variant hooks' raw-score constants.
+float qk_scale(const DecodeParams& p) {
+  return effective_softmax_scale(p.softmax_scale, p.head_dim) * (is_fp8(p.kv.dtype) ? p.kv.k_scale : 1.f);
+}
+
+// The general variant kind's kernel argument of a call: its window sides are bounded by every
+// length the kernels accept (the block table's reach; a seq_len may exceed max_seq_len).
+kernels::VariantArgs decode_variant_args(const DecodeParams& p) {
+  return kernels::make_variant_args(
+      p.variant, qk_scale(p), true, 1,
+      static_cast<int>(std::min<long long>(static_cast<long long>(p.max_blocks_per_seq) * p.page_size, 1 << 30)));
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -196,38 +211,28 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
 
   int* flags = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
   if (flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
-  // The scale of q·k as the kernels apply it: an fp8 cache's k_scale is folded in (its v_scale is
-  // applied to the output: make_decode_args).
-  const float qk_scale = effective_softmax_scale(p.softmax_scale, p.head_dim) * (is_fp8(p.kv.dtype) ? p.kv.k_scale : 1.f);
+  const kernels::decode::DecodeArgs a = detail::make_decode_args(p, plan, workspace);
   if (is_fp8(p.kv.dtype)) {
     const auto fn = detail::find_fp8_instance(p.kv.dtype, p.dtype, p.head_dim);
     if (fn == nullptr)  // (check_decode_call refused it already)
       return {StatusCode::not_compiled, "paged_decode: this fp8 KV-cache instance is not compiled"};
-    const kernels::decode::DecodeArgs a = detail::make_decode_args(p, plan, workspace);
     if (plan.variant == VariantKind::general) {
-      const kernels::VariantArgs v = kernels::make_variant_args(
-          p.variant, qk_scale, true, 1,
-          static_cast<int>(std::min<long long>(static_cast<long long>(p.max_blocks_per_seq) * p.page_size, 1 << 30)));
+      const kernels::VariantArgs v = detail::decode_variant_args(p);
       return fn(a, &v, p.layout, plan.target, cc, opt.stream, flags);
     }
     return fn(a, nullptr, p.layout, plan.target, cc, opt.stream, flags);
   }
   if (plan.variant == VariantKind::general) {
 #if MUH_VARIANT_GENERAL
-    const kernels::VariantArgs v = kernels::make_variant_args(
-        p.variant, qk_scale, true, 1,
-        // every length the kernels accept (the block table's reach; seq_len may exceed max_seq_len)
-        static_cast<int>(std::min<long long>(static_cast<long long>(p.max_blocks_per_seq) * p.page_size, 1 << 30)));
     const auto fn = find_instance(detail::kDecodeGeneralInstances, p.dtype, p.head_dim);
     if (fn == nullptr)  // (check_decode_call refused it already: check_variant_compiled)
       return {StatusCode::not_compiled, "paged_decode: the general variant kind is not compiled for this instance"};
-    return fn(detail::make_decode_args(p, plan, workspace), v, p.layout, plan.target, cc, opt.stream, flags);
+    return fn(a, detail::decode_variant_args(p), p.layout, plan.target, cc, opt.stream, flags);
 #else
     return {StatusCode::not_compiled, "paged_decode: the general variant kind is not compiled into this build"};
 #endif
   }
-  return find_instance(detail::kDecodeInstances, p.dtype, p.head_dim)(detail::make_decode_args(p, plan, workspace),
-                                                                     p.layout, plan.target, cc, opt.stream, flags);
+  return find_instance(detail::kDecodeInstances, p.dtype, p.head_dim)(a, p.layout, plan.target, cc, opt.stream, flags);
 }
 
 namespace detail {
@@ -253,13 +258,8 @@ kernels::decode::DecodeArgs make_decode_args(const DecodeParams& p, const Decode
   a.num_splits = plan.num_splits;
   a.partition_tokens = plan.partition_tokens;
   a.l2_evict_first = plan.l2_evict_first ? 1 : 0;
-  const float scale = effective_softmax_scale(p.softmax_scale, p.head_dim);
-  if (is_fp8(p.kv.dtype)) {  // dequantisation (muh/kv_quant.hpp): k_scale with the softmax scale, v_scale at the end
-    a.scale_log2 = scale * p.kv.k_scale * kernels::kLog2e;
-    a.v_scale = p.kv.v_scale;
-  } else {
-    a.scale_log2 = scale * kernels::kLog2e;
-  }
+  a.scale_log2 = qk_scale(p) * kernels::kLog2e;
+  if (is_fp8(p.kv.dtype)) a.v_scale = p.kv.v_scale;  // an fp8 cache's V dequantisation, at the output
   if (plan.num_splits > 1) {
     // Partials laid out for the plan's capacity: o [plan.num_seqs, splits, Hq, D], then lse.
     a.part_o = static_cast<float*>(workspace);
