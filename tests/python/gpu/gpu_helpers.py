@@ -34,6 +34,22 @@ def pick(dtype, head_dims):
     pytest.skip(f"no instance of {dtype} with head_dim in {head_dims} in this build")
 
 
+def capture_graph(fn):
+    """fn() captured into a CUDA graph after two warm-up calls on a side stream (outside the graph:
+    device profile, kernel attributes, NCCL's communicator); returns (graph, what the captured call
+    returned — its output tensors, which each replay overwrites)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        result = fn()
+    return g, result
+
+
 # ---- Accuracy: error ≤ 3 × the error of torch's SDPA in the input precision (+ a small floor) ----
 # Both are measured against SDPA in fp32 on the same (rounded) inputs. SDPA in bf16/fp16 is the
 # "naive implementation at the input precision" of STYLE.md; 3× leaves room for a different but

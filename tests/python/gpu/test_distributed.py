@@ -17,7 +17,7 @@ import math
 
 import pytest
 
-from gpu_helpers import PagedBatch, assert_close_to_reference, compiled, ops, seed_of, torch
+from gpu_helpers import PagedBatch, assert_close_to_reference, capture_graph, compiled, ops, seed_of, torch
 
 import torch.distributed as dist  # noqa: E402
 
@@ -159,19 +159,6 @@ def test_real_group_of_one_equals_paged_decode(group1, kv):
 
 # ---- (c) CUDA-graph capture and replay -------------------------------------------------------------
 
-def _capture(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):  # warm-up outside the graph: NCCL's communicator, muh's device profile
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
-
-
 def test_cuda_graph_capture_and_replay(group1):
     """One graph: dcp_paged_decode on the real group, and a 4-rank simulated decode + combine whose
     local lengths are recomputed inside the graph from the global ones (a shard stores its tokens
@@ -198,7 +185,7 @@ def test_cuda_graph_capture_and_replay(group1):
                                                     -1, None, True, 0))
         md.dcp_combine(torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts]), out=out_sim)
 
-    g = _capture(step)
+    g, _ = capture_graph(step)
     for new_lens in ([1500, 0, 700], [3000, 1, 1], [17, 0, 699]):  # each ≤ the sequence's own length
         b.lens = list(new_lens)
         b.seq_lens.copy_(torch.tensor(new_lens, dtype=torch.int32))

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from gpu_helpers import (COMPILED_16, PagedBatch, VarlenBatch, assert_close_to_reference, ops, pick,
-                         seed_of, torch)
+from gpu_helpers import (COMPILED_16, PagedBatch, VarlenBatch, assert_close_to_reference, capture_graph, ops,
+                         pick, seed_of, torch)
 
 DTYPE_IDS = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 
@@ -351,19 +351,6 @@ def test_ops_under_torch_compile_fullgraph():
 
 # ---- CUDA graph capture and replay -----------------------------------------------------------------
 
-def _capture(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):  # warm-up outside the graph (device profile, kernel attributes)
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        result = fn()
-    return g, result
-
-
 def test_ops_in_cuda_graph():
     dtype = torch.bfloat16
     hd = pick(dtype, (128, 64, 256))
@@ -390,7 +377,7 @@ def test_ops_in_cuda_graph():
         p = ops.flash_attn_varlen_func(fb.q, fb.k, fb.v, fb.cu_q, fb.cu_k, 90, 90, causal=True)
         return d, p
 
-    g, (d_out, p_out) = _capture(step)
+    g, (d_out, p_out) = capture_graph(step)
     for replay in range(2):
         # New inputs in place: other lengths (shorter, and 0), new queries.
         new_lens = [[1500, 0, 700], [2000, 1, 1]][replay]  # each ≤ its captured length

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpu_helpers import assert_close_to_reference, pick, sdpa, torch
+from gpu_helpers import assert_close_to_reference, capture_graph, pick, sdpa, torch
 
 import vllm_style_decode as script
 
@@ -234,19 +234,6 @@ def test_vllm_fp8_bad_arguments():
         v1(kv_cache_dtype="auto")
 
 
-def _capture(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):  # warm-up outside the graph (device profile, kernel attributes)
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
-
-
 def test_vllm_fp8_in_cuda_graph():
     # Float scales never synchronise: an fp8 decode is captured and replayed like an 'auto' one.
     # CUDA tensor scales are read to the host (a sync), which capture refuses: that raises.
@@ -268,7 +255,7 @@ def test_vllm_fp8_in_cuda_graph():
                                          c.block_tables, c.seq_lens, 16, c.max_seq_len, None, "fp8", K_SCALE,
                                          V_SCALE, 0, 0, 0, 64, 0)
 
-    g = run_fp8(lambda: _capture(step))
+    g = run_fp8(lambda: capture_graph(step)[0])
     c.query.copy_(torch.randn_like(c.query))
     g.replay()
     torch.cuda.synchronize()
