@@ -222,7 +222,7 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
 // on the decode agent the plan selects (both have the variant hooks).
 // kv_cache_dtype, vLLM's strings (muh/kv_quant.hpp's parse_kv_dtype): 'auto' — the cache holds the
 // query's dtype and k_scale / v_scale are not read (as in vLLM); 'fp8' (= 'fp8_e4m3', vLLM's
-// meaning on CUDA), 'fp8_e4m3', 'fp8_e5m2' — a cache of 1-byte codes (vllm_cache_dtype()),
+// meaning on CUDA), 'fp8_e4m3', 'fp8_e5m2' — a cache of 1-byte codes (check_kv_cache_dtype(), torch_ops_common.hpp),
 // dequantised = code · k_scale (K) / v_scale (V). Any other string raises NotImplementedError
 // naming it. Returns the cache's element type.
 KVDType check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& /*alibi_slopes*/,
@@ -236,25 +236,6 @@ KVDType check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& 
                               ": block-sparse attention (blocksparse_vert_stride=",
                               blocksparse_vert_stride, ") is not supported; pass 0");
   return *kv;
-}
-
-// The element type of key_cache / value_cache under kv_cache_dtype: with 'auto' the query's (a
-// cache of another dtype would be a quantised one, which 'auto' does not name); with fp8 1-byte
-// codes, as torch.uint8 (vLLM's storage for fp8 caches) or the kind's torch.float8_e4m3fn /
-// torch.float8_e5m2.
-void vllm_cache_dtype(const Args& a, const at::Tensor& cache, const char* name, const at::Tensor& query,
-                      KVDType kv, std::string_view kv_cache_dtype) {
-  if (!is_fp8(kv)) {
-    MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == query.scalar_type(), "muh.", a.op, ": ", name, " dtype ",
-                              cache.scalar_type(), " differs from query dtype ", query.scalar_type(),
-                              " with kv_cache_dtype='", kv_cache_dtype, "' (an fp8 cache is uint8 or float8 with "
-                              "kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2'; muh has no other quantised cache)");
-    return;
-  }
-  const at::ScalarType fp8 = kv == KVDType::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
-  MUH_ARG_CHECK(cache.scalar_type() == at::kByte || cache.scalar_type() == fp8, a.op, name, " must be uint8 or ",
-                fp8, " (1-byte ", kv_dtype_name(kv), " codes) with kv_cache_dtype='", kv_cache_dtype, "', got ",
-                cache.scalar_type());
 }
 
 // An fp8 cache's k_scale / v_scale: a float (the default overloads, vLLM 0.6.3) or a 0-dim /
@@ -318,11 +299,11 @@ DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query
   // (16 for an fp8 cache).
   const int64_t x = 16 / kv_elem_size(kv, static_cast<int>(query.element_size()));
   a.cuda(key_cache, "key_cache");
-  vllm_cache_dtype(a, key_cache, "key_cache", query, kv, kv_cache_dtype);
+  check_kv_cache_dtype(a, key_cache, "key_cache", query, "query", kv, kv_cache_dtype);
   a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");
   a.contiguous(key_cache, "key_cache");
   a.cuda(value_cache, "value_cache");
-  vllm_cache_dtype(a, value_cache, "value_cache", query, kv, kv_cache_dtype);
+  check_kv_cache_dtype(a, value_cache, "value_cache", query, "query", kv, kv_cache_dtype);
   a.dim(value_cache, "value_cache", 4, "[num_blocks, num_kv_heads, head_size, block_size]");
   a.contiguous(value_cache, "value_cache");
   const int64_t num_blocks = key_cache.size(0);

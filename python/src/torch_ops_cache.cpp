@@ -67,23 +67,6 @@ KVDType kv_dtype_of(const Args& a, std::string_view kv_cache_dtype) {
   return *kv;
 }
 
-// 'auto': the caches hold key's dtype (another dtype would be a quantised cache under another
-// kv_cache_dtype). fp8: 1-byte codes, as uint8 (vLLM's fp8 caches) or torch's float8 type of the kind.
-void cache_dtype(const Args& a, const at::Tensor& cache, const char* arg, const at::Tensor& key, KVDType kv,
-                 std::string_view kv_cache_dtype) {
-  if (!is_fp8(kv)) {
-    MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == key.scalar_type(), "muh.", a.op, ": ", arg, " dtype ",
-                              cache.scalar_type(), " differs from key dtype ", key.scalar_type(),
-                              " with kv_cache_dtype='auto' (no quantised cache there; an fp8 cache is uint8 "
-                              "or float8 with kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')");
-    return;
-  }
-  const at::ScalarType fp8 = kv == KVDType::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
-  MUH_ARG_CHECK(cache.scalar_type() == at::kByte || cache.scalar_type() == fp8, a.op, arg, " must be uint8 or ",
-                fp8, " (1-byte ", kv_dtype_name(kv), " codes) with kv_cache_dtype='", kv_cache_dtype, "', got ",
-                cache.scalar_type());
-}
-
 // An fp8 cache's scale: a float (the default overloads) or a one-element tensor (.tensor_scales),
 // read to the host — for a CUDA tensor a device-to-host copy and a synchronisation.
 float scale_value(const Args&, double s, const char*) { return static_cast<float>(s); }
@@ -150,9 +133,9 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
   }
   const int64_t x = 16 / kv_elem_size(kv, static_cast<int>(key.element_size()));  // 16 for fp8
   a.cuda(key_cache, "key_cache");
-  cache_dtype(a, key_cache, "key_cache", key, kv, kv_cache_dtype);
+  torch_ops::check_kv_cache_dtype(a, key_cache, "key_cache", key, "key", kv, kv_cache_dtype);
   a.cuda(value_cache, "value_cache");
-  cache_dtype(a, value_cache, "value_cache", key, kv, kv_cache_dtype);
+  torch_ops::check_kv_cache_dtype(a, value_cache, "value_cache", key, "key", kv, kv_cache_dtype);
   int64_t num_blocks = 0, block_size = 0;
   if (layout == KVLayout::vllm) {
     a.dim(key_cache, "key_cache", 5, "[num_blocks, num_kv_heads, head_size/x, block_size, x]");

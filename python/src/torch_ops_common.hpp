@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "muh/dtype.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/status.hpp"
 
 namespace muh::torch_ops {
@@ -164,5 +165,24 @@ struct Args {
     return v;
   }
 };
+
+// A KV cache's element type under vLLM's kv_cache_dtype (muh/kv_quant.hpp): with 'auto' that of
+// `ref` (the query of a decode, the key of a cache write; ref_name names it) — another dtype would
+// be a quantised cache 'auto' does not name; with fp8, 1-byte codes as torch.uint8 (vLLM's storage
+// for fp8 caches) or the kind's torch.float8_e4m3fn / float8_e5m2. The ops' one rule for it.
+inline void check_kv_cache_dtype(const Args& a, const at::Tensor& cache, const char* name, const at::Tensor& ref,
+                                 const char* ref_name, KVDType kv, std::string_view kv_cache_dtype) {
+  if (!is_fp8(kv)) {
+    MUH_NOT_IMPLEMENTED_CHECK(cache.scalar_type() == ref.scalar_type(), "muh.", a.op, ": ", name, " dtype ",
+                              cache.scalar_type(), " differs from ", ref_name, " dtype ", ref.scalar_type(),
+                              " with kv_cache_dtype='", kv_cache_dtype, "' (an fp8 cache is uint8 or float8 with "
+                              "kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2'; muh has no other quantised cache)");
+    return;
+  }
+  const at::ScalarType fp8 = kv == KVDType::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+  MUH_ARG_CHECK(cache.scalar_type() == at::kByte || cache.scalar_type() == fp8, a.op, name, " must be uint8 or ",
+                fp8, " (1-byte ", kv_dtype_name(kv), " codes) with kv_cache_dtype='", kv_cache_dtype, "', got ",
+                cache.scalar_type());
+}
 
 }  // namespace muh::torch_ops
