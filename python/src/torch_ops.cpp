@@ -23,8 +23,8 @@
 // The ops launch on torch's current stream, allocate only through torch's caching allocator and
 // never synchronise, so they can be captured in a CUDA graph — with one exception: an fp8
 // paged_attention_v1/v2 given k_scale / v_scale as CUDA tensors (the .tensor_scales overloads)
-// reads them to the host, a sync per call that capture refuses (vllm_kv_quant() below). Their
-// fake (meta) implementations, for torch.compile, are in muh/ops.py.
+// reads them to the host, a sync per call that capture refuses (torch_ops_common.hpp's
+// kv_quant_of()). Their fake (meta) implementations, for torch.compile, are in muh/ops.py.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -64,10 +64,6 @@ HardwareCapability stream_profile_of(const at::Tensor& on, const char* op) {
   const Status s = stream_profile(at::cuda::getCurrentCUDAStream(on.get_device()).stream(), &hw);
   if (!s.ok()) throw_status(s, op);
   return hw;
-}
-
-bool capturing() {
-  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
 }
 
 // ---- Bad device-side inputs (muh/input_errors.hpp) ------------------------------------------------
@@ -227,51 +223,12 @@ void run_decode(const char* op, const DecodeParams& p, PlanOptions po, const at:
 // naming it. Returns the cache's element type.
 KVDType check_vllm_unsupported(const char* op, const std::optional<at::Tensor>& /*alibi_slopes*/,
                                std::string_view kv_cache_dtype, int64_t blocksparse_vert_stride) {
-  const std::optional<KVDType> kv = parse_kv_dtype(kv_cache_dtype);
-  MUH_NOT_IMPLEMENTED_CHECK(kv.has_value(), "muh.", op, ": kv_cache_dtype='", kv_cache_dtype,
-                            "' is not supported (muh takes 'auto', 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3' and "
-                            "'fp8_e5m2')");
+  const KVDType kv = kv_dtype_of(op, kv_cache_dtype);
   // vLLM's kernels switch to block-sparse when blocksparse_vert_stride > 1.
   MUH_NOT_IMPLEMENTED_CHECK(blocksparse_vert_stride <= 1, "muh.", op,
                               ": block-sparse attention (blocksparse_vert_stride=",
                               blocksparse_vert_stride, ") is not supported; pass 0");
-  return *kv;
-}
-
-// An fp8 cache's k_scale / v_scale: a float (the default overloads, vLLM 0.6.3) or a 0-dim /
-// 1-element floating tensor (the .tensor_scales overloads, vLLM >= 0.6.4's layer._k_scale).
-// muh's decode takes the scales as host floats (KVQuant), so a tensor is read to the host with
-// Tensor.item(): free for a CPU tensor; for a CUDA tensor a device-to-host copy on the current
-// stream and a synchronisation of it on every call — the one place where these ops synchronise.
-// A CUDA graph capture refuses that read, so there it raises NotImplementedError instead: pass
-// float scales (or CPU tensors) to a captured fp8 decode. With 'auto' nothing is read.
-float vllm_scale(const Args& /*a*/, double s, const char* /*name*/) { return static_cast<float>(s); }
-float vllm_scale(const Args& a, const at::Tensor& s, const char* name) {
-  MUH_ARG_CHECK(s.defined(), a.op, name, " is undefined");
-  MUH_ARG_CHECK(s.numel() == 1, a.op, name, " must hold one value (a 0-dim or 1-element tensor), got shape ",
-                s.sizes());
-  const at::ScalarType st = s.scalar_type();
-  MUH_ARG_CHECK(st == at::kFloat || st == at::kDouble || st == at::kHalf || st == at::kBFloat16, a.op, name,
-                " must be a float32 tensor (or float64 / float16 / bfloat16), got ", st);
-  MUH_NOT_IMPLEMENTED_CHECK(!(s.is_cuda() && capturing()), "muh.", a.op, ": ", name,
-                            " is a CUDA tensor: an fp8 kv_cache_dtype reads it to the host (a copy and a "
-                            "synchronisation), which CUDA-graph capture refuses; pass float scales (the "
-                            "default overload) or CPU tensors to a captured call");
-  return s.item<float>();
-}
-
-// The DecodeParams::kv of a call: KVQuant{} for 'auto' (the scales are not read), else the fp8
-// kind and the scales, finite and > 0. ScaleArg: as the ops'.
-template <class ScaleArg>
-KVQuant vllm_kv_quant(const Args& a, KVDType kv, std::string_view kv_cache_dtype, ScaleArg k_scale,
-                      ScaleArg v_scale) {
-  if (!is_fp8(kv)) return KVQuant{};
-  const KVQuant q{kv, vllm_scale(a, k_scale, "k_scale"), vllm_scale(a, v_scale, "v_scale")};
-  MUH_ARG_CHECK(std::isfinite(q.k_scale) && q.k_scale > 0.f, a.op, "k_scale must be a finite number > 0 with "
-                "kv_cache_dtype='", kv_cache_dtype, "', got ", static_cast<double>(q.k_scale));
-  MUH_ARG_CHECK(std::isfinite(q.v_scale) && q.v_scale > 0.f, a.op, "v_scale must be a finite number > 0 with "
-                "kv_cache_dtype='", kv_cache_dtype, "', got ", static_cast<double>(q.v_scale));
-  return q;
+  return kv;
 }
 
 DecodeParams vllm_params(const Args& a, at::Tensor& out, const at::Tensor& query_in,
@@ -371,7 +328,7 @@ void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tens
                                block_tables, seq_lens, block_size, max_seq_len, kv, kv_name, &q);
   p.variant = a.variant(-1, -1, 0.0, alibi_slopes, std::nullopt, p.num_q_heads);
   const c10::cuda::CUDAGuard guard(query.device());
-  p.kv = vllm_kv_quant(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
+  p.kv = kv_quant_of(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
   if (p.num_seqs == 0) return;
   // V1 as the name says: one pass per sequence, no workspace (vLLM's caller chose V1).
   PlanOptions po;
@@ -406,7 +363,7 @@ void paged_attention_v2(at::Tensor& out, at::Tensor& exp_sums, at::Tensor& max_l
   a.dtype(max_logits, "max_logits", at::kFloat);
   a.cuda(tmp_out, "tmp_out");
   const c10::cuda::CUDAGuard guard(query.device());
-  p.kv = vllm_kv_quant(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
+  p.kv = kv_quant_of(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
   if (p.num_seqs == 0) return;
   run_decode(op, p, PlanOptions{}, q, &tmp_out);  // muh's plan picks the split count
 }

@@ -21,8 +21,9 @@
 //                           saturated to ±448 (e4m3) / ±57344 (e5m2), NaN kept (muh/kv_quant.hpp),
 //                           and the vLLM layout's x is 16. A tensor scale is read to the host
 //                           (Tensor.item()): on a CUDA tensor that is a copy and a stream
-//                           synchronisation per call, and it cannot be captured in a CUDA graph —
-//                           pass float scales (or CPU tensors) where that matters.
+//                           synchronisation per call, and under CUDA-graph capture it raises
+//                           NotImplementedError — pass float scales (or CPU tensors) there
+//                           (torch_ops_common.hpp's kv_quant_of(), the decode ops' rule too).
 // Any other kv_cache_dtype raises NotImplementedError naming it. slot_mapping is int64;
 // num_tokens is slot_mapping.size(0), which may be less than key.size(0) (vLLM V1 pads key for
 // CUDA graphs). key and value may be strided views (slices of a fused qkv buffer): their token
@@ -59,26 +60,6 @@ using torch_ops::Args;
 using torch_ops::text;
 using torch_ops::throw_status;
 
-// kv_cache_dtype: vLLM's strings (kv_quant.hpp's parse_kv_dtype); any other raises.
-KVDType kv_dtype_of(const Args& a, std::string_view kv_cache_dtype) {
-  const std::optional<KVDType> kv = parse_kv_dtype(kv_cache_dtype);
-  MUH_NOT_IMPLEMENTED_CHECK(kv.has_value(), "muh.", a.op, ": kv_cache_dtype='", kv_cache_dtype,
-                            "' is not supported (muh takes 'auto', 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3' and 'fp8_e5m2')");
-  return *kv;
-}
-
-// An fp8 cache's scale: a float (the default overloads) or a one-element tensor (.tensor_scales),
-// read to the host — for a CUDA tensor a device-to-host copy and a synchronisation.
-float scale_value(const Args&, double s, const char*) { return static_cast<float>(s); }
-float scale_value(const Args& a, const at::Tensor& s, const char* name) {
-  MUH_ARG_CHECK(s.defined(), a.op, name, " is undefined");
-  MUH_ARG_CHECK(s.numel() == 1, a.op, name, " must hold one value (a 0-dim or 1-element tensor), got shape ",
-                s.sizes());
-  MUH_ARG_CHECK(at::isFloatingType(s.scalar_type()), a.op, name, " must be a floating-point tensor, got ",
-                s.scalar_type());
-  return s.item<float>();
-}
-
 // A row stride for the C++ API, where 0 means packed: a size-1 dim's stride is irrelevant
 // (packed); a stride of 0 over several rows (an expanded tensor) is refused.
 int64_t row_stride(const Args& a, const at::Tensor& t, const char* arg, int64_t d, int64_t packed) {
@@ -101,7 +82,7 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
                  at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping,
                  std::string_view kv_cache_dtype, ScaleArg k_scale, ScaleArg v_scale) {
   const Args a{name, key.device(), "the first tensor"};
-  const KVDType kv = kv_dtype_of(a, kv_cache_dtype);
+  const KVDType kv = torch_ops::kv_dtype_of(a.op, kv_cache_dtype);
   a.cuda(key, "key");
   a.dim(key, "key", 3, "[num_tokens, num_kv_heads, head_size]");
   const DType t = a.element(key, "key");
@@ -168,16 +149,7 @@ void write_cache(const char* name, KVLayout layout, const at::Tensor& key, const
   MUH_ARG_CHECK(value_cache[0].is_contiguous(), a.op, "value_cache must be packed within a block (value_cache[0] "
                                                 "contiguous), got strides " + text(value_cache.strides()));
   const int64_t page = block_size * heads * d;
-  KVQuant quant;
-  quant.dtype = kv;
-  if (is_fp8(kv)) {  // 'auto' reads neither scale, as vLLM
-    quant.k_scale = scale_value(a, k_scale, "k_scale");
-    quant.v_scale = scale_value(a, v_scale, "v_scale");
-    MUH_ARG_CHECK(std::isfinite(quant.k_scale) && quant.k_scale > 0.f, a.op,
-                  "k_scale must be finite and > 0 (as a float32), got ", static_cast<double>(quant.k_scale));
-    MUH_ARG_CHECK(std::isfinite(quant.v_scale) && quant.v_scale > 0.f, a.op,
-                  "v_scale must be finite and > 0 (as a float32), got ", static_cast<double>(quant.v_scale));
-  }
+  const KVQuant quant = torch_ops::kv_quant_of(a, kv, kv_cache_dtype, k_scale, v_scale);  // 'auto': unread
   if (num_tokens == 0) return;
 
   CacheWriteParams p;

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/Device.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 
 #include <cmath>
 #include <cstdint>
@@ -165,6 +166,56 @@ struct Args {
     return v;
   }
 };
+
+// Whether the current stream is capturing a CUDA graph (no synchronisation allowed).
+inline bool capturing() {
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+}
+
+// vLLM's kv_cache_dtype strings (muh/kv_quant.hpp's parse_kv_dtype): 'auto', 'fp8' (= 'fp8_e4m3',
+// vLLM's meaning on CUDA), 'fp8_e4m3', 'fp8_e5m2'; any other raises NotImplementedError naming it.
+inline KVDType kv_dtype_of(const char* op, std::string_view kv_cache_dtype) {
+  const std::optional<KVDType> kv = parse_kv_dtype(kv_cache_dtype);
+  MUH_NOT_IMPLEMENTED_CHECK(kv.has_value(), "muh.", op, ": kv_cache_dtype='", kv_cache_dtype,
+                            "' is not supported (muh takes 'auto', 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3' and "
+                            "'fp8_e5m2')");
+  return *kv;
+}
+
+// An fp8 cache's k_scale / v_scale: a float (the default overloads, vLLM 0.6.3) or a 0-dim /
+// 1-element floating tensor (the .tensor_scales overloads, vLLM >= 0.6.4's layer._k_scale).
+// muh takes the scales as host floats (KVQuant), so a tensor is read to the host with
+// Tensor.item(): free for a CPU tensor; for a CUDA tensor a device-to-host copy on the current
+// stream and a synchronisation of it on every call — the one place where these ops synchronise.
+// A CUDA graph capture refuses that read, so there it raises NotImplementedError instead: pass
+// float scales (or CPU tensors) to a captured call.
+inline float kv_scale(const Args& /*a*/, double s, const char* /*name*/) { return static_cast<float>(s); }
+inline float kv_scale(const Args& a, const at::Tensor& s, const char* name) {
+  MUH_ARG_CHECK(s.defined(), a.op, name, " is undefined");
+  MUH_ARG_CHECK(s.numel() == 1, a.op, name, " must hold one value (a 0-dim or 1-element tensor), got shape ",
+                s.sizes());
+  const at::ScalarType st = s.scalar_type();
+  MUH_ARG_CHECK(st == at::kFloat || st == at::kDouble || st == at::kHalf || st == at::kBFloat16, a.op, name,
+                " must be a float32 tensor (or float64 / float16 / bfloat16), got ", st);
+  MUH_NOT_IMPLEMENTED_CHECK(!(s.is_cuda() && capturing()), "muh.", a.op, ": ", name,
+                            " is a CUDA tensor: an fp8 kv_cache_dtype reads it to the host (a copy and a "
+                            "synchronisation), which CUDA-graph capture refuses; pass float scales (the "
+                            "default overload) or CPU tensors to a captured call");
+  return s.item<float>();
+}
+
+// The KVQuant of a call: KVQuant{} for 'auto' (the scales are not read, as in vLLM), else the fp8
+// kind and its scales, finite and > 0 as float32. ScaleArg: double or at::Tensor, as the ops'.
+template <class ScaleArg>
+KVQuant kv_quant_of(const Args& a, KVDType kv, std::string_view kv_cache_dtype, ScaleArg k_scale, ScaleArg v_scale) {
+  if (!is_fp8(kv)) return KVQuant{};
+  const KVQuant q{kv, kv_scale(a, k_scale, "k_scale"), kv_scale(a, v_scale, "v_scale")};
+  MUH_ARG_CHECK(std::isfinite(q.k_scale) && q.k_scale > 0.f, a.op, "k_scale must be finite and > 0 with "
+                "kv_cache_dtype='", kv_cache_dtype, "' (as a float32), got ", static_cast<double>(q.k_scale));
+  MUH_ARG_CHECK(std::isfinite(q.v_scale) && q.v_scale > 0.f, a.op, "v_scale must be finite and > 0 with "
+                "kv_cache_dtype='", kv_cache_dtype, "' (as a float32), got ", static_cast<double>(q.v_scale));
+  return q;
+}
 
 // A KV cache's element type under vLLM's kv_cache_dtype (muh/kv_quant.hpp): with 'auto' that of
 // `ref` (the query of a decode, the key of a cache write; ref_name names it) — another dtype would
