@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kv_quant_check.hpp"
 #include "pointer_checks.hpp"
 #include "muh/cache_write.hpp"
 #include "muh/hardware.hpp"
@@ -30,11 +31,6 @@ namespace {
 constexpr const char* kWho = "reshape_and_cache: ";
 
 std::string num(long long v) { return std::to_string(v); }
-std::string fnum(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
-  return buf;
-}
 
 // Bytes of one cache element: the key's dtype, or 1 for fp8.
 int cache_elem_size(const CacheWriteParams& p) { return kv_elem_size(p.kv.dtype, dtype_size(p.dtype)); }
@@ -143,18 +139,11 @@ Status check_cache_write(const CacheWriteParams& p) {
     return invalid_argument(w + "dtype " + num(static_cast<int>(p.dtype)) + " is not fp16, bf16 or fp32");
   if (p.layout != KVLayout::nhd && p.layout != KVLayout::vllm)
     return invalid_argument(w + "layout " + num(static_cast<int>(p.layout)) + " is not nhd or vllm");
-  if (static_cast<int>(p.kv.dtype) > static_cast<int>(KVDType::fp8_e5m2))
-    return invalid_argument(w + "kv dtype " + num(static_cast<int>(p.kv.dtype)) +
-                            " is not same (auto), fp8_e4m3 or fp8_e5m2");
-  if (is_fp8(p.kv.dtype)) {
-    const std::string kv(kv_dtype_name(p.kv.dtype));
-    if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
-      return unsupported(w + "dtype " + std::string(dtype_name(p.dtype)) + " with an " + kv +
-                         " cache: an fp8 cache is written from fp16 or bf16 key and value only");
-    const std::pair<const char*, float> scales[] = {{"k_scale", p.kv.k_scale}, {"v_scale", p.kv.v_scale}};
-    for (const auto& [name, v] : scales)
-      if (!(std::isfinite(v) && v > 0.f)) return invalid_argument(w + name + " must be finite and > 0, got " + fnum(v));
-  }
+  MUH_TRY(detail::check_kv_quant_values(p.kv, w));
+  if (is_fp8(p.kv.dtype) && p.dtype != DType::fp16 && p.dtype != DType::bf16)
+    return unsupported(w + "dtype " + std::string(dtype_name(p.dtype)) + " with an " +
+                       std::string(kv_dtype_name(p.kv.dtype)) +
+                       " cache: an fp8 cache is written from fp16 or bf16 key and value only");
   if (p.num_tokens < 0) return invalid_argument(w + "num_tokens must be >= 0, got " + num(p.num_tokens));
   if (p.num_kv_heads < 1) return invalid_argument(w + "num_kv_heads must be >= 1, got " + num(p.num_kv_heads));
   if (p.head_dim < 1) return invalid_argument(w + "head_dim must be >= 1, got " + num(p.head_dim));

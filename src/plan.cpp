@@ -24,6 +24,7 @@
 #include <string>
 
 #include "decode_check.hpp"
+#include "kv_quant_check.hpp"
 #include "pointer_checks.hpp"
 #include "variant_check.hpp"
 #include "muh/instances.hpp"
@@ -87,23 +88,14 @@ Status check_decode_shape(const DecodeParams& p) {
 // scales; with kv dtype "same" the scales are not read.
 Status check_kv_quant(const DecodeParams& p) {
   const std::string w = "paged_decode: ";
-  const KVQuant& kv = p.kv;
-  if (kv.dtype != KVDType::same && !is_fp8(kv.dtype))
-    return invalid_argument(w + "kv dtype " + std::to_string(static_cast<int>(kv.dtype)) +
-                            " is not one of auto (0), fp8_e4m3 (1), fp8_e5m2 (2)");
-  if (!is_fp8(kv.dtype)) return Status::Ok();
+  MUH_TRY(check_kv_quant_values(p.kv, w));
+  if (!is_fp8(p.kv.dtype)) return Status::Ok();
   if (p.dtype == DType::fp32)
-    return invalid_argument(w + "an fp8 KV cache (" + std::string(kv_dtype_name(kv.dtype)) +
+    return invalid_argument(w + "an fp8 KV cache (" + std::string(kv_dtype_name(p.kv.dtype)) +
                             ") is read with fp16 or bf16 q, not fp32");
   if (p.layout == KVLayout::vllm && p.page_size < 16)  // (the V tile's 16 tokens: one page, one copy)
     return invalid_argument(w + "an fp8 KV cache in the vllm layout needs page_size >= 16 (got " +
                             std::to_string(p.page_size) + ")");
-  auto bad_scale = [](float s) { return !std::isfinite(s) || s <= 0.f; };
-  if (bad_scale(kv.k_scale) || bad_scale(kv.v_scale)) {
-    const bool k = bad_scale(kv.k_scale);
-    return invalid_argument(w + (k ? "k_scale" : "v_scale") + " must be finite and > 0 for an fp8 KV cache, got " +
-                            std::to_string(k ? kv.k_scale : kv.v_scale));
-  }
   return Status::Ok();
 }
 
