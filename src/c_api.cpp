@@ -26,6 +26,14 @@ Status layout_of(int layout, const std::string& who, KVLayout* l) {
   return Status::Ok();
 }
 
+Status kv_dtype_of(int kv_dtype, const std::string& who, const char* name, KVDType* kv) {
+  if (kv_dtype < MUH_KV_AUTO || kv_dtype > MUH_KV_FP8_E5M2)
+    return invalid_argument(who + name + " " + std::to_string(kv_dtype) +
+                            " is not one of MUH_KV_AUTO (0), MUH_KV_FP8_E4M3 (1), MUH_KV_FP8_E5M2 (2)");
+  *kv = static_cast<KVDType>(kv_dtype);
+  return Status::Ok();
+}
+
 }  // namespace muh::capi
 
 extern "C" const char* muh_last_error(void) { return muh::capi::g_last_error.c_str(); }

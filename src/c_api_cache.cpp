@@ -24,10 +24,8 @@ int reshape_and_cache_c(const char* who, int dtype, int layout, const void* key,
   if (!s.ok()) return capi::report(s);
   s = capi::layout_of(layout, who, &p.layout);
   if (!s.ok()) return capi::report(s);
-  if (kv_dtype < MUH_KV_AUTO || kv_dtype > MUH_KV_FP8_E5M2)
-    return capi::report(invalid_argument(std::string(who) + "kv_dtype " + std::to_string(kv_dtype) +
-                                         " is not MUH_KV_AUTO (0), MUH_KV_FP8_E4M3 (1) or MUH_KV_FP8_E5M2 (2)"));
-  p.kv.dtype = static_cast<KVDType>(kv_dtype);
+  s = capi::kv_dtype_of(kv_dtype, who, "kv_dtype", &p.kv.dtype);
+  if (!s.ok()) return capi::report(s);
   p.kv.k_scale = k_scale;
   p.kv.v_scale = v_scale;
   p.key = key;

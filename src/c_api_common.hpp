@@ -21,6 +21,9 @@ int report(const Status& s);
 // prefixes the message (e.g. "muh_paged_prefill: ").
 Status dtype_of(int dtype, const std::string& who, DType* t);
 Status layout_of(int layout, const std::string& who, KVLayout* l);
+// A muh_kv_dtype, range-checked before the cast (an int cast to the 8-bit enum could wrap onto a
+// valid value); `name` is the argument's ("kv_dtype", "kv.kv_dtype").
+Status kv_dtype_of(int kv_dtype, const std::string& who, const char* name, KVDType* kv);
 
 // A paged-prefill call's shape from the C ABI's ints (pointers unset), with the ABI's own checks of
 // dtype and layout (fn names the entry point); c_api_prefill.cpp, shared with c_api_mixed.cpp.

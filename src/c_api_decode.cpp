@@ -119,11 +119,10 @@ extern "C" int muh_paged_decode_quant(int dtype, int layout, const void* q, cons
   p.softmax_scale = softmax_scale;
   p.variant = capi::variant_of(variant);
   if (kv != nullptr) {
-    // Range-checked before the cast (an int cast to the 8-bit enum could wrap onto a valid value).
-    if (kv->kv_dtype < 0 || kv->kv_dtype > static_cast<int>(KVDType::fp8_e5m2))
-      return capi::report(invalid_argument("paged_decode: kv.kv_dtype " + std::to_string(kv->kv_dtype) +
-                                           " is not one of MUH_KV_AUTO (0), MUH_KV_FP8_E4M3 (1), MUH_KV_FP8_E5M2 (2)"));
-    p.kv = KVQuant{static_cast<KVDType>(kv->kv_dtype), kv->k_scale, kv->v_scale};
+    s = capi::kv_dtype_of(kv->kv_dtype, "paged_decode: ", "kv.kv_dtype", &p.kv.dtype);
+    if (!s.ok()) return capi::report(s);
+    p.kv.k_scale = kv->k_scale;
+    p.kv.v_scale = kv->v_scale;
   }
   s = detail::check_decode_call(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
