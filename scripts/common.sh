@@ -104,7 +104,7 @@ muh_choose_build() {
     fp8_heads="${MUH_KV_FP8_HEAD_DIMS:-128}"
     muh_log "no GPU: lean build (archs $archs, head dims $heads, dtypes $dtypes, general variant kind: hd $variant_heads)"
   fi
-  targets="${MUH_TARGETS:-0;75;80;86;89;90}"
+  targets="${MUH_TARGETS:-0;75;80;86;89;90;90a}"
   MUH_CONFIG_ARGS=(-DMUH_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_ARCHITECTURES="$archs"
                    -DMUH_HEAD_DIMS="$heads" -DMUH_DTYPES="$dtypes" -DMUH_TARGETS="$targets"
                    -DMUH_VARIANT_HEAD_DIMS="$variant_heads" -DMUH_KV_FP8_HEAD_DIMS="$fp8_heads"

@@ -200,9 +200,9 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
   HardwareCapability hw;
   MUH_TRY(device_profile(-1, &hw));
   const int cc = hw.compute_capability;
-  if (plan.target > cc)
-    return unsupported("paged_decode: the plan's target " + std::to_string(plan.target) +
-                       " is newer than the device (sm_" + std::to_string(cc) + ")");
+  if (!profile_runs_target(hw, plan.target))
+    return unsupported("paged_decode: the plan's target " + target_name(plan.target) +
+                       " does not run on the device (sm_" + std::to_string(cc) + ")");
   const int smem = decode_smem_bytes(plan.policy, p.dtype, p.head_dim);
   if (smem > hw.smem_limit())
     return unsupported("paged_decode: the policy needs " + std::to_string(smem) + " B of shared memory; the device grants " +

@@ -54,9 +54,9 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
   if (plan.has_prefill()) MUH_TRY(detail::check_prefill_call(pp));
   HardwareCapability hw;
   MUH_TRY(device_profile(-1, &hw));
-  if ((plan.has_decode() && plan.decode.target > hw.compute_capability) ||
-      (plan.has_prefill() && plan.prefill.target > hw.compute_capability))
-    return unsupported(w + "the plan's targets are newer than the device (sm_" + std::to_string(hw.compute_capability) +
+  if ((plan.has_decode() && !profile_runs_target(hw, plan.decode.target)) ||
+      (plan.has_prefill() && !profile_runs_target(hw, plan.prefill.target)))
+    return unsupported(w + "the plan's targets do not run on the device (sm_" + std::to_string(hw.compute_capability) +
                        ")");
 
   if (plan.rebase) {

@@ -154,8 +154,8 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
 // The device the call runs on, from its cached profile: can it run the plan's row?
 Status check_device(const PrefillPlan& plan, HardwareCapability* hw) {
   MUH_TRY(device_profile(-1, hw));
-  if (plan.target > hw->compute_capability)
-    return unsupported("prefill: the plan's target " + std::to_string(plan.target) + " is newer than the device (sm_" +
+  if (!profile_runs_target(*hw, plan.target))
+    return unsupported("prefill: the plan's target " + target_name(plan.target) + " does not run on the device (sm_" +
                        std::to_string(hw->compute_capability) + ")");
   const int smem = prefill_smem_bytes(plan.policy, plan.shape.dtype, plan.shape.head_dim);
   if (smem > hw->smem_limit())

@@ -123,7 +123,9 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   if (opt.tail_chunk < -1) return invalid_argument(w + "tail_chunk must be -1 (auto), 0 (off) or a key-tile count");
   if (hw.sm_count < 1) return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs");
 
-  const PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target, p.kv_source});
+  const PrefillSelection sel =
+      choose_prefill(hw, p.dtype, p.head_dim,
+                     SelectOptions{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain});
   MUH_TRY(selection_status(sel, w, hw));
   PrefillPlan r;
   r.target = sel.target;

@@ -20,7 +20,10 @@ std::string why_passed(const Passed& p) {
     case Pass::smem: return t + " " + grouped(p.need_bytes) + " B > " + grouped(p.have_bytes) + " B";
     case Pass::no_async_copy: return t + " agent needs cp.async, which the profile lacks";
     case Pass::no_tensor_cores: return t + " agent needs the dtype's tensor cores, which the profile lacks";
-    case Pass::kv_source: return t + " agent does not read paged vLLM-layout K/V";
+    case Pass::kv_source:
+      return t + " agent does not read " + (p.source == KVSource::paged_vllm ? "paged vLLM-layout" : "paged NHD") +
+             " K/V";
+    case Pass::variant: return t + " agent has no variant hooks (window, soft-cap, sinks, ALiBi)";
   }
   return t + " row does not fit";
 }
@@ -31,8 +34,9 @@ std::string describe_any(const S& s) {
     case NoRow::none: break;
     case NoRow::bad_head_dim: return "no row: unsupported head_dim";
     case NoRow::forced_not_compiled:
-      return "no row: the forced target " + std::to_string(s.force_target) + " is not compiled into this build";
-    case NoRow::forced_too_new: return "no row: the forced target " + std::to_string(s.force_target) + " is newer than the profile";
+      return "no row: the forced target " + target_name(s.force_target) + " is not compiled into this build";
+    case NoRow::forced_too_new:
+      return "no row: the forced target " + target_name(s.force_target) + " is newer than the profile or not its arch";
     case NoRow::forced_does_not_fit: return "no row: forced " + why_passed(s.passed[0]);
     case NoRow::nothing_fits: {
       std::string r = "no row fits:";
@@ -58,11 +62,11 @@ Status status_any(const S& s, const std::string& where, const HardwareCapability
     case NoRow::bad_head_dim: return invalid_argument(where + "head_dim is not supported (supported: 64, 96, 128, 256)");
     case NoRow::forced_not_compiled:
       return {StatusCode::not_compiled,
-              where + "target " + std::to_string(s.force_target) + " is not compiled into this build (compiled: " +
+              where + "target " + target_name(s.force_target) + " is not compiled into this build (compiled: " +
                   detail::describe_targets(compiled_targets::values, compiled_targets::size) +
                   "); rebuild with MUH_TARGETS including it"};
     case NoRow::forced_too_new:
-      return unsupported(where + "target " + std::to_string(s.force_target) + " cannot run on " + profile);
+      return unsupported(where + "target " + target_name(s.force_target) + " cannot run on " + profile);
     case NoRow::forced_does_not_fit:
     case NoRow::nothing_fits: return unsupported(where + describe_any(s) + " on " + profile);
   }
@@ -70,8 +74,6 @@ Status status_any(const S& s, const std::string& where, const HardwareCapability
 }
 
 }  // namespace
-
-std::string target_name(int target) { return target == 0 ? "portable (0)" : "sm_" + std::to_string(target); }
 
 std::string describe(const PrefillSelection& s) { return describe_any(s); }
 std::string describe(const DecodeSelection& s) { return describe_any(s); }

@@ -12,6 +12,8 @@
 // (muh/prefill_plan.hpp); where it does, the cell is timed again with every tile whole (kind
 // "whole") in the same run. --tail-chunk C (repeatable) times the non-causal 4k and 16k cells with
 // the tail split forced to C key tiles per tail CTA (kind "tail-C"), the cost model's evidence.
+// --target T (repeatable; 90, 90a, ...) times every grid cell again with that dispatch target
+// forced (kind "tT"): the sm80-class agent (90) beside the Hopper agent (90a) in one process.
 // --variant LIST (repeatable; muh/variant.hpp: window=L[:R], softcap=X, sinks — every head's sink
 // 0 —, alibi — slopes 2^(−8(h+1)/32) —, comma-separated) times each grid cell again with that
 // variant (kind "v:LIST"), right after its plain cell: the variants' cost, side by side. The
@@ -38,6 +40,7 @@
 #include "muh/attention.hpp"
 #include "muh/dispatch.hpp"
 #include "muh/kernels/prefill_launch.cuh"
+#include "muh/targets.hpp"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh::cli {
@@ -131,11 +134,18 @@ struct Options {
   bool portable = true;
   std::vector<int> tail_chunks;
   std::vector<std::string> variants;  // --variant
+  std::vector<std::string> targets;   // --target: each grid cell again with this target forced
 };
 
 void run(const Options& o) {
   std::vector<Variant> variants;  // (parsed before the device: a bad list is exit 2)
   for (const std::string& v : o.variants) variants.push_back(parse_variant(v));
+  std::vector<int> targets;
+  for (const std::string& t : o.targets) {
+    const int v = parse_target(t);
+    if (v < 0) throw UsageError("bench prefill: --target '" + t + "' is not a dispatch target (e.g. 90, 90a, 0)");
+    targets.push_back(v);
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw UsageError("bench prefill: no CUDA device");
   if (o.iters < 20) throw UsageError("bench prefill: --iters must be >= 20");
@@ -166,6 +176,8 @@ void run(const Options& o) {
           std::size_t split = 0;
           add(time_prefill(buf, "muh", hd, heads, seq, causal, -1, o.iters, -1, &split));
           if (split > 0) add(time_prefill(buf, "whole", hd, heads, seq, causal, -1, o.iters, kPrefillTailOff));
+          for (std::size_t i = 0; i < targets.size(); ++i)
+            add(time_prefill(buf, "t" + o.targets[i], hd, heads, seq, causal, targets[i], o.iters));
           for (std::size_t i = 0; i < variants.size(); ++i)
             add(time_prefill(buf, "v:" + o.variants[i], hd, heads, seq, causal, -1, o.iters, -1, nullptr, &variants[i]));
         }
@@ -215,6 +227,9 @@ void add_bench_prefill(CLI::App& bench) {
                   "also time the non-causal 4k/16k cells with the tail split forced to this many key tiles per "
                   "tail CTA (repeatable)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--target", opt->targets,
+                  "also time every grid cell with this dispatch target forced, e.g. 90 (the sm80-class agent "
+                  "on Hopper) beside the default walk's 90a (repeatable)");
   cmd->add_option("--variant", opt->variants,
                   "also time every grid cell with this attention variant, e.g. softcap=50 or alibi or sinks "
                   "(repeatable)");

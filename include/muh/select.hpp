@@ -26,6 +26,7 @@
 #include "muh/paged_kv.hpp"
 #include "muh/shapes.hpp"
 #include "muh/status.hpp"
+#include "muh/targets.hpp"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh {
@@ -49,7 +50,7 @@ constexpr TargetSet compiled_target_set() {
 }
 
 // Every dispatch target muh has rows for (the default MUH_TARGETS).
-inline constexpr TargetSet kKnownTargets{6, {0, 75, 80, 86, 89, 90}};
+inline constexpr TargetSet kKnownTargets{7, {0, 75, 80, 86, 89, 90, kTargetSm90a}};
 
 // Why a target's row was passed over.
 enum class Pass : unsigned char {
@@ -57,11 +58,13 @@ enum class Pass : unsigned char {
   no_async_copy,    // its agent pipelines with cp.async; the profile has none
   no_tensor_cores,  // its agent multiplies on the dtype's tensor cores; the profile has none
   kv_source,        // its agent does not read the call's K/V source (prefill: a paged layout)
+  variant,          // its agent has no variant hooks and the call has a variant (prefill: sm90)
 };
 
 struct Passed {
   int target = 0;
   Pass why = Pass::smem;
+  KVSource source = KVSource::contiguous;  // Pass::kv_source: the call's K/V source
   int need_bytes = 0;  // Pass::smem: the row's footprint
   int have_bytes = 0;  // Pass::smem: the profile's limit
 };
@@ -79,6 +82,7 @@ enum class NoRow : unsigned char {
 struct SelectOptions {
   int force_target = -1;  // -1: walk; else exactly this target's row, or no row
   KVSource kv_source = KVSource::contiguous;  // prefill: where K/V come from (params.hpp)
+  bool variant = false;  // prefill: the call has a variant (the general kind, muh/variant.hpp)
 };
 
 template <class Policy>
@@ -97,13 +101,19 @@ struct Selection {
 using PrefillSelection = Selection<PrefillPolicy>;
 using DecodeSelection = Selection<DecodePolicy>;
 
+// Whether a profile runs a target's code: an own arch the portable target only, a GPU the
+// targets targets.hpp's target_runs_on_cc gives its compute capability.
+constexpr bool profile_runs_target(const HardwareCapability& hw, int target) {
+  return hw.is_own_arch() ? target == 0 : target_runs_on_cc(target, hw.compute_capability);
+}
+
 // The highest target of `set` a profile may run, where the selection's walk starts: 0 on an own
-// arch, else the highest <= its compute capability (0 when the set has none: portable only).
+// arch, else the highest it runs (0 when the set has none: portable only).
 constexpr int start_target(const HardwareCapability& hw, const TargetSet& set = compiled_target_set()) {
   if (hw.is_own_arch()) return 0;
   int best = 0;
   for (int i = 0; i < set.count; ++i)
-    if (set.values[i] <= hw.compute_capability && set.values[i] > best) best = set.values[i];
+    if (profile_runs_target(hw, set.values[i]) && set.values[i] > best) best = set.values[i];
   return best;
 }
 
@@ -143,20 +153,24 @@ constexpr Selection<Policy> choose(const HardwareCapability& hw, DType t, int he
       s.error = NoRow::forced_not_compiled;
       return s;
     }
-    if (hw.is_own_arch() ? opt.force_target != 0 : opt.force_target > hw.compute_capability) {
+    if (!profile_runs_target(hw, opt.force_target)) {
       s.error = NoRow::forced_too_new;
       return s;
     }
     cand[n++] = opt.force_target;
   } else {
+    // An arch-specific target (sm_90a) whose row is the row of the target below it (no row of its
+    // own for this dtype and head dim) is not a candidate: the walk names the target whose row it
+    // is (sm_90), so that plans and --explain say which agent runs.
     for (int i = set.count - 1; i >= 0; --i)
-      if (set.values[i] <= s.start) cand[n++] = set.values[i];
+      if (set.values[i] <= s.start && profile_runs_target(hw, set.values[i]) &&
+          !(target_is_arch_specific(set.values[i]) && i > 0 && row(set.values[i]) == row(set.values[i - 1])))
+        cand[n++] = set.values[i];
   }
   for (int i = 0; i < n; ++i) {
     const Policy p = row(cand[i]);
-    Passed why{cand[i], Pass::smem, bytes(p), hw.smem_limit()};
-    const bool reads_source = reads(p);
-    if (!reads_source) why.why = Pass::kv_source;
+    Passed why{cand[i], Pass::smem, opt.kv_source, bytes(p), hw.smem_limit()};
+    const bool reads_source = reads(p, &why.why);  // (sets why.why when it cannot)
     if (reads_source && agent_runs_on(p.agent, t, hw, &why.why) && why.need_bytes <= why.have_bytes) {
       s.policy = p;
       s.target = cand[i];
@@ -176,7 +190,11 @@ constexpr PrefillSelection choose_prefill(const HardwareCapability& hw, DType t,
   return detail::choose<PrefillPolicy>(
       hw, t, head_dim, opt, set, [t, head_dim](int target) { return prefill_policy(target, t, head_dim); },
       [t, head_dim](const PrefillPolicy& p) { return prefill_smem_bytes(p, t, head_dim); },
-      [&opt](const PrefillPolicy& p) { return prefill_agent_reads(p.agent, opt.kv_source); });
+      [&opt](const PrefillPolicy& p, Pass* why) {
+        if (!prefill_agent_reads(p.agent, opt.kv_source)) return *why = Pass::kv_source, false;
+        if (opt.variant && !prefill_agent_has_variants(p.agent)) return *why = Pass::variant, false;
+        return true;
+      });
 }
 
 constexpr DecodeSelection choose_decode(const HardwareCapability& hw, DType t, int head_dim,
@@ -185,7 +203,7 @@ constexpr DecodeSelection choose_decode(const HardwareCapability& hw, DType t, i
   return detail::choose<DecodePolicy>(
       hw, t, head_dim, opt, set, [t, head_dim](int target) { return decode_policy(target, t, head_dim); },
       [t, head_dim](const DecodePolicy& p) { return decode_smem_bytes(p, t, head_dim); },
-      [](const DecodePolicy&) { return true; });
+      [](const DecodePolicy&, Pass*) { return true; });
 }
 
 // Calls f(PrefillSelector<T, D>{}, DecodeSelector<T, D>{}) for a runtime (dtype, head_dim): the
@@ -212,9 +230,6 @@ void with_selectors(DType t, int head_dim, F&& f) {
     case DType::fp32: with_selectors_of<DType::fp32>(head_dim, f); break;
   }
 }
-
-// "sm_90", "portable (0)".
-std::string target_name(int target);
 
 // The rule that fired, in one line: e.g. "sm_89 row: sm_90's 108,800 B > 101,376 B" or
 // "sm_90 row: the profile's own target". For a selection without a row, why there is none.

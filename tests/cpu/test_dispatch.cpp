@@ -193,10 +193,12 @@ class StartTarget : public ::testing::TestWithParam<int> {};
 TEST_P(StartTarget, HighestCompiledTargetNotAboveTheDevice) {
   const int cc = GetParam();
   const int start = start_target(profile_with_cc(cc));
-  int want = 0;  // portable when no NVIDIA target is <= cc
+  int want = 0;  // portable when no NVIDIA target runs on cc
   for (std::size_t i = 0; i < compiled_targets::size; ++i) {
     const int t = compiled_targets::values[i];
-    if (t <= cc && t > want) want = t;
+    // sm_90a (targets.hpp) runs on cc 9.0 only; every other target on its arch and newer.
+    const bool runs = t == kTargetSm90a ? cc == 90 : t <= cc;
+    if (runs && t > want) want = t;
   }
   EXPECT_EQ(start, want);
   EXPECT_TRUE(is_compiled_target(start)) << start;
@@ -208,8 +210,10 @@ INSTANTIATE_TEST_SUITE_P(DeviceArchs, StartTarget, ::testing::Values(60, 70, 75,
 TEST(StartTarget, EveryBuildCarriesPortableAndAnOwnArchStartsThere) {
   EXPECT_EQ(compiled_targets::values[0], 0);  // CMake insists on the portable target
   const int top = compiled_targets::values[compiled_targets::size - 1];
-  EXPECT_EQ(start_target(profile_with_cc(top == 0 ? 75 : top)), top == 0 ? 0 : top);
-  EXPECT_EQ(start_target(profile_with_cc(top + 10)), top);  // a newer device starts at the newest target
+  EXPECT_EQ(start_target(profile_with_cc(top == 0 ? 75 : target_arch(top))), top == 0 ? 0 : top);
+  // A newer device starts at the newest target that is not arch-specific (sm_90a is Hopper's only).
+  const int portable_top = top == kTargetSm90a ? compiled_targets::values[compiled_targets::size - 2] : top;
+  EXPECT_EQ(start_target(profile_with_cc(target_arch(top) + 10)), portable_top);
   EXPECT_EQ(start_target(presets::bi_v100), 0);
 }
 

@@ -195,7 +195,12 @@ TEST(PagedPrefillSelection, EveryLayoutKeepsTheSm80AgentsRow) {
       const PrefillSelection s = choose_prefill(presets::h200, t, 128, SelectOptions{-1, src}, kKnownTargets);
       EXPECT_EQ(s.target, 90);
       EXPECT_EQ(s.policy.agent, Agent::sm80);
-      EXPECT_EQ(s.passed_count, 0);
+      // sm_90a's Hopper agent reads contiguous K/V only: passed over, saying so.
+      ASSERT_EQ(s.passed_count, 1);
+      EXPECT_EQ(s.passed[0].target, kTargetSm90a);
+      EXPECT_EQ(s.passed[0].why, Pass::kv_source);
+      EXPECT_NE(describe(s).find(src == KVSource::paged_vllm ? "paged vLLM" : "paged NHD"), std::string::npos)
+          << describe(s);
     }
 }
 

@@ -88,7 +88,7 @@ const BadCase kBad[] = {
     {"negative_scale", [](Call& c) { c.p.softmax_scale = -1.f; }, StatusCode::invalid_argument, "softmax_scale"},
     {"nan_scale", [](Call& c) { c.p.softmax_scale = NAN; }, StatusCode::invalid_argument, "softmax_scale"},
     {"force_target_negative", [](Call& c) { c.o.force_target = -5; }, StatusCode::invalid_argument, "force_target"},
-    {"force_target_not_compiled", [](Call& c) { c.o.force_target = 91; }, StatusCode::not_compiled, "target 91 is not compiled"},
+    {"force_target_not_compiled", [](Call& c) { c.o.force_target = 88; }, StatusCode::not_compiled, "target sm_88 is not compiled"},
     {"workspace_null_with_bytes", [](Call& c) { c.ws_bytes = 4096; }, StatusCode::invalid_argument, "workspace is null"},
     {"workspace_misaligned", [](Call& c) { c.ws = g_fake + 8; c.ws_bytes = 64; }, StatusCode::invalid_argument, "workspace must be 16-byte aligned"},
     {"tail_chunk_negative", [](Call& c) { c.o.tail_chunk = -2; }, StatusCode::invalid_argument, "tail_chunk"},
@@ -157,8 +157,9 @@ TEST(PrefillBadInput, SplitPlanNeedsItsWorkspace) {
       p.head_dim = e.head_dim;
       break;
     }
+  // On sm_90's row (the sm80-class agent): the sm90 agent of sm_90a runs whole tiles only.
   PrefillPlan plan;
-  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{-1, 2}, &plan).ok());
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{90, 2}, &plan).ok());
   ASSERT_GT(plan.workspace_bytes, 0u);
   ASSERT_TRUE(is_compiled_instance(p.dtype, p.head_dim)) << "no 16-bit instance in this build";
   Status s = prefill(p, plan, nullptr, 0);

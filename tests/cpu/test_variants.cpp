@@ -512,14 +512,33 @@ TEST(VariantPlan, PlanRecordsTheKindAndTheGeneralKindIsNeverSplit) {
   p.batch = 1;
   p.total_q = p.total_k = p.max_seqlen_q = p.max_seqlen_k = 4096;
   PrefillPlan plain, general;
-  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{-1, 3}, &plain).ok());
+  // sm_90's row (the sm80-class agent splits; sm_90a's Hopper agent runs whole tiles only)
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{90, 3}, &plain).ok());
   EXPECT_EQ(plain.variant, VariantKind::plain);
   EXPECT_TRUE(plain.split.split()) << "the forced tail split applies to the plain kind";
   p.variant.softcap = 30.f;
-  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{-1, 3}, &general).ok());
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{90, 3}, &general).ok());
   EXPECT_EQ(general.variant, VariantKind::general);
   EXPECT_FALSE(general.split.split());
   EXPECT_EQ(general.workspace_bytes, 0u);
+}
+
+// The Hopper agent (sm_90a) has no variant hooks: a call with a variant walks on to sm_90's row,
+// the trace saying why; forced onto sm_90a it has no row.
+TEST(VariantPlan, TheHopperAgentPassesVariantsToSm90) {
+  ASSERT_TRUE(is_compiled_target(kTargetSm90a) && is_compiled_target(90)) << "needs targets 90, 90a";
+  PrefillParams p = good_prefill();
+  p.variant.softcap = 30.f;
+  PrefillPlan plan;
+  ASSERT_TRUE(plan_prefill(p, presets::h200, {}, &plan).ok());
+  EXPECT_EQ(plan.target, 90);
+  EXPECT_EQ(plan.policy.agent, Agent::sm80);
+  if (prefill_policy(kTargetSm90a, p.dtype, p.head_dim).agent == Agent::sm90) {
+    ASSERT_GE(plan.selection.passed_count, 1);
+    EXPECT_EQ(plan.selection.passed[0].target, kTargetSm90a);
+    EXPECT_EQ(plan.selection.passed[0].why, Pass::variant);
+    EXPECT_EQ(plan_prefill(p, presets::h200, PrefillPlanOptions{kTargetSm90a}, &plan).code(), StatusCode::unsupported);
+  }
 }
 
 TEST(VariantPlan, ARunRefusesAPlanOfTheOtherKind) {

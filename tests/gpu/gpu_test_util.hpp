@@ -15,6 +15,7 @@
 #include "muh/dtype.hpp"
 #include "muh/hardware.hpp"
 #include "muh/reference.hpp"
+#include "muh/targets.hpp"
 
 namespace muh::testing {
 

@@ -35,7 +35,7 @@ const HardwareCapability& device_hw() {
 #define MUH_REQUIRE_TARGET(target)                                                                   \
   do {                                                                                               \
     MUH_REQUIRE_GPU();                                                                               \
-    if ((target) > device_cc())                                                                      \
+    if (!target_runs_on_cc((target), device_cc()))                                                    \
       GTEST_SKIP() << "target " << (target) << " is newer than the device (sm_" << device_cc() << ")"; \
   } while (0)
 

@@ -15,6 +15,7 @@
 #include "muh/kernels/decode_portable.cuh"
 #include "muh/kernels/decode_sm80.cuh"
 #include "muh/kernels/launch_status.hpp"
+#include "muh/kernels/tma_map.hpp"
 #include "muh/status.hpp"
 #include "muh/tuning/policy.hpp"
 
@@ -59,23 +60,9 @@ struct DecodeKernel {
   }
 };
 
-// The sm80 agent's TMA maps (decode_sm80.cuh), encoded by the driver's cuTensorMapEncodeTiled
-// reached through the runtime (driver_entry.hpp: no libcuda link). false: no encoder, or a cache
-// the TMA cannot address (rows ≥ 2^31, the coordinates being signed 32-bit) — the caller then
-// runs the cp.async kernel, with the same results.
-// (dt: the elements' type; bytes = true: 1-byte elements, an fp8 cache's codes.)
-inline bool encode_tma_map(CUtensorMap* map, const void* base, DType dt, cuuint32_t rank, const cuuint64_t* dims,
-                           const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
-                           CUtensorMapL2promotion promotion, bool bytes = false) {
-  static const auto encode = driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
-  if (encode == nullptr || dims[rank - 1] >= (1ull << 31)) return false;
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType type = bytes                ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                   : dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  return encode(map, type, rank, const_cast<void*>(base), dims, strides, box, elem_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
+// The sm80 agent's TMA maps (decode_sm80.cuh), encoded by encode_tma_map (kernels/tma_map.hpp);
+// false: the caller runs the cp.async kernel, with the same results.
+using kernels::encode_tma_map;
 // An NHD cache [pages · page_size rows][num_kv_heads][D] as a 3-D tensor (dims, heads, rows) with
 // box 64 × 1 × 16 and a 128-byte swizzle.
 inline bool make_tma_kv_map(CUtensorMap* map, const void* base, DType dt, int D, int num_kv_heads, long long rows) {

@@ -18,14 +18,26 @@
 
 namespace muh::kernels {
 
+// The sm90 agent's launch and occupancy (kernels/prefill_sm90.cuh), defined for each 16-bit
+// (dtype, head_dim) with a sm_90a row by src/instances/prefill_sm90_instance.cu.in — objects
+// compiled for sm_90a alone, so that no other pass sees wgmma. The policy is the sm_90a row.
+template <DType DT, int D>
+Status launch_prefill_sm90(const PrefillArgs& a, cudaStream_t stream);
+template <DType DT, int D>
+Status prefill_sm90_occupancy(int* ctas_per_sm);
+
 // The kernel a policy runs, its block size and its dynamic shared memory (the policy footprint).
 template <class Getter, DType DT, int D>
 struct PrefillKernel {
   static constexpr PrefillPolicy policy = Getter{}();
   static_assert(validate(policy, DT, D), "prefill policy row does not fit its profile's shared memory");
   static_assert(policy.agent == Agent::portable || (policy.agent == Agent::sm80 && DT != DType::fp32) ||
-                    (policy.agent == Agent::sm75 && DT == DType::fp16),
-                "prefill agents: portable (every dtype), sm80 (fp16/bf16) and sm75 (fp16)");
+                    (policy.agent == Agent::sm75 && DT == DType::fp16) ||
+                    (policy.agent == Agent::sm90 && DT != DType::fp32),
+                "prefill agents: portable (every dtype), sm80 and sm90 (fp16/bf16) and sm75 (fp16)");
+  // The sm90 agent's kernels live in the sm_90a objects (launch_prefill_sm90); the members below
+  // name the other agents' kernels only.
+  static constexpr bool sm90 = policy.agent == Agent::sm90;
   static constexpr int threads = policy.num_warps * 32;
   static constexpr int smem_bytes = prefill_smem_bytes(policy, DT, D);
 
@@ -117,22 +129,30 @@ Status check_tail(const PrefillTail& t, long long tiles) {
 template <class Getter, DType DT, int D>
 Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, int device_cc = 0) {
   using K = PrefillKernel<Getter, DT, D>;
-  a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
-  const long long tiles = prefill_grid_size(a);
-  if (tiles == 0) return Status::Ok();
-  MUH_TRY(check_tail<K>(t, tiles));
-  t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
-  if (t.main_tiles > 0) {
-    auto kernel = K::function();
-    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill"));
-    kernel<<<static_cast<unsigned>(t.main_tiles), K::threads, K::smem_bytes, stream>>>(a);
-    MUH_TRY(launch_status("prefill launch"));
-  }
-  if constexpr (K::tensor_cores) {
+  if constexpr (K::sm90) {
+    // Whole tiles only (prefill_split_applies): the plan never splits for this agent.
     if (t.tail_tiles > 0)
-      return launch_tail_and_merge<K, K::tail_function(), &prefill_tail_merge_kernel<DT, D>>(a, t, device_cc, stream);
+      return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
+    (void)device_cc;
+    return launch_prefill_sm90<DT, D>(a, stream);
+  } else {
+    a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
+    const long long tiles = prefill_grid_size(a);
+    if (tiles == 0) return Status::Ok();
+    MUH_TRY(check_tail<K>(t, tiles));
+    t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
+    if (t.main_tiles > 0) {
+      auto kernel = K::function();
+      MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill"));
+      kernel<<<static_cast<unsigned>(t.main_tiles), K::threads, K::smem_bytes, stream>>>(a);
+      MUH_TRY(launch_status("prefill launch"));
+    }
+    if constexpr (K::tensor_cores) {
+      if (t.tail_tiles > 0)
+        return launch_tail_and_merge<K, K::tail_function(), &prefill_tail_merge_kernel<DT, D>>(a, t, device_cc, stream);
+    }
+    return Status::Ok();
   }
-  return Status::Ok();
 }
 
 // Launches one prefill whose K/V come from the paged cache `kv` in source S (validated by
@@ -175,6 +195,8 @@ Status launch_prefill_variant(PrefillArgs a, const PrefillPagedKV& kv, const Var
   using K = PrefillKernel<Getter, DT, D>;
   if constexpr (is_paged(S) && !prefill_agent_reads(K::policy.agent, S)) {
     return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
+  } else if constexpr (!prefill_agent_has_variants(K::policy.agent)) {
+    return {StatusCode::invalid_argument, "prefill: the plan's agent has no variant hooks (internal)"};
   } else {
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
     const long long tiles = prefill_grid_size(a);
@@ -191,11 +213,15 @@ Status launch_prefill_variant(PrefillArgs a, const PrefillPagedKV& kv, const Var
 template <class Getter, DType DT, int D>
 Status prefill_occupancy(int* ctas_per_sm) {
   using K = PrefillKernel<Getter, DT, D>;
-  auto kernel = K::function();
-  MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill occupancy"));
-  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, K::threads, K::smem_bytes);
-  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill occupancy: ") + cudaGetErrorString(e)};
-  return Status::Ok();
+  if constexpr (K::sm90) {
+    return prefill_sm90_occupancy<DT, D>(ctas_per_sm);
+  } else {
+    auto kernel = K::function();
+    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill occupancy"));
+    const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, K::threads, K::smem_bytes);
+    if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill occupancy: ") + cudaGetErrorString(e)};
+    return Status::Ok();
+  }
 }
 
 }  // namespace muh::kernels

@@ -18,13 +18,13 @@
 namespace muh::tuning {
 
 // Prefill, tensor-core agents: block_n halves while the footprint exceeds the cap — down to 32 on
-// the sm80 agent (warp pairs need block_n % 32 == 0), 16 on sm75 — then K/V buffers drop, not
+// the sm80 agent (warp pairs need block_n % 32 == 0), 16 on sm75, 64 on sm90 — then K/V buffers drop, not
 // below 2 (loads keep overlapping the MMAs). The portable agent's tile is the seed's rule
 // (tuning_portable.hpp), never fitted here.
 constexpr PrefillPolicy fit(PrefillPolicy p, DType t, int head_dim, int cap) {
   p.smem_cap_bytes = cap;
   if (p.agent == Agent::portable) return p;
-  const int min_block_n = p.agent == Agent::sm75 ? 16 : 32;
+  const int min_block_n = p.agent == Agent::sm75 ? 16 : p.agent == Agent::sm90 ? 64 : 32;
   while (prefill_smem_bytes(p, t, head_dim) > cap && p.block_n > min_block_n) p.block_n /= 2;
   while (prefill_smem_bytes(p, t, head_dim) > cap && p.num_stages > 2) --p.num_stages;
   return p;

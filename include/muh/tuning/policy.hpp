@@ -18,16 +18,22 @@ enum class Agent : unsigned char {
   portable = 0,  // plain CUDA C++, synchronous copies, no inline PTX: BI-V100 (own arch), fits 48 KB
   sm75 = 1,      // Turing: fp16 tensor cores (m16n8k8), no cp.async
   sm80 = 2,      // Ampere/Ada (and Hopper for now): mma.sync m16n8k16, ldmatrix, cp.async pipeline
-  sm90 = 3,      // Hopper-specific (TMA / wgmma) — reserved for a later issue
+  sm90 = 3,      // Hopper, sm_90a code only: TMA, wgmma, warp specialisation (prefill)
 };
 
 // The K/V sources a prefill agent reads (paged_kv.hpp). The portable and sm80 agents read all
 // three (the vLLM layout's token-minor value pages through a transposing copy); the sm75 agent
 // reads contiguous and paged NHD K/V — its register stage has no transposing variant yet, so the
 // selection (select.hpp) walks a paged-vLLM call on past its rows.
+// The sm90 agent reads contiguous K/V only (its TMA maps are over whole k / v tensors); a paged
+// call walks on to the sm80 agent's row of sm_90.
 constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
+  if (agent == Agent::sm90) return s == KVSource::contiguous;
   return agent == Agent::portable || agent == Agent::sm80 || s != KVSource::paged_vllm;
 }
+// Whether the agent has the general variant kind's hooks (muh/variant.hpp): all but sm90, whose
+// calls with a variant walk on to the sm80 agent's row of sm_90.
+constexpr bool prefill_agent_has_variants(Agent agent) { return agent != Agent::sm90; }
 
 constexpr std::string_view agent_name(Agent a) {
   switch (a) {
@@ -105,9 +111,15 @@ struct DecodePolicy {
 // of P (32 rows × block_n/2 keys, 16-bit: 32·block_n bytes) and 2 m16 tiles × 2 row halves ×
 // 8 rows of fp32 row maxima (128 bytes); with ping_pong, two 8-byte mbarriers per buffer.
 constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim);
+// The sm90 agent (kernels/prefill_sm90.cuh): Q + num_stages (K, V) buffer pairs of block_n rows,
+// three 8-byte mbarriers per pair and one for Q, and 1024 bytes of slack to align the tiles to
+// the 128-byte swizzle's 1024-byte period: (block_m + 2·num_stages·block_n)·head_dim·e + 8·(1 +
+// 3·num_stages) + 1024.
 constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
   if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
+  if (p.agent == Agent::sm90)
+    return (p.block_m + 2 * p.num_stages * p.block_n) * head_dim * e + 8 * (1 + 3 * p.num_stages) + 1024;
   const int exchange = prefill_sm80_warp_pairs(p, head_dim) ? p.num_warps * (32 * p.block_n + 128) : 0;
   const int mbarriers = p.ping_pong ? 2 * p.num_stages * 8 : 0;  // a full and an empty one per buffer
   return (p.block_m + p.num_stages * p.block_n) * head_dim * e + exchange + mbarriers;
@@ -187,6 +199,11 @@ constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
          (p.agent != Agent::sm75 ||
           (t == DType::fp16 && p.block_m % (16 * p.num_warps) == 0 && p.block_n % 16 == 0 && head_dim % 32 == 0)) &&
          (!p.ping_pong || (prefill_sm80_warp_pairs(p, head_dim) && p.num_warps == 8 && p.num_stages >= 3)) &&
+         // sm90: a producer warp group + one consumer group per 64 q rows; 16-bit; whole 64-dim
+         // panels; key tiles of 64 or 128 (the wgmma forms of sm90_wgmma.inc)
+         (p.agent != Agent::sm90 || (t != DType::fp32 && head_dim % 64 == 0 && p.num_warps == 4 + p.block_m / 16 &&
+                                     p.block_m % 64 == 0 && (p.block_n == 64 || p.block_n == 128) &&
+                                     p.num_stages >= 2 && !p.ping_pong)) &&
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 

@@ -2,6 +2,7 @@
 // selectors dispatch instantiates kernels from (CCCL's policy selector, one per kernel family).
 #pragma once
 
+#include "muh/targets.hpp"
 #include "muh/tuning/fit.hpp"
 #include "muh/tuning/tuning_portable.hpp"
 #include "muh/tuning/tuning_sm75.hpp"
@@ -12,11 +13,16 @@ namespace muh {
 
 namespace tuning {
 
-// The row of the table a dispatch target reads: sm_90 and newer tuning_sm90.hpp; sm_80 the A100's
+// The row of the table a dispatch target reads: sm_90a (prefill) tuning_sm90.hpp's kPrefillSm90a,
+// falling back to sm_90's row; sm_90 and newer tuning_sm90.hpp; sm_80 the A100's
 // 163 KB table, sm_81–89 the 99 KB one (tuning_sm80.hpp); sm_75–79 tuning_sm75.hpp. None below
 // sm_75, and none where the table has no row for the dtype (fp32 everywhere, bf16 on sm_75, all
 // of decode on sm_75): those run the portable rule (tuning_portable.hpp).
 constexpr FoundRow<PrefillPolicy> prefill_row(int arch, DType t, int head_dim) {
+  if (arch == kTargetSm90a) {  // the Hopper agent's rows, else sm_90's (the target it falls back to)
+    const FoundRow<PrefillPolicy> r = find_row(sm90::kPrefillSm90a, t, head_dim);
+    return r.found ? r : find_row(sm90::kPrefill, t, head_dim);
+  }
   if (arch >= 90) return find_row(sm90::kPrefill, t, head_dim);
   if (arch == 80) return find_row(sm80::kPrefillA100, t, head_dim);
   if (arch > 80) return find_row(sm80::kPrefill99K, t, head_dim);

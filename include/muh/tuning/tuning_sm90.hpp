@@ -36,6 +36,18 @@ inline constexpr PrefillRow kPrefill[] = {
 };
 static_assert(table_holds(kPrefill));
 
+// Prefill on sm_90a (target kTargetSm90a, targets.hpp): the Hopper agent (kernels/prefill_sm90.cuh)
+// — TMA, wgmma, a producer warp group and two consumer groups of 64 q rows. Head dims that are
+// whole 64-dim panels; hd 96 and fp32 have no row here and take sm_90's (the walk, select.hpp).
+//   hd ≤ 128: 128×128, 2 (K, V) stages: 160 KB at hd 128 (FA3's first tile for hd 128).
+//   hd 256:   128×64, 2 stages: 193 KB; O alone is 128 fp32 registers a consumer thread.
+inline constexpr PrefillRow kPrefillSm90a[] = {
+    // dtypes, head dims, agent, block_m, block_n, warps, (K, V) stages, ping-pong, cap; evidence
+    {k16Bit, kHd64 | kHd128, Agent::sm90, 128, 128, 12, 2, false, kSmemCap, "not yet measured: FA3's tile for hd 128"},
+    {k16Bit, kHd256, Agent::sm90, 128, 64, 12, 2, false, kSmemCap, "not yet measured: FA3's tile for hd 256 (128x80)"},
+};
+static_assert(table_holds(kPrefillSm90a));
+
 // Decode (`muh bench decode --policy-sweep`: µs at batch 64 × 8k / 256 × 2k / 1 × 32k / 16 × 8k,
 // bf16, cold L2). Each warp streams its own 16-token K and V tiles (tile_tokens = 16 · warps per
 // CTA stage), the GQA query-head group on the MMA rows; V2 partitions are multiples of 128 tokens

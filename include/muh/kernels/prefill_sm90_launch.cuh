@@ -1,0 +1,64 @@
+// kernels/prefill_sm90_launch.cuh — the host side of the sm90 prefill agent: its TMA maps and its
+// launch (kernels/prefill_sm90.cuh). Included only by the sm_90a instance files
+// (src/instances/prefill_sm90_instance.cu.in).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "muh/kernels/tma_map.hpp"
+#include "muh/kernels/launch_status.hpp"
+#include "muh/kernels/prefill_sm90.cuh"
+#include "muh/status.hpp"
+
+namespace muh::kernels {
+
+// A [rows, heads, D] tensor as the 3-D map (dims, heads, rows) with boxes of 64 dims × 1 head ×
+// box_rows rows and the 128-byte swizzle the agent's descriptors read (sm90_ptx.cuh).
+inline bool make_sm90_rows_map(CUtensorMap* map, const void* base, DType dt, int D, int heads, long long rows,
+                               int box_rows) {
+  if (rows < 1) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(D), cuuint64_t(heads), cuuint64_t(rows)};
+  const cuuint64_t strides[2] = {cuuint64_t(D) * 2, cuuint64_t(heads) * D * 2};  // bytes, dims 1 and 2
+  const cuuint32_t box[3] = {64, 1, cuuint32_t(box_rows)};
+  return encode_tma_map(map, base, dt, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+// Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu):
+// one CTA per q tile, whole tiles only.
+template <class Getter, DType DT, int D>
+Status launch_prefill_sm90_policy(PrefillArgs a, cudaStream_t stream) {
+  using Sh = Sm90PrefillShape<Getter, DT, D>;
+  a.num_m_blocks = (a.max_seqlen_q + Sh::BM - 1) / Sh::BM;
+  const long long tiles = prefill_grid_size(a);
+  if (tiles == 0) return Status::Ok();
+  if (tiles >= (1ll << 31)) return {StatusCode::invalid_argument, "prefill: more q tiles than a grid holds"};
+  Sm90PrefillMaps maps;
+  // (q rows ≥ 2^31 cannot be addressed by the TMA's signed coordinates: check_prefill_call
+  // bounds total_q and total_k by int already.)
+  if (!make_sm90_rows_map(&maps.q, a.q, DT, D, a.num_q_heads, a.total_q, Sh::BM) ||
+      !make_sm90_rows_map(&maps.k, a.k, DT, D, a.num_kv_heads, a.total_k, Sh::BN) ||
+      !make_sm90_rows_map(&maps.v, a.v, DT, D, a.num_kv_heads, a.total_k, Sh::BN))
+    return {StatusCode::cuda_error, "prefill (sm90 agent): cuTensorMapEncodeTiled failed for q / k / v"};
+  constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
+  auto kernel = &prefill_sm90_kernel<Getter, DT, D>;
+  MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill (sm90)"));
+  kernel<<<static_cast<unsigned>(tiles), Sh::kThreads, smem, stream>>>(a, maps);
+  return launch_status("prefill launch (sm90)");
+}
+
+template <class Getter, DType DT, int D>
+Status prefill_sm90_policy_occupancy(int* ctas_per_sm) {
+  using Sh = Sm90PrefillShape<Getter, DT, D>;
+  constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
+  auto kernel = &prefill_sm90_kernel<Getter, DT, D>;
+  MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill occupancy (sm90)"));
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, Sh::kThreads, smem);
+  if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill occupancy: ") + cudaGetErrorString(e)};
+  return Status::Ok();
+}
+
+}  // namespace muh::kernels
