@@ -56,7 +56,7 @@ struct PrefillCase {
 
 // The shapes every compiled policy is checked on. Lengths of 1, lengths that are no multiple of
 // any tile (16/32/64/128), zero-length sequences, q shorter and longer than k under a causal
-// mask, GQA ratios 1, 4 and 8, and sharp softmaxes (scale 1–2) that exercise the running-max
+// mask, GQA ratios 1, 4, 6 and 8, and sharp softmaxes (scale 1–2) that exercise the running-max
 // rescale across many key tiles.
 inline const std::vector<PrefillCase>& prefill_cases() {
   static const std::vector<PrefillCase> cases = {
@@ -65,6 +65,9 @@ inline const std::vector<PrefillCase>& prefill_cases() {
       {"causal_q_shorter_than_k", {1, 37, 128, 5}, {200, 50, 300, 5}, 4, 4, true, 0.5f},
       {"causal_q_longer_than_k", {50, 3, 9}, {20, 0, 9}, 2, 1, true, 0.f},
       {"long_sharp_causal", {300}, {300}, 2, 2, true, 2.f},
+      // GQA 6 (the seed's Qwen3.5-27B at TP4: 6 q heads per kv head), q shorter than k in one
+      // sequence, keys past 256 (two 128-key tiles and a ragged third), length 1.
+      {"gqa6_causal_varlen", {129, 1, 200}, {129, 1, 333}, 12, 2, true, 0.f},
       // The tail split, forced: pieces of 3 key tiles over 333 keys (6 tiles of 64 keys, 11 of 32:
       // there the pieces straddle q tiles), one key tile per piece over 1000 keys (16–32 pieces of
       // a tile, q length 1), a tail split off a grid larger than the H200's 132 hd-256 slots (144

@@ -503,7 +503,8 @@ void print_table(const Request& r, const std::vector<Row>& rows) {
   });
   line("prefill warps", [](const Row& x) { return std::to_string(x.cfg.prefill.num_warps); });
   line("prefill stages", [](const Row& x) {
-    return std::to_string(x.cfg.prefill.num_stages) + (x.cfg.prefill.ping_pong ? " (ping-pong halves)" : "");
+    return std::to_string(x.cfg.prefill.num_stages) + (x.cfg.prefill.ping_pong ? " (ping-pong halves)" : "") +
+           (x.cfg.prefill.overlap ? " (QK/PV overlap)" : "");
   });
   line("prefill SMEM", [&](const Row& x) {
     return format_bytes(prefill_smem_bytes(x.cfg.prefill, x.dtype, r.head_dim)) + " (Q+K+V) of " +
@@ -576,7 +577,7 @@ json policy_json(const PrefillPolicy& p, DType t, int hd) {
           {"block_n", p.block_n},           {"num_warps", p.num_warps},
           {"num_stages", p.num_stages},     {"smem_bytes", prefill_smem_bytes(p, t, hd)},
           {"smem_kv_bytes", p.block_n * hd * dtype_size(t) * 2},
-          {"smem_cap_bytes", p.smem_cap_bytes}, {"ping_pong", p.ping_pong}, {"evidence", p.evidence}};
+          {"smem_cap_bytes", p.smem_cap_bytes}, {"ping_pong", p.ping_pong}, {"overlap", p.overlap}, {"evidence", p.evidence}};
 }
 
 json policy_json(const DecodePolicy& p, DType t, int hd) {

@@ -47,6 +47,8 @@ template <class Getter, DType DT, int D>
 struct Sm90PrefillShape {
   static constexpr PrefillPolicy kPolicy = Getter{}();
   using T = std::conditional_t<DT == DType::bf16, __nv_bfloat16, __half>;
+  static constexpr DType kDType = DT;
+  static constexpr int kD = D;
   static constexpr int BM = kPolicy.block_m, BN = kPolicy.block_n, S = kPolicy.num_stages;
   static constexpr int kConsumers = kPolicy.num_warps / 4 - 1;  // warp groups of 64 rows
   static constexpr int kThreads = kPolicy.num_warps * 32;
@@ -60,7 +62,7 @@ struct Sm90PrefillShape {
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
   static_assert(BN % 16 == 0 && (BN == 64 || BN == 128), "key tiles of 64 or 128 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
-  static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 3 * S) + 1024,
+  static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
                 "prefill_smem_bytes (policy.hpp) is this layout plus the 1024-byte alignment slack");
 };
 
@@ -69,7 +71,174 @@ struct Sm90PrefillMaps {
   CUtensorMap q, k, v;
 };
 
-template <class Getter, DType DT, int D>
+// ---- The steps of a key tile (one consumer warp group, 64 q rows) --------------------------------
+// A thread holds rows r and r + 8 of the group's 64 (r = 16·warp + lane/4 within the group, here
+// tile-relative) and columns col, col + 1 of every 8 (col = 2·(lane % 4)) of S and O: register
+// 4j + e is row r + 8·(e / 2), column 8j + col + e % 2 (sm90_ptx.cuh).
+struct Sm90Rows {
+  int r;    // tile-relative row of registers e = 0, 1 (e = 2, 3: r + 8)
+  int col;  // column within each 8
+};
+
+// S = Q Kᵀ over the head dim, D/16 k16 steps, issued and committed (not waited for).
+template <class Sh>
+__device__ __forceinline__ void qk_issue(float (&sc)[Sh::BN / 2], std::uint32_t q_rows, std::uint32_t k_tile) {
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < Sh::kPanels * 4; ++kk) {
+    const std::uint32_t in_panel = (kk % 4) * 32;  // a k16 step within a 64-dim panel
+    sm90::wgmma_ss<Sh::kDType, Sh::BN>(sc, sm90::desc_k_major(q_rows + (kk / 4) * Sh::kQPanel + in_panel),
+                                       sm90::desc_k_major(k_tile + (kk / 4) * Sh::kKVPanel + in_panel), kk > 0);
+  }
+  sm90::wgmma_commit();
+}
+
+// O += P V over the key tile, BN/16 k16 steps (16 key rows of 128 bytes each), issued and
+// committed.
+template <class Sh>
+__device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint32_t (&pa)[Sh::BN / 16][4],
+                                         std::uint32_t v_tile) {
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < Sh::BN / 16; ++kk)
+    sm90::wgmma_rs<Sh::kDType, Sh::kD>(o, pa[kk], sm90::desc_mn_major(v_tile + kk * 16 * 128, Sh::kKVPanel), 1);
+  sm90::wgmma_commit();
+}
+
+// Waits for the key tile's V; on the tile that runs past the sequence (its last, the first
+// visited) zeroes the rows past it first — both consumer groups together, made visible to wgmma's
+// async reads before either multiplies — so that 0 · Inf from another sequence's rows cannot
+// reach O.
+template <class Sh>
+__device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base, std::uint32_t v_tile,
+                                        std::uint32_t bar, std::uint32_t parity, int n0, int sk, int tid) {
+  sm90::mbar_wait(bar, parity);
+  if (n0 + Sh::BN > sk) {
+    const int first = sk - n0 > 0 ? sk - n0 : 0;
+    unsigned char* v = smem + (v_tile - base);
+    const int chunks = (Sh::BN - first) * Sh::kPanels * 8;  // 16-byte chunks of the rows [first, BN)
+    for (int x = tid - 128; x < chunks; x += 128 * Sh::kConsumers) {
+      const int p = x / ((Sh::BN - first) * 8), rest = x % ((Sh::BN - first) * 8);
+      *reinterpret_cast<uint4*>(v + p * Sh::kKVPanel + (first + rest / 8) * 128 + (rest % 8) * 16) =
+          make_uint4(0, 0, 0, 0);
+    }
+    sm90::fence_proxy_async();
+    sm90::named_barrier_sync(1, 128 * Sh::kConsumers);
+  }
+}
+
+// The mask of one consumer group's rows: keys past the sequence, and (causal) above the diagonal.
+// Only tiles that cross either pay for it (tile_needs_mask, for the group's first row m0c).
+struct TileMaskSm90 {
+  int m0;   // the q tile's first row (sequence-relative)
+  int m0c;  // this group's first row
+  int sq, sk;
+  bool causal;
+  template <int BN>
+  __device__ __forceinline__ void apply(float (&sc)[BN / 2], int n0, Sm90Rows rows) const {
+    if (!tile_needs_mask(n0, BN, m0c, sq, sk, causal)) return;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (key_masked(m0 + rows.r + (e >> 1) * 8, n0 + 8 * j + rows.col + (e & 1), sq, sk, causal))
+          sc[4 * j + e] = -INFINITY;
+  }
+};
+
+// The rows' rescale factors b^(m_old − m_new), and whether any row of the warp moved its max.
+struct Sm90Rescale {
+  float factor[2];
+  bool any;
+};
+
+// Online softmax of one key tile: the rows' max over the quad (2 shuffles), P = 2^(S·c − m·c) in
+// place, l = l·factor + Σ P. O's rescale is left to rescale_o (it waits for the PV in flight).
+template <int BN, class Units>
+__device__ __forceinline__ Sm90Rescale softmax_step(float (&sc)[BN / 2], float (&row_m)[2], float (&row_l)[2],
+                                                    const Units& units) {
+  float mx[2] = {row_m[0], row_m[1]};
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    mx[0] = fmaxf(mx[0], fmaxf(sc[4 * j], sc[4 * j + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+  }
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    mx[hr] = fmaxf(mx[hr], __shfl_xor_sync(0xffffffffu, mx[hr], 1));
+    mx[hr] = fmaxf(mx[hr], __shfl_xor_sync(0xffffffffu, mx[hr], 2));
+  }
+  Sm90Rescale f;
+  float mu[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    mu[hr] = units.stabiliser(mx[hr]);              // a row with nothing visible yet: 0, and p = 0
+    f.factor[hr] = units.factor(row_m[hr], mu[hr]);  // m_old = −inf → 0; unchanged max → 1
+    row_m[hr] = mx[hr];
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p = units.weight(sc[4 * j + e], mu[e >> 1]);
+      sc[4 * j + e] = p;
+      sum[e >> 1] += p;
+    }
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) row_l[hr] = row_l[hr] * f.factor[hr] + sum[hr];
+  // Once the rows' maxima settle (most tiles after the first few) the factor is exactly 1 and
+  // the multiply by it can be skipped, warp by warp: exact, not an approximation.
+  f.any = __any_sync(0xffffffffu, f.factor[0] != 1.f || f.factor[1] != 1.f);
+  return f;
+}
+
+template <int D>
+__device__ __forceinline__ void rescale_o(float (&o)[D / 2], const Sm90Rescale& f) {
+  if (!f.any) return;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * j + e] *= f.factor[e >> 1];
+}
+
+// P to 16 bits in the A fragment of k16 step kk: S columns 16kk .. 16kk + 15 (n8 blocks 2kk and
+// 2kk + 1) — rows r, r + 8 × columns col, col + 8 of the step.
+template <DType DT, int BN>
+__device__ __forceinline__ void pack_p(std::uint32_t (&pa)[BN / 16][4], const float (&sc)[BN / 2]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    pa[kk][0] = sm80::pack2<DT>(sc[8 * kk + 0], sc[8 * kk + 1]);
+    pa[kk][1] = sm80::pack2<DT>(sc[8 * kk + 2], sc[8 * kk + 3]);
+    pa[kk][2] = sm80::pack2<DT>(sc[8 * kk + 4], sc[8 * kk + 5]);
+    pa[kk][3] = sm80::pack2<DT>(sc[8 * kk + 6], sc[8 * kk + 7]);
+  }
+}
+
+// Ping-pong (the policy's ping_pong; FlashAttention-3 §3.1): the two consumer groups take turns
+// issuing their GEMMs, so that one group's GEMMs run on the tensor cores while the other does its
+// softmax. Group c waits at barrier kTurn + c until the other group has issued (256 threads: its
+// own 128 sync, the other's 128 arrive); group 1 lets group 0 go first, and group 0 takes one
+// last turn at the end, so that both barriers end with every phase complete.
+template <bool kOn>
+struct Sm90Turns {
+  static constexpr int kTurn = 4;  // barriers 4 and 5 (1: the V zeroing; 2, 3: the epilogue)
+  int c;
+  bool any;  // the CTA has key tiles (both groups take the same turns, or none)
+  __device__ __forceinline__ Sm90Turns(int c_, bool any_) : c(c_), any(any_) {
+    if (kOn && any && c == 1) sm90::named_barrier_arrive(kTurn + 0, 256);
+  }
+  __device__ __forceinline__ void take() const {
+    if constexpr (kOn) sm90::named_barrier_sync(kTurn + c, 256);
+  }
+  __device__ __forceinline__ void pass() const {
+    if constexpr (kOn) sm90::named_barrier_arrive(kTurn + (c ^ 1), 256);
+  }
+  __device__ __forceinline__ void finish() const {
+    if (kOn && any && c == 0) sm90::named_barrier_sync(kTurn + 0, 256);
+  }
+};
+
+template <class Getter, DType DT, int D, bool kPingPong = Getter{}().ping_pong, bool kOverlap = Getter{}().overlap>
 __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   constexpr int BM = Sh::BM, BN = Sh::BN, S = Sh::S;
@@ -84,7 +253,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   const std::uint32_t bar_q = base + Sh::kBarOffset;
   auto bar_k = [&](int s) { return bar_q + 8u * (1 + s); };
   auto bar_v = [&](int s) { return bar_q + 8u * (1 + S + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8u * (1 + 2 * S + s); };
+  auto bar_k_free = [&](int s) { return bar_q + 8u * (1 + 2 * S + s); };  // QKᵀ of the stage's K done
+  auto bar_v_free = [&](int s) { return bar_q + 8u * (1 + 3 * S + s); };  // PV of the stage's V done
 
   const int tid = threadIdx.x;
   const TileCoord tc = tile_of(blockIdx.x, a);
@@ -101,7 +271,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     for (int s = 0; s < S; ++s) {
       sm90::mbar_init(bar_k(s), 1);
       sm90::mbar_init(bar_v(s), 1);
-      sm90::mbar_init(bar_empty(s), 4 * Sh::kConsumers);  // one arrival per consumer warp
+      sm90::mbar_init(bar_k_free(s), 4 * Sh::kConsumers);  // one arrival per consumer warp
+      sm90::mbar_init(bar_v_free(s), 4 * Sh::kConsumers);
     }
     sm90::fence_barrier_init();
   }
@@ -115,13 +286,18 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       sm90::mbar_arrive_expect_tx(bar_q, Sh::kQBytes);
 #pragma unroll
       for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sQ + p * Sh::kQPanel, &maps.q, bar_q, 64 * p, tc.h, q_off + m0);
+      // K and V of a stage are freed apart: the consumers are done with K_i after QKᵀ_i and with
+      // V_i only after PV_i, one key tile later (the overlap below), so K_{i+S} loads while PV_i
+      // still runs.
       for (int i = 0; i < kt_end; ++i) {
         const int s = i % S;
-        if (i >= S) sm90::mbar_wait(bar_empty(s), ((i / S) - 1) & 1);  // the consumers' PV of tile i − S is done
+        const std::uint32_t freed = ((i / S) - 1) & 1;  // the phase that tile i − S completed
         const int row = k_off + (kt_end - 1 - i) * BN;
+        if (i >= S) sm90::mbar_wait(bar_k_free(s), freed);
         sm90::mbar_arrive_expect_tx(bar_k(s), Sh::kKVBytes);
 #pragma unroll
         for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sK(s) + p * Sh::kKVPanel, &maps.k, bar_k(s), 64 * p, kvh, row);
+        if (i >= S) sm90::mbar_wait(bar_v_free(s), freed);
         sm90::mbar_arrive_expect_tx(bar_v(s), Sh::kKVBytes);
 #pragma unroll
         for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sV(s) + p * Sh::kKVPanel, &maps.v, bar_v(s), 64 * p, kvh, row);
@@ -132,116 +308,99 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 
   // ---- Consumers ---------------------------------------------------------------------------------
   sm90::setmaxnreg_inc<240>();
-  const int c = wg - 1;                        // this group's rows: [64c, 64c + 64) of the tile
+  const int c = wg - 1;  // this group's rows: [64c, 64c + 64) of the tile
   const int lt = tid % 128, lane = tid % 32;
-  const int r_lo = 64 * c + 16 * (lt / 32) + lane / 4;  // this thread's rows r_lo and r_lo + 8
-  const int col = 2 * (lane % 4);                        // its columns col, col + 1 of each 8
-  const int m0c = m0 + 64 * c;
+  const Sm90Rows rows{64 * c + 16 * (lt / 32) + lane / 4, 2 * (lane % 4)};
+  const TileMaskSm90 mask{m0, m0 + 64 * c, sq, sk, a.causal};
+  const ScaledUnits<sm80::Exp2Approx> units{a.scale_log2, a.scale};
+  const std::uint32_t q_rows = sQ + 64 * c * 128;  // this group's 64 rows of each Q panel
 
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
-  const ScaledUnits<sm80::Exp2Approx> units{a.scale_log2, a.scale};
+  float sc[BN / 2];             // S of the key tile in flight, then its weights P (fp32)
+  std::uint32_t pa[BN / 16][4];  // P of the previous key tile, 16-bit: the A operand of its PV
 
-  if (kt_end > 0) sm90::mbar_wait(bar_q, 0);
-  for (int i = 0; i < kt_end; ++i) {
-    const int s = i % S;
-    const std::uint32_t parity = (i / S) & 1;
-    const int n0 = (kt_end - 1 - i) * BN;  // the key tile's first key (sequence-relative)
+  // Key tile i lives in stage i % S; its buffers' phase is (i / S) & 1.
+  auto stage = [&](int i) { return i % S; };
+  auto parity = [&](int i) { return static_cast<std::uint32_t>((i / S) & 1); };
+  auto first_key = [&](int i) { return (kt_end - 1 - i) * BN; };  // sequence-relative
+  const Sm90Turns<kPingPong> turn{c, kt_end > 0};
 
-    // S = Q Kᵀ
-    float sc[BN / 2];
-    sm90::mbar_wait(bar_k(s), parity);
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const std::uint32_t in_panel = (kk % 4) * 32;
-      sm90::wgmma_ss<DT, BN>(sc, sm90::desc_k_major(sQ + (kk / 4) * Sh::kQPanel + 64 * c * 128 + in_panel),
-                             sm90::desc_k_major(sK(s) + (kk / 4) * Sh::kKVPanel + in_panel), kk > 0);
+  if constexpr (!kOverlap) {
+    // One key tile at a time: S = Q Kᵀ, softmax, O += P V. The two consumer groups still
+    // overlap each other (one's softmax beside the other's GEMMs, as the schedulers interleave).
+    if (kt_end > 0) sm90::mbar_wait(bar_q, 0);
+    for (int i = 0; i < kt_end; ++i) {
+      sm90::mbar_wait(bar_k(stage(i)), parity(i));
+      turn.take();
+      qk_issue<Sh>(sc, q_rows, sK(stage(i)));
+      turn.pass();
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(sc);
+      if (lane == 0) sm90::mbar_arrive(bar_k_free(stage(i)));
+      mask.apply<BN>(sc, first_key(i), rows);
+      const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
+      rescale_o<D>(o, f);
+      pack_p<DT, BN>(pa, sc);
+      v_ready<Sh>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
+      turn.take();
+      pv_issue<Sh>(o, pa, sV(stage(i)));
+      turn.pass();
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(o);
+      if (lane == 0) sm90::mbar_arrive(bar_v_free(stage(i)));
     }
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::fence_operands(sc);
-
-    // mask: the tile's keys past the sequence, and (causal) those above the diagonal
-    if (tile_needs_mask(n0, BN, m0c, sq, sk, a.causal)) {
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (key_masked(m0 + r_lo + (e >> 1) * 8, n0 + 8 * j + col + (e & 1), sq, sk, a.causal)) sc[4 * j + e] = -INFINITY;
+  } else {
+    if (kt_end > 0) {
+      sm90::mbar_wait(bar_q, 0);
+      // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
+      sm90::mbar_wait(bar_k(0), 0);
+      turn.take();
+      qk_issue<Sh>(sc, q_rows, sK(0));
+      turn.pass();
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(sc);
+      if (lane == 0) sm90::mbar_arrive(bar_k_free(0));
+      mask.apply<BN>(sc, first_key(0), rows);
+      softmax_step<BN>(sc, row_m, row_l, units);
+      pack_p<DT, BN>(pa, sc);
     }
-
-    // online softmax: the rows' max over the quad, P = 2^(S·c − m·c), O and l rescaled
-    float mx[2] = {row_m[0], row_m[1]};
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      mx[0] = fmaxf(mx[0], fmaxf(sc[4 * j], sc[4 * j + 1]));
-      mx[1] = fmaxf(mx[1], fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+    // Tile i ≥ 1: its QKᵀ runs beside tile i − 1's PV, and its softmax beside the PV's tail
+    // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
+    for (int i = 1; i < kt_end; ++i) {
+      sm90::mbar_wait(bar_k(stage(i)), parity(i));
+      v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
+      turn.take();
+      qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
+      pv_issue<Sh>(o, pa, sV(stage(i - 1)));                                  // O += P_{i−1} V_{i−1} (group 2)
+      turn.pass();
+      sm90::wgmma_wait<1>();                                                  // S_i has landed
+      sm90::fence_operands(sc);
+      if (lane == 0) sm90::mbar_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
+      mask.apply<BN>(sc, first_key(i), rows);
+      const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);       // P_i, the rows' new max
+      // Pins the softmax before the wait: register arithmetic may otherwise sink past an asm
+      // statement, and did (all of it after the wait below: the overlap gone, 8-30 % slower).
+      sm90::fence_operands(sc);
+      sm90::wgmma_wait<0>();                                                  // PV_{i−1} has landed
+      sm90::fence_operands(o);
+      if (lane == 0) sm90::mbar_arrive(bar_v_free(stage(i - 1)));            // ... and with V_{i−1}
+      rescale_o<D>(o, f);
+      pack_p<DT, BN>(pa, sc);
     }
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      mx[hr] = fmaxf(mx[hr], __shfl_xor_sync(0xffffffffu, mx[hr], 1));
-      mx[hr] = fmaxf(mx[hr], __shfl_xor_sync(0xffffffffu, mx[hr], 2));
+    if (kt_end > 0) {
+      const int last = kt_end - 1;
+      v_ready<Sh>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
+      turn.take();
+      pv_issue<Sh>(o, pa, sV(stage(last)));
+      turn.pass();
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(o);
     }
-    float mu[2], factor[2], sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      mu[hr] = units.stabiliser(mx[hr]);            // a row with nothing visible yet: 0, and p = 0
-      factor[hr] = units.factor(row_m[hr], mu[hr]);  // m_old = −inf → 0
-      row_m[hr] = mx[hr];
-    }
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = units.weight(sc[4 * j + e], mu[e >> 1]);
-        sc[4 * j + e] = p;
-        sum[e >> 1] += p;
-      }
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) row_l[hr] = row_l[hr] * factor[hr] + sum[hr];
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[4 * j + e] *= factor[e >> 1];
-
-    // P to 16 bits: k16 step kk takes the S columns 16kk .. 16kk + 15 (n8 blocks 2kk, 2kk + 1)
-    std::uint32_t pa[BN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pa[kk][0] = sm80::pack2<DT>(sc[8 * kk + 0], sc[8 * kk + 1]);
-      pa[kk][1] = sm80::pack2<DT>(sc[8 * kk + 2], sc[8 * kk + 3]);
-      pa[kk][2] = sm80::pack2<DT>(sc[8 * kk + 4], sc[8 * kk + 5]);
-      pa[kk][3] = sm80::pack2<DT>(sc[8 * kk + 6], sc[8 * kk + 7]);
-    }
-
-    // O += P V
-    sm90::mbar_wait(bar_v(s), parity);
-    if (n0 + BN > sk) {
-      // The rows past the sequence (its last tile, i == 0): zeros, written by both groups
-      // together, made visible to wgmma's async reads before either multiplies.
-      const int first = sk - n0 > 0 ? sk - n0 : 0;
-      unsigned char* v = smem + (sV(s) - base);
-      const int chunks = (BN - first) * Sh::kPanels * 8;  // 16-byte chunks of the rows [first, BN)
-      for (int x = tid - 128; x < chunks; x += 128 * Sh::kConsumers) {
-        const int p = x / ((BN - first) * 8), rest = x % ((BN - first) * 8);
-        *reinterpret_cast<uint4*>(v + p * Sh::kKVPanel + (first + rest / 8) * 128 + (rest % 8) * 16) =
-            make_uint4(0, 0, 0, 0);
-      }
-      sm90::fence_proxy_async();
-      sm90::named_barrier_sync(1, 128 * Sh::kConsumers);
-    }
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-      sm90::wgmma_rs<DT, D>(o, pa[kk], sm90::desc_mn_major(sV(s) + kk * 16 * 128, Sh::kKVPanel), 1);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::fence_operands(o);
-    if (lane == 0) sm90::mbar_arrive(bar_empty(s));  // this warp is done with the pair
   }
+  turn.finish();
 
   // ---- Epilogue: O / l through this group's Q rows, then whole 16-byte chunks to out ---------------
 #pragma unroll
@@ -254,12 +413,12 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   for (int hr = 0; hr < 2; ++hr) {
     const OnlineSoftmax row(row_m[hr], row_l[hr]);
     const float inv = row.inv_l();
-    const int r = r_lo + 8 * hr;
+    const int r = rows.r + 8 * hr;
     if (a.lse != nullptr && lane % 4 == 0 && m0 + r < sq) *lse_slot(a, tc.h, q_off, m0, r) = row.lse(units);
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
       const int p = j / 8, chunk = (j % 8) ^ (r % 8);  // the 128-byte swizzle of the panel
-      *reinterpret_cast<std::uint32_t*>(smem + p * Sh::kQPanel + r * 128 + chunk * 16 + col * 2) =
+      *reinterpret_cast<std::uint32_t*>(smem + p * Sh::kQPanel + r * 128 + chunk * 16 + rows.col * 2) =
           sm80::pack2<DT>(o[4 * j + 2 * hr] * inv, o[4 * j + 2 * hr + 1] * inv);
     }
   }
@@ -279,11 +438,11 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 
 // CTA i computes q tile i (tile_of order) whole. Compiled for sm_90a only (CMake's muh_sm90a
 // objects); an empty body anywhere else.
-template <class Getter, DType DT, int D>
+template <class Getter, DType DT, int D, bool kPingPong = Getter{}().ping_pong, bool kOverlap = Getter{}().overlap>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32, 1)
     prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps) {
 #if MUH_SM90A_PTX
-  prefill_sm90_body<Getter, DT, D>(a, maps);
+  prefill_sm90_body<Getter, DT, D, kPingPong, kOverlap>(a, maps);
 #endif
 }
 

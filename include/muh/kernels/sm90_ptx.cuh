@@ -165,4 +165,11 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 #endif
 }
 
+// Counts this thread's arrival at barrier `id` without waiting (the other side syncs).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+#if MUH_SM90A_PTX
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+
 }  // namespace muh::kernels::sm90

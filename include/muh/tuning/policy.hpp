@@ -61,11 +61,16 @@ struct PrefillPolicy {
   // sm80 agent with warp pairs, on sm_90 code: the two halves of the CTA (warps 0–3, 4–7) take
   // turns at the tensor cores — one runs its MMAs while the other does its softmax — and the
   // K/V ring is ordered by per-buffer mbarriers instead of CTA barriers (prefill_sm80.cuh).
+  // The sm90 agent: ping_pong has its two consumer warp groups take turns issuing their GEMMs
+  // (named barriers; FlashAttention-3 §3.1). overlap issues each key tile's QKᵀ beside the
+  // previous tile's PV and runs its softmax while that PV finishes (FA3 §3.2).
   bool ping_pong = false;
+  bool overlap = false;
 
   friend constexpr bool operator==(const PrefillPolicy& a, const PrefillPolicy& b) {
     return a.agent == b.agent && a.block_m == b.block_m && a.block_n == b.block_n &&
-           a.num_warps == b.num_warps && a.num_stages == b.num_stages && a.ping_pong == b.ping_pong;
+           a.num_warps == b.num_warps && a.num_stages == b.num_stages && a.ping_pong == b.ping_pong &&
+           a.overlap == b.overlap;
   }
   friend constexpr bool operator!=(const PrefillPolicy& a, const PrefillPolicy& b) { return !(a == b); }
 };
@@ -112,14 +117,14 @@ struct DecodePolicy {
 // 8 rows of fp32 row maxima (128 bytes); with ping_pong, two 8-byte mbarriers per buffer.
 constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim);
 // The sm90 agent (kernels/prefill_sm90.cuh): Q + num_stages (K, V) buffer pairs of block_n rows,
-// three 8-byte mbarriers per pair and one for Q, and 1024 bytes of slack to align the tiles to
-// the 128-byte swizzle's 1024-byte period: (block_m + 2·num_stages·block_n)·head_dim·e + 8·(1 +
-// 3·num_stages) + 1024.
+// four 8-byte mbarriers per pair (K full, V full, K free, V free) and one for Q, and 1024 bytes of
+// slack to align the tiles to the 128-byte swizzle's 1024-byte period: (block_m +
+// 2·num_stages·block_n)·head_dim·e + 8·(1 + 4·num_stages) + 1024.
 constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
   if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
   if (p.agent == Agent::sm90)
-    return (p.block_m + 2 * p.num_stages * p.block_n) * head_dim * e + 8 * (1 + 3 * p.num_stages) + 1024;
+    return (p.block_m + 2 * p.num_stages * p.block_n) * head_dim * e + 8 * (1 + 4 * p.num_stages) + 1024;
   const int exchange = prefill_sm80_warp_pairs(p, head_dim) ? p.num_warps * (32 * p.block_n + 128) : 0;
   const int mbarriers = p.ping_pong ? 2 * p.num_stages * 8 : 0;  // a full and an empty one per buffer
   return (p.block_m + p.num_stages * p.block_n) * head_dim * e + exchange + mbarriers;
@@ -198,12 +203,14 @@ constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
          (p.agent != Agent::portable || p.num_stages == 1) &&
          (p.agent != Agent::sm75 ||
           (t == DType::fp16 && p.block_m % (16 * p.num_warps) == 0 && p.block_n % 16 == 0 && head_dim % 32 == 0)) &&
-         (!p.ping_pong || (prefill_sm80_warp_pairs(p, head_dim) && p.num_warps == 8 && p.num_stages >= 3)) &&
+         (!p.overlap || p.agent == Agent::sm90) &&
+         (!p.ping_pong || p.agent == Agent::sm90 ||
+          (prefill_sm80_warp_pairs(p, head_dim) && p.num_warps == 8 && p.num_stages >= 3)) &&
          // sm90: a producer warp group + one consumer group per 64 q rows; 16-bit; whole 64-dim
          // panels; key tiles of 64 or 128 (the wgmma forms of sm90_wgmma.inc)
          (p.agent != Agent::sm90 || (t != DType::fp32 && head_dim % 64 == 0 && p.num_warps == 4 + p.block_m / 16 &&
                                      p.block_m % 64 == 0 && (p.block_n == 64 || p.block_n == 128) &&
-                                     p.num_stages >= 2 && !p.ping_pong)) &&
+                                     p.num_stages >= 2 && (!p.ping_pong || p.block_m == 128))) &&
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 

@@ -17,7 +17,8 @@ namespace muh {
 
 inline std::string to_string(const PrefillPolicy& p) {
   return std::string(agent_name(p.agent)) + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
-         " w" + std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages) + (p.ping_pong ? " pp" : "");
+         " w" + std::to_string(p.num_warps) + " s" + std::to_string(p.num_stages) + (p.ping_pong ? " pp" : "") +
+         (p.overlap ? " ov" : "");
 }
 
 inline std::string to_string(const DecodePolicy& p) {

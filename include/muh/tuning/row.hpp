@@ -39,8 +39,9 @@ struct PrefillRow {
   bool ping_pong;
   int cap;               // the target's shared memory per block (smem_cap_bytes)
   const char* evidence;  // the result file under bench/results/ and the figure
+  bool overlap = false;  // the sm90 agent's intra-warp-group overlap (PrefillPolicy::overlap)
   constexpr PrefillPolicy policy() const {
-    return {agent, block_m, block_n, num_warps, num_stages, cap, evidence, ping_pong};
+    return {agent, block_m, block_n, num_warps, num_stages, cap, evidence, ping_pong, overlap};
   }
 };
 

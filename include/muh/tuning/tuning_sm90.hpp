@@ -39,12 +39,23 @@ static_assert(table_holds(kPrefill));
 // Prefill on sm_90a (target kTargetSm90a, targets.hpp): the Hopper agent (kernels/prefill_sm90.cuh)
 // — TMA, wgmma, a producer warp group and two consumer groups of 64 q rows. Head dims that are
 // whole 64-dim panels; hd 96 and fp32 have no row here and take sm_90's (the walk, select.hpp).
-//   hd ≤ 128: 128×128, 2 (K, V) stages: 160 KB at hd 128 (FA3's first tile for hd 128).
-//   hd 256:   128×64, 2 stages: 193 KB; O alone is 128 fp32 registers a consumer thread.
+//   hd ≤ 128: 128×128, 2 (K, V) stages: 160 KB at hd 128 (FA3's first tile for hd 128), with the
+//            intra-warp-group overlap (QKᵀ of tile i beside PV of tile i − 1): +3–8 % on every
+//            hd-128 cell of the grid on the H200 (A/B in one call, two runs each way).
+//   hd 256:   128×64, 2 stages: 193 KB; O alone is 128 fp32 registers a consumer thread. The
+//            overlap was within ±4 % (noise) there, so the simpler schedule.
+//   Ping-pong of the two consumer groups (named barriers) was within ±4 % on the H100 with the
+//   overlap on at both head dims: not taken.
+//   The grid against the peers: bench/results/h100-2026-12-06-sm90-prefill/README.md.
 inline constexpr PrefillRow kPrefillSm90a[] = {
-    // dtypes, head dims, agent, block_m, block_n, warps, (K, V) stages, ping-pong, cap; evidence
-    {k16Bit, kHd64 | kHd128, Agent::sm90, 128, 128, 12, 2, false, kSmemCap, "not yet measured: FA3's tile for hd 128"},
-    {k16Bit, kHd256, Agent::sm90, 128, 64, 12, 2, false, kSmemCap, "not yet measured: FA3's tile for hd 256 (128x80)"},
+    // dtypes, head dims, agent, block_m, block_n, warps, (K, V) stages, ping-pong, cap; evidence; overlap
+    {k16Bit, kHd64 | kHd128, Agent::sm90, 128, 128, 12, 2, false, kSmemCap,
+     "h100-2026-12-06-sm90-prefill call 4 (H200): hd128 493/347/601/529/618/595 TFLOP/s, 1.25-1.74x sm_90's row; "
+     "overlap +3-8 %",
+     true},
+    {k16Bit, kHd256, Agent::sm90, 128, 64, 12, 2, false, kSmemCap,
+     "h100-2026-12-06-sm90-prefill call 4 (H200): 548/419/625/577/638/626 TFLOP/s, 1.66-1.92x sm_90's row",
+     false},
 };
 static_assert(table_holds(kPrefillSm90a));
 
