@@ -75,7 +75,12 @@ Status status_any(const S& s, const std::string& where, const HardwareCapability
 
 }  // namespace
 
-std::string describe(const PrefillSelection& s) { return describe_any(s); }
+std::string describe(const PrefillSelection& s) {
+  std::string r = describe_any(s);
+  if (s.ok() && s.sm90a_not_compiled)
+    r += " (sm_90a, the Hopper agent, is not compiled into this build: MUH_TARGETS without 90a)";
+  return r;
+}
 std::string describe(const DecodeSelection& s) { return describe_any(s); }
 
 Status selection_status(const PrefillSelection& s, const std::string& where, const HardwareCapability& hw) {

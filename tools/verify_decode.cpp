@@ -21,7 +21,7 @@ namespace muh::cli {
 namespace {
 // "target 90 bf16 hd128: sm80 w4 64tok s3 c2 p128 tma"
 std::string describe(int target, DType t, int d, KVDType kv) {
-  return "target " + std::to_string(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) +
+  return "target " + target_name(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) +
          (is_fp8(kv) ? " " + std::string(kv_dtype_name(kv)) + " cache" : std::string()) + ": " +
          to_string(decode_policy(target, t, d));
 }

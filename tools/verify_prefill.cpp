@@ -22,7 +22,7 @@ namespace muh::cli {
 namespace {
 // "target 90 fp16 hd256: sm80 128x64 w8 s4 pp"
 std::string describe(int target, DType t, int d) {
-  return "target " + std::to_string(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) + ": " +
+  return "target " + target_name(target) + " " + std::string(dtype_name(t)) + " hd" + std::to_string(d) + ": " +
          to_string(prefill_policy(target, t, d));
 }
 }  // namespace

@@ -95,14 +95,17 @@ struct Selection {
   NoRow error = NoRow::none;
   int passed_count = 0;   // targets passed over, highest first
   Passed passed[16] = {};
+  // The profile is a cc 9.0 GPU and the target set has no sm_90a: the Hopper prefill agent is not
+  // in this build (MUH_TARGETS without 90a), so prefill runs sm_90's row; describe() says so.
+  bool sm90a_not_compiled = false;
   constexpr bool ok() const { return target >= 0; }
 };
 
 using PrefillSelection = Selection<PrefillPolicy>;
 using DecodeSelection = Selection<DecodePolicy>;
 
-// Whether a profile runs a target's code: an own arch the portable target only, a GPU the
-// targets targets.hpp's target_runs_on_cc gives its compute capability.
+// Whether a profile runs a target's code: an own arch the portable target only; a GPU those
+// that targets.hpp's target_runs_on_cc allows on its compute capability.
 constexpr bool profile_runs_target(const HardwareCapability& hw, int target) {
   return hw.is_own_arch() ? target == 0 : target_runs_on_cc(target, hw.compute_capability);
 }
@@ -143,6 +146,7 @@ constexpr Selection<Policy> choose(const HardwareCapability& hw, DType t, int he
     return s;
   }
   s.start = start_target(hw, set);
+  s.sm90a_not_compiled = !hw.is_own_arch() && hw.compute_capability == 90 && !set.contains(kTargetSm90a);
   s.forced = opt.force_target >= 0;
   s.force_target = opt.force_target;
   // Candidates, highest first: the forced target alone, or every target of the set <= start.

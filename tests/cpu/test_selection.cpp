@@ -205,6 +205,33 @@ TEST(SelectionRegression, Decode99KbTakesTheSm89RowNotPortable) {
   EXPECT_EQ(plan.target, 89);
 }
 
+// A build without sm_90a keeps the sm80-class agent's sm_90 row on Hopper, and the selection says so.
+TEST(SelectionSm90a, ABuildWithoutItRunsSm90sRowAndSaysSo) {
+  TargetSet without{};
+  for (int i = 0; i < kKnownTargets.count; ++i)
+    if (kKnownTargets.values[i] != kTargetSm90a) without.values[without.count++] = kKnownTargets.values[i];
+  const PrefillSelection s = choose_prefill(presets::h200, DType::bf16, 128, SelectOptions{}, without);
+  EXPECT_EQ(s.target, 90);
+  EXPECT_EQ(s.policy.agent, Agent::sm80);
+  EXPECT_NE(describe(s).find("sm_90a, the Hopper agent, is not compiled"), std::string::npos) << describe(s);
+  const PrefillSelection with = choose_prefill(presets::h200, DType::bf16, 128, SelectOptions{}, kKnownTargets);
+  EXPECT_EQ(with.target, kTargetSm90a);
+  EXPECT_EQ(with.policy.agent, Agent::sm90);
+  EXPECT_EQ(describe(with).find("not compiled"), std::string::npos) << describe(with);
+  EXPECT_EQ(target_name(with.target), "sm_90a");
+  // sm_90a runs on cc 9.0 only: a newer GPU starts at sm_90, and forcing sm_90a there has no row.
+  HardwareCapability b200 = presets::h200;
+  b200.compute_capability = 100;
+  EXPECT_EQ(start_target(b200, kKnownTargets), 90);
+  EXPECT_EQ(choose_prefill(b200, DType::bf16, 128, SelectOptions{kTargetSm90a}, kKnownTargets).error,
+            NoRow::forced_too_new);
+  EXPECT_EQ(parse_target("90a"), kTargetSm90a);
+  EXPECT_EQ(parse_target("sm_90a"), kTargetSm90a);
+  EXPECT_EQ(parse_target("90"), 90);
+  EXPECT_EQ(parse_target("91"), -1);
+  EXPECT_EQ(parse_target("x"), -1);
+}
+
 // ---- Forcing, and selections without a row --------------------------------------------------------
 
 TEST(SelectionForced, TakesExactlyTheForcedRowOrSaysWhyNot) {

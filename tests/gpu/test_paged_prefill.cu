@@ -77,10 +77,11 @@ TEST_P(PagedPrefillForced, MatchesReference) {
   PrefillPlan plan;
   const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
   if (!prefill_agent_reads(pol.agent, src)) {
-    // No row for this layout on this agent (the sm75 agent on vLLM pages): a clear Status, and
-    // the unforced selection runs a row whose agent reads it.
+    // No row for this layout on this agent (the sm75 agent on vLLM pages, the sm90 agent on any
+    // pages): a clear Status, and the unforced selection runs a row whose agent reads it.
     EXPECT_EQ(r.status.code(), StatusCode::unsupported) << r.status.message();
-    EXPECT_NE(r.status.message().find("paged vLLM"), std::string::npos) << r.status.message();
+    EXPECT_NE(r.status.message().find(src == KVSource::paged_vllm ? "paged vLLM" : "paged NHD"), std::string::npos)
+        << r.status.message();
     const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
     ASSERT_TRUE(walked.status.ok()) << walked.status.message();
     EXPECT_TRUE(prefill_agent_reads(plan.policy.agent, src));

@@ -2,20 +2,23 @@
 // into 128-byte-swizzled shared memory, wgmma for both GEMMs, warp specialisation.
 //
 // One CTA computes O for block_m (128) query rows of one (sequence, q head); three warp groups:
-//   producer (warp group 0, 24 registers a thread): one thread issues every TMA load — Q once,
-//            then the key tiles' K and V into a ring of num_stages (K, V) buffer pairs, each
-//            buffer with a "full" mbarrier (the TMA's transaction bytes) and each pair an
-//            "empty" one (the consumers' arrivals when their PV of it is done);
+//   producer (warp group 0, its registers given up to 24 a thread): one thread issues every TMA
+//            load — Q once, then the key tiles' K and V into a ring of num_stages (K, V) buffer
+//            pairs. Each buffer has a "full" mbarrier (the TMA's transaction bytes) and a "free"
+//            one (one arrival per consumer warp): K is free after its QKᵀ, V after its PV.
 //   consumers (warp groups 1 and 2, 240 registers): 64 query rows each, per key tile
 //      S = Q Kᵀ        wgmma m64n{block_n}k16, Q and K from shared memory (K-major), D/16 steps
 //      mask            only on tiles that cross the sequence end or the causal diagonal
 //      online softmax  row max / sum over the 4 lanes of a quad, exp2 with the scale folded in,
-//                      O rescaled in registers
+//                      O rescaled in registers (skipped, exactly, where no row's max moved)
 //      O += P V        wgmma m64n{D}k16, P from registers (the S accumulators, packed to 16
 //                      bits, are the A fragment), V from shared memory (N-major)
-// The two consumer groups run on the same K/V buffers without a fixed order, so one's softmax
-// overlaps the other's GEMMs wherever the schedulers interleave them.
+// The two consumer groups run on the same K/V buffers; one's softmax overlaps the other's GEMMs
+// as the schedulers interleave them (the policy's ping_pong makes them take turns instead, Sm90Turns).
+// With the policy's overlap, a group also issues tile i's QKᵀ beside tile i − 1's PV and runs
+// tile i's softmax while that PV finishes (FlashAttention-3's intra-warpgroup pipelining).
 // Key tiles go from the last to the first, as in the sm80 agent, so the masked tiles come first.
+// The steps are the functions below; prefill_sm90_body is the schedule.
 //
 // The tiles' layout is the TMA's: Q [D/64 panels][block_m rows][128 B], K and V [D/64][block_n]
 // [128 B], each panel 1024-byte aligned (sm90_ptx.cuh says how wgmma reads them). The maps are
