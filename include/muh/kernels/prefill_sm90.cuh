@@ -63,7 +63,7 @@ struct Sm90PrefillShape {
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the sm90 agent multiplies 16-bit inputs");
   static_assert(D % 64 == 0 && D <= 256, "the sm90 agent's tiles are whole 64-dim panels, N <= 256");
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
-  static_assert(BN % 16 == 0 && (BN == 64 || BN == 128), "key tiles of 64 or 128 (the wgmma forms generated)");
+  static_assert(BN == 64 || BN == 128 || BN == 176, "key tiles of 64, 128 or 176 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
   static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
                 "prefill_smem_bytes (policy.hpp) is this layout plus the 1024-byte alignment slack");
@@ -140,12 +140,25 @@ struct TileMaskSm90 {
   template <int BN>
   __device__ __forceinline__ void apply(float (&sc)[BN / 2], int n0, Sm90Rows rows) const {
     if (!tile_needs_mask(n0, BN, m0c, sq, sk, causal)) return;
+    // key_masked per row, as a bound: row i sees keys j < min(sk, i + sk − sq + 1) (causal), made
+    // relative to this thread's first column of the tile, so each element is one compare against
+    // a constant (per element, key_masked's 64-bit arithmetic cost ~2.5x the softmax itself).
+    int bound[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      long long lim = sk;
+      if (causal) {
+        const long long diag = static_cast<long long>(m0 + rows.r + 8 * hr) + sk - sq + 1;
+        lim = diag < lim ? diag : lim;
+      }
+      lim -= static_cast<long long>(n0) + rows.col;
+      bound[hr] = lim < 0 ? 0 : (lim > BN ? BN : static_cast<int>(lim));
+    }
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        if (key_masked(m0 + rows.r + (e >> 1) * 8, n0 + 8 * j + rows.col + (e & 1), sq, sk, causal))
-          sc[4 * j + e] = -INFINITY;
+        if (8 * j + (e & 1) >= bound[e >> 1]) sc[4 * j + e] = -INFINITY;
   }
 };
 

@@ -39,9 +39,12 @@ static_assert(table_holds(kPrefill));
 // Prefill on sm_90a (target kTargetSm90a, targets.hpp): the Hopper agent (kernels/prefill_sm90.cuh)
 // — TMA, wgmma, a producer warp group and two consumer groups of 64 q rows. Head dims that are
 // whole 64-dim panels; hd 96 and fp32 have no row here and take sm_90's (the walk, select.hpp).
-//   hd ≤ 128: 128×128, 2 (K, V) stages: 160 KB at hd 128 (FA3's first tile for hd 128), with the
-//            intra-warp-group overlap (QKᵀ of tile i beside PV of tile i − 1): +3–8 % on every
-//            hd-128 cell of the grid on the H200 (A/B in one call, two runs each way).
+//   hd ≤ 128: 2 (K, V) stages with the intra-warp-group overlap (QKᵀ of tile i beside PV of tile
+//            i − 1): +3–8 % on every hd-128 cell of the grid on the H200 (A/B in one call, two
+//            runs each way). 128×128: 160 KB at hd 128. Not taken: 128×176 (FA3's non-causal
+//            hd-128 tile; the agent has its wgmma forms): in one call's A/B +2–6 % at 4k/16k but
+//            −7…+2 % at 1k (call 7); compare_torch.py in the next call read 1k −10 %, GQA 4k −3 %,
+//            16k non-causal +6 % (call 8, H100) — no clear win.
 //   hd 256:   128×64, 2 stages: 193 KB; O alone is 128 fp32 registers a consumer thread. The
 //            overlap was within ±4 % (noise) there, so the simpler schedule.
 //   Ping-pong of the two consumer groups (named barriers) was within ±4 % on the H100 with the
