@@ -115,7 +115,7 @@ __device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint
 template <class Sh>
 __device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base, std::uint32_t v_tile,
                                         std::uint32_t bar, std::uint32_t parity, int n0, int sk, int tid) {
-  sm90::mbar_wait(bar, parity);
+  sm80::mbarrier_wait_parity(bar, parity);
   if (n0 + Sh::BN > sk) {
     const int first = sk - n0 > 0 ? sk - n0 : 0;
     unsigned char* v = smem + (v_tile - base);
@@ -126,7 +126,7 @@ __device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base,
           make_uint4(0, 0, 0, 0);
     }
     sm90::fence_proxy_async();
-    sm90::named_barrier_sync(1, 128 * Sh::kConsumers);
+    sm80::named_barrier_sync(1, 128 * Sh::kConsumers);
   }
 }
 
@@ -241,16 +241,16 @@ struct Sm90Turns {
   int c;
   bool any;  // the CTA has key tiles (both groups take the same turns, or none)
   __device__ __forceinline__ Sm90Turns(int c_, bool any_) : c(c_), any(any_) {
-    if (kOn && any && c == 1) sm90::named_barrier_arrive(kTurn + 0, 256);
+    if (kOn && any && c == 1) sm80::named_barrier_arrive(kTurn + 0, 256);
   }
   __device__ __forceinline__ void take() const {
-    if constexpr (kOn) sm90::named_barrier_sync(kTurn + c, 256);
+    if constexpr (kOn) sm80::named_barrier_sync(kTurn + c, 256);
   }
   __device__ __forceinline__ void pass() const {
-    if constexpr (kOn) sm90::named_barrier_arrive(kTurn + (c ^ 1), 256);
+    if constexpr (kOn) sm80::named_barrier_arrive(kTurn + (c ^ 1), 256);
   }
   __device__ __forceinline__ void finish() const {
-    if (kOn && any && c == 0) sm90::named_barrier_sync(kTurn + 0, 256);
+    if (kOn && any && c == 0) sm80::named_barrier_sync(kTurn + 0, 256);
   }
 };
 
@@ -283,12 +283,12 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   const int kt_end = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;  // key tiles kt_end − 1 … 0
 
   if (tid == 0) {
-    sm90::mbar_init(bar_q, 1);
+    sm80::mbarrier_init(bar_q, 1);
     for (int s = 0; s < S; ++s) {
-      sm90::mbar_init(bar_k(s), 1);
-      sm90::mbar_init(bar_v(s), 1);
-      sm90::mbar_init(bar_k_free(s), 4 * Sh::kConsumers);  // one arrival per consumer warp
-      sm90::mbar_init(bar_v_free(s), 4 * Sh::kConsumers);
+      sm80::mbarrier_init(bar_k(s), 1);
+      sm80::mbarrier_init(bar_v(s), 1);
+      sm80::mbarrier_init(bar_k_free(s), 4 * Sh::kConsumers);  // one arrival per consumer warp
+      sm80::mbarrier_init(bar_v_free(s), 4 * Sh::kConsumers);
     }
     sm90::fence_barrier_init();
   }
@@ -309,11 +309,11 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         const int s = i % S;
         const std::uint32_t freed = ((i / S) - 1) & 1;  // the phase that tile i − S completed
         const int row = k_off + (kt_end - 1 - i) * BN;
-        if (i >= S) sm90::mbar_wait(bar_k_free(s), freed);
+        if (i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
         sm90::mbar_arrive_expect_tx(bar_k(s), Sh::kKVBytes);
 #pragma unroll
         for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sK(s) + p * Sh::kKVPanel, &maps.k, bar_k(s), 64 * p, kvh, row);
-        if (i >= S) sm90::mbar_wait(bar_v_free(s), freed);
+        if (i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
         sm90::mbar_arrive_expect_tx(bar_v(s), Sh::kKVBytes);
 #pragma unroll
         for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sV(s) + p * Sh::kKVPanel, &maps.v, bar_v(s), 64 * p, kvh, row);
@@ -347,15 +347,15 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   if constexpr (!kOverlap) {
     // One key tile at a time: S = Q Kᵀ, softmax, O += P V. The two consumer groups still
     // overlap each other (one's softmax beside the other's GEMMs, as the schedulers interleave).
-    if (kt_end > 0) sm90::mbar_wait(bar_q, 0);
+    if (kt_end > 0) sm80::mbarrier_wait_parity(bar_q, 0);
     for (int i = 0; i < kt_end; ++i) {
-      sm90::mbar_wait(bar_k(stage(i)), parity(i));
+      sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
       turn.take();
       qk_issue<Sh>(sc, q_rows, sK(stage(i)));
       turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(sc);
-      if (lane == 0) sm90::mbar_arrive(bar_k_free(stage(i)));
+      if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));
       mask.apply<BN>(sc, first_key(i), rows);
       const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
       rescale_o<D>(o, f);
@@ -366,19 +366,19 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(o);
-      if (lane == 0) sm90::mbar_arrive(bar_v_free(stage(i)));
+      if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i)));
     }
   } else {
     if (kt_end > 0) {
-      sm90::mbar_wait(bar_q, 0);
+      sm80::mbarrier_wait_parity(bar_q, 0);
       // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
-      sm90::mbar_wait(bar_k(0), 0);
+      sm80::mbarrier_wait_parity(bar_k(0), 0);
       turn.take();
       qk_issue<Sh>(sc, q_rows, sK(0));
       turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(sc);
-      if (lane == 0) sm90::mbar_arrive(bar_k_free(0));
+      if (lane == 0) sm80::mbarrier_arrive(bar_k_free(0));
       mask.apply<BN>(sc, first_key(0), rows);
       softmax_step<BN>(sc, row_m, row_l, units);
       pack_p<DT, BN>(pa, sc);
@@ -386,7 +386,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     // Tile i ≥ 1: its QKᵀ runs beside tile i − 1's PV, and its softmax beside the PV's tail
     // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
     for (int i = 1; i < kt_end; ++i) {
-      sm90::mbar_wait(bar_k(stage(i)), parity(i));
+      sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
       v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
       turn.take();
       qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
@@ -394,7 +394,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       turn.pass();
       sm90::wgmma_wait<1>();                                                  // S_i has landed
       sm90::fence_operands(sc);
-      if (lane == 0) sm90::mbar_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
+      if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
       mask.apply<BN>(sc, first_key(i), rows);
       const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);       // P_i, the rows' new max
       // Pins the softmax before the wait: register arithmetic may otherwise sink past an asm
@@ -402,7 +402,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       sm90::fence_operands(sc);
       sm90::wgmma_wait<0>();                                                  // PV_{i−1} has landed
       sm90::fence_operands(o);
-      if (lane == 0) sm90::mbar_arrive(bar_v_free(stage(i - 1)));            // ... and with V_{i−1}
+      if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i - 1)));            // ... and with V_{i−1}
       rescale_o<D>(o, f);
       pack_p<DT, BN>(pa, sc);
     }
@@ -438,7 +438,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
           sm80::pack2<DT>(o[4 * j + 2 * hr] * inv, o[4 * j + 2 * hr + 1] * inv);
     }
   }
-  sm90::named_barrier_sync(2 + c, 128);  // this group's rows are staged
+  sm80::named_barrier_sync(2 + c, 128);  // this group's rows are staged
   const long long ldq = static_cast<long long>(a.num_q_heads) * D;
   T* gO = static_cast<T*>(a.out) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
   constexpr int kRowChunks = D / 8;

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "muh/dtype.hpp"
+#include "muh/kernels/sm80_ptx.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define MUH_SM90A_PTX 1
@@ -101,11 +102,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 }
 
 // ---- mbarriers and TMA ------------------------------------------------------------------------
-__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
-#if MUH_SM90A_PTX
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-#endif
-}
+// (mbarrier init, arrival and parity wait, and the named barriers, are sm80_ptx.cuh's.)
 // Makes the initialised barriers visible to the async proxy (the TMA unit) and the cluster.
 __device__ __forceinline__ void fence_barrier_init() {
 #if MUH_SM90A_PTX
@@ -124,27 +121,6 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, std::ui
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
-__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
-#if MUH_SM90A_PTX
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-#endif
-}
-// Waits until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
-#if MUH_SM90A_PTX
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@P1 bra DONE;\n"
-      "bra WAIT;\n"
-      "DONE:\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-#endif
-}
 // One box of a 3-D tensor map at (c0, c1, c2) into shared memory, completing on `bar`.
 __device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const void* map, std::uint32_t bar, int c0, int c1,
                                             int c2) {
@@ -154,21 +130,6 @@ __device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const void* map, 
       " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
-#endif
-}
-
-// Barrier `id` (1..15) over `threads` threads: the consumer warp groups meet here without the
-// producer.
-__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
-#if MUH_SM90A_PTX
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-#endif
-}
-
-// Counts this thread's arrival at barrier `id` without waiting (the other side syncs).
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-#if MUH_SM90A_PTX
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 #endif
 }
 
