@@ -6,7 +6,8 @@
 //            load — Q once, then the key tiles' K and V into a ring of num_stages (K, V) buffer
 //            pairs. Each buffer has a "full" mbarrier (the TMA's transaction bytes) and a "free"
 //            one (one arrival per consumer warp): K is free after its QKᵀ, V after its PV.
-//   consumers (warp groups 1 and 2, 240 registers): 64 query rows each, per key tile
+//   consumers (warp groups 1 .. block_m/64: 240 registers a thread for 2 groups, 160 for 3): 64
+//            query rows each, per key tile
 //      S = Q Kᵀ        wgmma m64n{block_n}k16, Q and K from shared memory (K-major), D/16 steps
 //      mask            only on tiles that cross the sequence end or the causal diagonal
 //      online softmax  row max / sum over the 4 lanes of a quad, exp2 with the scale folded in,
@@ -63,6 +64,12 @@ struct Sm90PrefillShape {
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the sm90 agent multiplies 16-bit inputs");
   static_assert(D % 64 == 0 && D <= 256, "the sm90 agent's tiles are whole 64-dim panels, N <= 256");
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
+  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warp groups");
+  static_assert(!kPolicy.ping_pong || kConsumers == 2, "ping-pong takes turns between two consumer groups");
+  // Registers a thread (setmaxnreg): the producer gives up all but 24; the consumers share the
+  // rest of the SM's 64K (multiples of 8): 240 each of 2 groups, 160 each of 3.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = (65536 / 128 - kProducerRegs) / kConsumers / 8 * 8;
   static_assert(BN == 64 || BN == 128 || BN == 176, "key tiles of 64, 128 or 176 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
   static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
@@ -237,7 +244,7 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&pa)[BN / 16][4], const fl
 // last turn at the end, so that both barriers end with every phase complete.
 template <bool kOn>
 struct Sm90Turns {
-  static constexpr int kTurn = 4;  // barriers 4 and 5 (1: the V zeroing; 2, 3: the epilogue)
+  static constexpr int kTurn = 5;  // barriers 5 and 6 (1: the V zeroing; 2–4: the epilogue's groups)
   int c;
   bool any;  // the CTA has key tiles (both groups take the same turns, or none)
   __device__ __forceinline__ Sm90Turns(int c_, bool any_) : c(c_), any(any_) {
@@ -297,7 +304,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   const int wg = tid / 128;
   if (wg == 0) {
     // ---- Producer: one thread issues every load ------------------------------------------------
-    sm90::setmaxnreg_dec<24>();
+    sm90::setmaxnreg_dec<Sh::kProducerRegs>();
     if (tid == 0 && kt_end > 0) {
       sm90::mbar_arrive_expect_tx(bar_q, Sh::kQBytes);
 #pragma unroll
@@ -323,7 +330,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   }
 
   // ---- Consumers ---------------------------------------------------------------------------------
-  sm90::setmaxnreg_inc<240>();
+  sm90::setmaxnreg_inc<Sh::kConsumerRegs>();
   const int c = wg - 1;  // this group's rows: [64c, 64c + 64) of the tile
   const int lt = tid % 128, lane = tid % 32;
   const Sm90Rows rows{64 * c + 16 * (lt / 32) + lane / 4, 2 * (lane % 4)};

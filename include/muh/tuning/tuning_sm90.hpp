@@ -37,9 +37,13 @@ inline constexpr PrefillRow kPrefill[] = {
 static_assert(table_holds(kPrefill));
 
 // Prefill on sm_90a (target kTargetSm90a, targets.hpp): the Hopper agent (kernels/prefill_sm90.cuh)
-// — TMA, wgmma, a producer warp group and two consumer groups of 64 q rows. Head dims that are
+// — TMA, wgmma, a producer warp group and two or three consumer groups of 64 q rows. Head dims that are
 // whole 64-dim panels; hd 96 and fp32 have no row here and take sm_90's (the walk, select.hpp).
-//   hd ≤ 128: 2 (K, V) stages with the intra-warp-group overlap (QKᵀ of tile i beside PV of tile
+//   hd 64:    192×128, three consumer groups (16 warps, 160 registers a consumer thread, no
+//            overlap: it needs S and P of two tiles in registers), 88 KB: against two groups
+//            of 64 rows with the overlap, +17 % (1k), +24–27 % (4k), +19–23 % (16k) non-causal
+//            and causal alike except 1k causal (+2 %) on the H100 (call 9, two runs each way).
+//   hd 128:   2 (K, V) stages with the intra-warp-group overlap (QKᵀ of tile i beside PV of tile
 //            i − 1): +3–8 % on every hd-128 cell of the grid on the H200 (A/B in one call, two
 //            runs each way). 128×128: 160 KB at hd 128. Not taken: 128×176 (FA3's non-causal
 //            hd-128 tile; the agent has its wgmma forms): in one call's A/B +2–6 % at 4k/16k but
@@ -52,8 +56,12 @@ static_assert(table_holds(kPrefill));
 //   The grid against the peers: bench/results/h100-2026-12-06-sm90-prefill/README.md.
 inline constexpr PrefillRow kPrefillSm90a[] = {
     // dtypes, head dims, agent, block_m, block_n, warps, (K, V) stages, ping-pong, cap; evidence; overlap
-    {k16Bit, kHd64 | kHd128, Agent::sm90, 128, 128, 12, 2, false, kSmemCap,
-     "h100-2026-12-06-sm90-prefill call 4 (H200): hd128 493/347/601/529/618/595 TFLOP/s, 1.25-1.74x sm_90's row; "
+    {k16Bit, kHd64, Agent::sm90, 192, 128, 16, 2, false, kSmemCap,
+     "h100-2026-12-06-sm90-prefill call 9 (H100): 3 consumer groups vs 2 (128x128 with the overlap), "
+     "298/227/481/404/486/458 vs 253/222/378/332/408/368 TFLOP/s (+2-27 %)",
+     false},
+    {k16Bit, kHd128, Agent::sm90, 128, 128, 12, 2, false, kSmemCap,
+     "h100-2026-12-06-sm90-prefill call 4 (H200): 493/347/601/529/618/595 TFLOP/s, 1.25-1.74x sm_90's row; "
      "overlap +3-8 %",
      true},
     {k16Bit, kHd256, Agent::sm90, 128, 64, 12, 2, false, kSmemCap,
