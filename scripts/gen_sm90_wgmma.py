@@ -10,7 +10,7 @@ The operand lists are long (up to 128 accumulators), so they are generated rathe
 Run: python3 scripts/gen_sm90_wgmma.py > include/muh/kernels/sm90_wgmma.inc
 """
 
-FORMS = [("ss", 64), ("ss", 128), ("ss", 176), ("rs", 64), ("rs", 128), ("rs", 256)]
+FORMS = [("ss", 64), ("ss", 128), ("rs", 64), ("rs", 128), ("rs", 256)]
 DTYPES = [("fp16", "f16"), ("bf16", "bf16")]
 
 

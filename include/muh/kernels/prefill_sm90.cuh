@@ -15,7 +15,8 @@
 //      O += P V        wgmma m64n{D}k16, P from registers (the S accumulators, packed to 16
 //                      bits, are the A fragment), V from shared memory (N-major)
 // The two consumer groups run on the same K/V buffers; one's softmax overlaps the other's GEMMs
-// as the schedulers interleave them (the policy's ping_pong makes them take turns instead, Sm90Turns).
+// as the schedulers interleave them (taking turns through named barriers, FA3's ping-pong, was
+// measured within ±4 % and is not built).
 // With the policy's overlap, a group also issues tile i's QKᵀ beside tile i − 1's PV and runs
 // tile i's softmax while that PV finishes (FlashAttention-3's intra-warpgroup pipelining).
 // Key tiles go from the last to the first, as in the sm80 agent, so the masked tiles come first.
@@ -65,12 +66,12 @@ struct Sm90PrefillShape {
   static_assert(D % 64 == 0 && D <= 256, "the sm90 agent's tiles are whole 64-dim panels, N <= 256");
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
   static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warp groups");
-  static_assert(!kPolicy.ping_pong || kConsumers == 2, "ping-pong takes turns between two consumer groups");
+  static_assert(!kPolicy.ping_pong, "the sm90 agent has no ping-pong (FA3's turns: measured within ±4 %, not built)");
   // Registers a thread (setmaxnreg): the producer gives up all but 24; the consumers share the
   // rest of the SM's 64K (multiples of 8): 240 each of 2 groups, 160 each of 3.
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = (65536 / 128 - kProducerRegs) / kConsumers / 8 * 8;
-  static_assert(BN == 64 || BN == 128 || BN == 176, "key tiles of 64, 128 or 176 (the wgmma forms generated)");
+  static_assert(BN == 64 || BN == 128, "key tiles of 64, 128 or 176 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
   static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
                 "prefill_smem_bytes (policy.hpp) is this layout plus the 1024-byte alignment slack");
@@ -237,31 +238,7 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&pa)[BN / 16][4], const fl
   }
 }
 
-// Ping-pong (the policy's ping_pong; FlashAttention-3 §3.1): the two consumer groups take turns
-// issuing their GEMMs, so that one group's GEMMs run on the tensor cores while the other does its
-// softmax. Group c waits at barrier kTurn + c until the other group has issued (256 threads: its
-// own 128 sync, the other's 128 arrive); group 1 lets group 0 go first, and group 0 takes one
-// last turn at the end, so that both barriers end with every phase complete.
-template <bool kOn>
-struct Sm90Turns {
-  static constexpr int kTurn = 5;  // barriers 5 and 6 (1: the V zeroing; 2–4: the epilogue's groups)
-  int c;
-  bool any;  // the CTA has key tiles (both groups take the same turns, or none)
-  __device__ __forceinline__ Sm90Turns(int c_, bool any_) : c(c_), any(any_) {
-    if (kOn && any && c == 1) sm80::named_barrier_arrive(kTurn + 0, 256);
-  }
-  __device__ __forceinline__ void take() const {
-    if constexpr (kOn) sm80::named_barrier_sync(kTurn + c, 256);
-  }
-  __device__ __forceinline__ void pass() const {
-    if constexpr (kOn) sm80::named_barrier_arrive(kTurn + (c ^ 1), 256);
-  }
-  __device__ __forceinline__ void finish() const {
-    if (kOn && any && c == 0) sm80::named_barrier_sync(kTurn + 0, 256);
-  }
-};
-
-template <class Getter, DType DT, int D, bool kPingPong = Getter{}().ping_pong, bool kOverlap = Getter{}().overlap>
+template <class Getter, DType DT, int D, bool kOverlap = Getter{}().overlap>
 __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   constexpr int BM = Sh::BM, BN = Sh::BN, S = Sh::S;
@@ -349,7 +326,6 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   auto stage = [&](int i) { return i % S; };
   auto parity = [&](int i) { return static_cast<std::uint32_t>((i / S) & 1); };
   auto first_key = [&](int i) { return (kt_end - 1 - i) * BN; };  // sequence-relative
-  const Sm90Turns<kPingPong> turn{c, kt_end > 0};
 
   if constexpr (!kOverlap) {
     // One key tile at a time: S = Q Kᵀ, softmax, O += P V. The two consumer groups still
@@ -357,9 +333,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     if (kt_end > 0) sm80::mbarrier_wait_parity(bar_q, 0);
     for (int i = 0; i < kt_end; ++i) {
       sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
-      turn.take();
       qk_issue<Sh>(sc, q_rows, sK(stage(i)));
-      turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(sc);
       if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));
@@ -368,9 +342,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       rescale_o<D>(o, f);
       pack_p<DT, BN>(pa, sc);
       v_ready<Sh>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
-      turn.take();
       pv_issue<Sh>(o, pa, sV(stage(i)));
-      turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(o);
       if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i)));
@@ -380,9 +352,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       sm80::mbarrier_wait_parity(bar_q, 0);
       // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
       sm80::mbarrier_wait_parity(bar_k(0), 0);
-      turn.take();
       qk_issue<Sh>(sc, q_rows, sK(0));
-      turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(sc);
       if (lane == 0) sm80::mbarrier_arrive(bar_k_free(0));
@@ -395,10 +365,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     for (int i = 1; i < kt_end; ++i) {
       sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
       v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
-      turn.take();
       qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
       pv_issue<Sh>(o, pa, sV(stage(i - 1)));                                  // O += P_{i−1} V_{i−1} (group 2)
-      turn.pass();
       sm90::wgmma_wait<1>();                                                  // S_i has landed
       sm90::fence_operands(sc);
       if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
@@ -416,14 +384,11 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     if (kt_end > 0) {
       const int last = kt_end - 1;
       v_ready<Sh>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
-      turn.take();
       pv_issue<Sh>(o, pa, sV(stage(last)));
-      turn.pass();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(o);
     }
   }
-  turn.finish();
 
   // ---- Epilogue: O / l through this group's Q rows, then whole 16-byte chunks to out ---------------
 #pragma unroll
@@ -461,11 +426,11 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 
 // CTA i computes q tile i (tile_of order) whole. Compiled for sm_90a only (CMake's muh_sm90a
 // objects); an empty body anywhere else.
-template <class Getter, DType DT, int D, bool kPingPong = Getter{}().ping_pong, bool kOverlap = Getter{}().overlap>
+template <class Getter, DType DT, int D, bool kOverlap = Getter{}().overlap>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32, 1)
     prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps) {
 #if MUH_SM90A_PTX
-  prefill_sm90_body<Getter, DT, D, kPingPong, kOverlap>(a, maps);
+  prefill_sm90_body<Getter, DT, D, kOverlap>(a, maps);
 #endif
 }
 

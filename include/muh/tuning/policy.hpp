@@ -61,9 +61,8 @@ struct PrefillPolicy {
   // sm80 agent with warp pairs, on sm_90 code: the two halves of the CTA (warps 0–3, 4–7) take
   // turns at the tensor cores — one runs its MMAs while the other does its softmax — and the
   // K/V ring is ordered by per-buffer mbarriers instead of CTA barriers (prefill_sm80.cuh).
-  // The sm90 agent: ping_pong has its two consumer warp groups take turns issuing their GEMMs
-  // (named barriers; FlashAttention-3 §3.1). overlap issues each key tile's QKᵀ beside the
-  // previous tile's PV and runs its softmax while that PV finishes (FA3 §3.2).
+  // The sm90 agent: overlap issues each key tile's QKᵀ beside the previous tile's PV and runs
+  // its softmax while that PV finishes (FlashAttention-3 §3.2).
   bool ping_pong = false;
   bool overlap = false;
 
@@ -198,20 +197,19 @@ constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 // can run. Checked with static_assert on every table row. The sm75 agent takes fp16 only: Turing's
 // tensor cores have no bf16 (and no fp32) mma, so bf16/fp32 rows on sm_75 are portable rows.
 constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
-  return p.block_m >= 16 && p.block_n >= 8 && (is_pow2(p.block_n) || p.agent == Agent::sm90) && p.num_warps >= 1 &&
+  return p.block_m >= 16 && p.block_n >= 8 && is_pow2(p.block_n) && p.num_warps >= 1 &&
          p.num_warps <= 16 && p.num_stages >= 1 &&
          (p.agent != Agent::portable || p.num_stages == 1) &&
          (p.agent != Agent::sm75 ||
           (t == DType::fp16 && p.block_m % (16 * p.num_warps) == 0 && p.block_n % 16 == 0 && head_dim % 32 == 0)) &&
          (!p.overlap || p.agent == Agent::sm90) &&
-         (!p.ping_pong || p.agent == Agent::sm90 ||
+         (!p.ping_pong ||
           (prefill_sm80_warp_pairs(p, head_dim) && p.num_warps == 8 && p.num_stages >= 3)) &&
          // sm90: a producer warp group + one consumer group per 64 q rows; 16-bit; whole 64-dim
-         // panels; key tiles of 64, 128 or 176 (the wgmma forms of sm90_wgmma.inc)
+         // panels; key tiles of 64 or 128 (the wgmma forms of sm90_wgmma.inc)
          (p.agent != Agent::sm90 || (t != DType::fp32 && head_dim % 64 == 0 && p.num_warps == 4 + p.block_m / 16 &&
-                                     p.block_m % 64 == 0 &&
-                                     (p.block_n == 64 || p.block_n == 128 || p.block_n == 176) &&
-                                     p.num_stages >= 2 && (!p.ping_pong || p.block_m == 128))) &&
+                                     p.block_m % 64 == 0 && (p.block_n == 64 || p.block_n == 128) &&
+                                     p.num_stages >= 2)) &&
          prefill_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;
 }
 

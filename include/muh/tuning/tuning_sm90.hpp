@@ -46,7 +46,7 @@ static_assert(table_holds(kPrefill));
 //   hd 128:   2 (K, V) stages with the intra-warp-group overlap (QKᵀ of tile i beside PV of tile
 //            i − 1): +3–8 % on every hd-128 cell of the grid on the H200 (A/B in one call, two
 //            runs each way). 128×128: 160 KB at hd 128. Not taken: 128×176 (FA3's non-causal
-//            hd-128 tile; the agent has its wgmma forms): in one call's A/B +2–6 % at 4k/16k but
+//            hd-128 tile; measured with an m64n176k16 form since removed): in one call's A/B +2–6 % at 4k/16k but
 //            −7…+2 % at 1k (call 7); compare_torch.py in the next call read 1k −10 %, GQA 4k −3 %,
 //            16k non-causal +6 % (call 8, H100) — no clear win.
 //   hd 256:   128×64, 2 stages: 193 KB; O alone is 128 fp32 registers a consumer thread. The
