@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "decode_case.hpp"
+#include "decode_splits.hpp"
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
@@ -129,18 +130,9 @@ TEST_P(DecodeFp8Forced, EverySplitCountMatchesReferenceAndV1) {
   ASSERT_EQ(pr.upload(), "");
   HardwareCapability hw;
   ASSERT_TRUE(device_profile(-1, &hw).ok());
-  const check::DecodeOutcome v1 = pr.run(hw, 1);
-  ASSERT_TRUE(v1.error.empty()) << v1.error;
-  EXPECT_TRUE(v1.pass()) << "V1: " << v1.summary();
-  const check::DecodeOutcome again = pr.run(hw, 1);
-  EXPECT_EQ(again.out_bytes, v1.out_bytes) << "two V1 runs differ bitwise";
-  for (int splits = 2; splits <= 7; ++splits) {
-    const check::DecodeOutcome v2 = pr.run(hw, splits);
-    ASSERT_TRUE(v2.error.empty()) << splits << " splits: " << v2.error;
-    EXPECT_TRUE(v2.pass()) << splits << " splits: " << v2.summary();
-    const double diff = testing::max_abs_diff(v1.out, v2.out);
-    EXPECT_LE(diff, v1.tol) << splits << " splits: V2 differs from V1 by " << diff;
-  }
+  check::DecodeOutcome v1, v2;
+  ASSERT_NO_FATAL_FAILURE(testing::expect_v1(pr, hw, &v1));
+  for (int splits = 2; splits <= 7; ++splits) ASSERT_NO_FATAL_FAILURE(testing::expect_v2(pr, hw, v1, splits, &v2));
   // The plan's own choice, and a captured graph of it.
   const check::DecodeOutcome planned = pr.run(hw, 0);
   EXPECT_TRUE(planned.pass()) << "planned: " << planned.summary();
