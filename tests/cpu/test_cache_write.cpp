@@ -73,6 +73,24 @@ CacheWriteArgs args_for(const Geometry& g, KVLayout layout, std::int64_t kps, st
   return a;
 }
 
+// A host write of `slots.size()` tokens: key/value rows token_stride apart, heads head_stride
+// apart, into caches of page stride pstride (both).
+CacheWriteArgs host_write_args(const Geometry& g, KVLayout layout, std::int64_t pstride, const void* key,
+                               const void* value, void* key_cache, void* value_cache,
+                               const std::vector<std::int64_t>& slots, std::int64_t token_stride,
+                               std::int64_t head_stride) {
+  CacheWriteArgs a = args_for(g, layout, pstride, pstride);
+  a.key = key;
+  a.value = value;
+  a.key_cache = key_cache;
+  a.value_cache = value_cache;
+  a.slot_mapping = slots.data();
+  a.num_tokens = int(slots.size());
+  a.key_token_stride = a.value_token_stride = token_stride;
+  a.key_head_stride = a.value_head_stride = head_stride;
+  return a;
+}
+
 TEST(CacheWriteSlots, AddressingMatchesVllmAndNhdShapes) {
   for (const Geometry g : {Geometry{5, 16, 2, 64, 8}, Geometry{3, 7, 3, 32, 4}, Geometry{2, 528, 1, 16, 8}}) {
     const std::int64_t page = std::int64_t(g.page_size) * g.heads * g.dim;
@@ -166,15 +184,8 @@ void check_write(const WriteCase& c) {
   const std::int64_t num_slots = std::int64_t(c.pages) * c.page_size;
   int expect_bad = 0;
   const std::vector<std::int64_t> slots = mixed_slots(c.tokens, num_slots, rng, &expect_bad);
-  CacheWriteArgs a = args_for(g, c.layout, pstride, pstride);
-  a.key = key.data();
-  a.value = value.data();
-  a.key_cache = kc.data();
-  a.value_cache = vc.data();
-  a.slot_mapping = slots.data();
-  a.num_tokens = c.tokens;
-  a.key_token_stride = a.value_token_stride = token_stride;
-  a.key_head_stride = a.value_head_stride = head_stride;
+  CacheWriteArgs a = host_write_args(g, c.layout, pstride, key.data(), value.data(), kc.data(), vc.data(), slots,
+                                     token_stride, head_stride);
   EXPECT_EQ((run_on_host<E, kVec>(a)), expect_bad);
 
   std::vector<char> written(kc.size(), 0);
@@ -624,15 +635,8 @@ void check_write_fp8(const Fp8Case& c, std::uint8_t sentinel) {
   const std::int64_t num_slots = std::int64_t(c.pages) * c.page_size;
   int expect_bad = 0;
   const std::vector<std::int64_t> slots = mixed_slots(c.tokens, num_slots, rng, &expect_bad);
-  CacheWriteArgs a = args_for(g, c.layout, pstride, pstride);
-  a.key = key.data();
-  a.value = value.data();
-  a.key_cache = kc.data();
-  a.value_cache = vc.data();
-  a.slot_mapping = slots.data();
-  a.num_tokens = c.tokens;
-  a.key_token_stride = a.value_token_stride = token_stride;
-  a.key_head_stride = a.value_head_stride = head_stride;
+  CacheWriteArgs a = host_write_args(g, c.layout, pstride, key.data(), value.data(), kc.data(), vc.data(), slots,
+                                     token_stride, head_stride);
   a.k_scale = c.k_scale;
   a.v_scale = c.v_scale;
   int bad = -1;
