@@ -62,7 +62,7 @@ inline const std::vector<PagedPrefillCase>& paged_prefill_cases() {
     // Other page sizes: the varlen case, and a 511-token chunk whose whole key tiles take the
     // copies' page-per-row path (sm80_load_tile_paged) with pages smaller than, equal to and
     // larger than a copy pass's rows.
-    for (int P : {8, 32, 64}) {
+    for (int P : {8, 32, 64, 256}) {
       v.push_back(paged_prefill_shapes_for_page(P)[4]);
       v.push_back(paged_prefill_shapes_for_page(P)[0]);
     }

@@ -25,6 +25,7 @@
 #include "muh/prefill_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "prefill_check.hpp"
@@ -35,6 +36,10 @@ namespace {
 constexpr double kPieceCost = 1.5;   // key tiles: Q load + fp32 partial write of one piece
 constexpr double kMergeCost = 4.0;   // key tiles: the merge launch and its reads
 constexpr double kMinGain = 1.0;     // key tiles the split must save
+// The sm90 agent's speed over the sm80 agent's per SM, at the same keys: 1.66-1.90x at 4k-16k
+// at hd 128/256, 1.43-1.55 at hd 64 (H100, bench/results/h100-2026-12-06-sm90-prefill, call 10);
+// the lower figure, so that a call the sm90 agent nearly fills stays on it.
+constexpr double kSm90Speed = 1.5;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
@@ -107,6 +112,45 @@ PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& pol
   return s;
 }
 
+namespace {
+
+// The sm90 agent runs every q tile whole (no key split). A call of few q tiles over many keys —
+// context_attention_fwd's prefix part at 4–6 q heads: a 512-token chunk is 16–24 tiles on 132
+// SMs — then leaves most SMs idle, where the sm80 agent's tail split spreads the keys over all
+// of them. In the cost model's units (one SM's time for a tile's keys on the sm80 agent): whole
+// tiles on the sm90 agent take ceil(N / S) · (block_m ratio) / kSm90Speed, the sm80 agent's split
+// est_rounds · (its CTAs an SM) — its rounds share an SM between that many CTAs. The cheaper one
+// is taken, and the selection records why sm_90a was passed over.
+void prefer_key_split(const PrefillParams& p, const HardwareCapability& hw, const SelectOptions& so, int tail_chunk,
+                      PrefillSelection* sel, PrefillSplit* split) {
+  if (sel->policy.agent != Agent::sm90) return;
+  TargetSet rest;  // the compiled targets without sm_90a: the walk's next row
+  const TargetSet all = compiled_target_set();
+  for (int i = 0; i < all.count; ++i)
+    if (all.values[i] != kTargetSm90a) rest.values[rest.count++] = all.values[i];
+  PrefillSelection alt = choose_prefill(hw, p.dtype, p.head_dim, so, rest);
+  if (!alt.ok() || alt.policy.agent == Agent::sm90) return;
+  const PrefillSplit alt_split = plan_prefill_split(p, alt.policy, hw, tail_chunk);
+  if (!alt_split.split() || split->slots < 1) return;
+  const double whole = std::ceil(static_cast<double>(split->tiles) / split->slots) * sel->policy.block_m /
+                       alt.policy.block_m / kSm90Speed;
+  const double spread = alt_split.est_rounds * prefill_ctas_per_sm(alt.policy, p.dtype, p.head_dim, hw);
+  if (spread >= whole) return;
+  Passed why{sel->target, Pass::no_key_split, p.kv_source};
+  why.tiles = split->tiles;
+  why.slots = split->slots;
+  alt.sm90a_not_compiled = false;  // it is compiled: passed over for this call
+  const int keep = alt.passed_count < 16 ? alt.passed_count : 15;
+  for (int i = keep; i > 0; --i) alt.passed[i] = alt.passed[i - 1];
+  alt.passed[0] = why;
+  alt.passed_count = keep + 1;
+  alt.start = sel->start;
+  *sel = alt;
+  *split = alt_split;
+}
+
+}  // namespace
+
 Status plan_prefill(const PrefillParams& p, const HardwareCapability& hw, const PrefillPlanOptions& opt,
                     PrefillPlan* plan) {
   if (plan == nullptr) return invalid_argument("plan_prefill: plan must not be null");
@@ -123,17 +167,18 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   if (opt.tail_chunk < -1) return invalid_argument(w + "tail_chunk must be -1 (auto), 0 (off) or a key-tile count");
   if (hw.sm_count < 1) return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs");
 
-  const PrefillSelection sel =
-      choose_prefill(hw, p.dtype, p.head_dim,
-                     SelectOptions{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain});
+  const SelectOptions so{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain};
+  PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, so);
   MUH_TRY(selection_status(sel, w, hw));
+  PrefillSplit split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
+  if (!sel.forced && opt.tail_chunk != kPrefillTailOff) prefer_key_split(p, hw, so, opt.tail_chunk, &sel, &split);
   PrefillPlan r;
   r.target = sel.target;
   r.policy = sel.policy;
   r.selection = sel;
   r.device_cc = hw.compute_capability;
   r.sm_count = hw.sm_count;
-  r.split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
+  r.split = split;
   r.workspace_bytes = r.split.workspace_bytes;
   r.shape = p;
   r.variant = variant_kind(p.variant);

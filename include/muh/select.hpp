@@ -59,6 +59,8 @@ enum class Pass : unsigned char {
   no_tensor_cores,  // its agent multiplies on the dtype's tensor cores; the profile has none
   kv_source,        // its agent does not read the call's K/V source (prefill: a paged layout)
   variant,          // its agent has no variant hooks and the call has a variant (prefill: sm90)
+  no_key_split,     // prefill plan: its agent has no key split and the call's q tiles fill too few
+                    // of the SMs; the next row's agent splits the keys (prefill_plan.hpp)
 };
 
 struct Passed {
@@ -67,6 +69,8 @@ struct Passed {
   KVSource source = KVSource::contiguous;  // Pass::kv_source: the call's K/V source
   int need_bytes = 0;  // Pass::smem: the row's footprint
   int have_bytes = 0;  // Pass::smem: the profile's limit
+  int tiles = 0;       // Pass::no_key_split: the call's q tiles on this row
+  int slots = 0;       // Pass::no_key_split: CTAs this row runs at once
 };
 
 // Why a selection has no row (target < 0).

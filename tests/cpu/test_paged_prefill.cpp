@@ -189,19 +189,30 @@ PrefillParams good_paged(KVLayout layout = KVLayout::nhd) {
                             reinterpret_cast<const int*>(g_fake + 448), 16, 64, 8);
 }
 
-TEST(PagedPrefillSelection, EveryLayoutKeepsTheSm80AgentsRow) {
-  for (DType t : {DType::fp16, DType::bf16})
+// On Hopper the sm90 agent reads paged NHD K/V (TMA boxes of pages); vLLM's layout walks on to the
+// sm80 agent's row of sm_90, the trace saying why.
+TEST(PagedPrefillSelection, NhdRunsTheHopperAgentAndTheVllmLayoutWalksOn) {
+  for (DType t : {DType::fp16, DType::bf16}) {
+    const PrefillSelection nhd =
+        choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_nhd}, kKnownTargets);
+    EXPECT_EQ(nhd.target, kTargetSm90a);
+    EXPECT_EQ(nhd.policy.agent, Agent::sm90);
+    EXPECT_EQ(nhd.passed_count, 0);
+    const PrefillSelection vllm =
+        choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_vllm}, kKnownTargets);
+    EXPECT_EQ(vllm.target, 90);
+    EXPECT_EQ(vllm.policy.agent, Agent::sm80);
+    ASSERT_EQ(vllm.passed_count, 1);
+    EXPECT_EQ(vllm.passed[0].target, kTargetSm90a);
+    EXPECT_EQ(vllm.passed[0].why, Pass::kv_source);
+    EXPECT_NE(describe(vllm).find("paged vLLM"), std::string::npos) << describe(vllm);
+    // hd 96 has no sm_90a row of its own: sm_90's, for either layout, with nothing passed.
     for (KVSource src : {KVSource::paged_nhd, KVSource::paged_vllm}) {
-      const PrefillSelection s = choose_prefill(presets::h200, t, 128, SelectOptions{-1, src}, kKnownTargets);
-      EXPECT_EQ(s.target, 90);
-      EXPECT_EQ(s.policy.agent, Agent::sm80);
-      // sm_90a's Hopper agent reads contiguous K/V only: passed over, saying so.
-      ASSERT_EQ(s.passed_count, 1);
-      EXPECT_EQ(s.passed[0].target, kTargetSm90a);
-      EXPECT_EQ(s.passed[0].why, Pass::kv_source);
-      EXPECT_NE(describe(s).find(src == KVSource::paged_vllm ? "paged vLLM" : "paged NHD"), std::string::npos)
-          << describe(s);
+      const PrefillSelection s96 = choose_prefill(presets::h200, t, 96, SelectOptions{-1, src}, kKnownTargets);
+      EXPECT_EQ(s96.target, 90);
+      EXPECT_EQ(s96.policy.agent, Agent::sm80);
     }
+  }
 }
 
 TEST(PagedPrefillSelection, VllmLayoutWalksPastTheSm75AgentAndSaysWhy) {

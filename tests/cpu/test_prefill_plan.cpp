@@ -5,11 +5,13 @@
 // overlap would count them twice, a slot collision would merge one piece's partial into another.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "muh/attention.hpp"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/prefill_plan.hpp"
+#include "muh/select.hpp"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh {
@@ -153,6 +155,62 @@ TEST(PrefillPlan, ForcedChunkIsClampedAndSplitsAFullRound) {
   EXPECT_EQ(big.tail_chunk, 2);
   EXPECT_EQ(big.tail_tiles, 4);  // 2 m-blocks × 2 heads, all in the one partial round
   EXPECT_EQ(big.tail_ctas, 4);
+}
+
+// The sm90 agent runs whole q tiles only. A call of few q tiles over long keys (a short chunk
+// against a long prefix, non-causal: context_attention_fwd's prefix part) would leave most SMs idle
+// on it; the plan takes the sm80 agent's key split instead and says why. A call that fills the
+// GPU, a causal call (no split applies), a plan without the split or a forced target keep the
+// row the selection chose.
+TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
+  const bool sm90a = compiled_target_set().contains(kTargetSm90a);
+  for (KVSource src : {KVSource::contiguous, KVSource::paged_nhd}) {
+    const auto as = [src](PrefillParams p) {
+      if (src == KVSource::contiguous) return p;
+      return make_paged_prefill(p, KVLayout::nhd, nullptr, nullptr, nullptr, nullptr, 16, 4200, 4100);
+    };
+    SCOPED_TRACE(kv_source_name(src));
+    const PrefillParams few = as(shape(1, 512, 32768, 4, 1, 128));  // 16 q tiles on 132 SMs
+    PrefillPlan plan;
+    ASSERT_TRUE(plan_prefill(few, presets::h200, {}, &plan).ok());
+    EXPECT_EQ(plan.target, 90);
+    EXPECT_EQ(plan.policy.agent, Agent::sm80);
+    EXPECT_TRUE(plan.split.split());
+    EXPECT_GT(plan.workspace_bytes, 0u);
+    if (sm90a) {
+      ASSERT_GE(plan.selection.passed_count, 1);
+      EXPECT_EQ(plan.selection.passed[0].target, kTargetSm90a);
+      EXPECT_EQ(plan.selection.passed[0].why, Pass::no_key_split);
+      EXPECT_EQ(plan.selection.passed[0].tiles, 16);
+      EXPECT_EQ(plan.selection.passed[0].slots, 132);
+      EXPECT_NE(describe(plan.selection).find("no key split and this call has 16 q tiles for its 132 slots"),
+                std::string::npos)
+          << describe(plan.selection);
+      EXPECT_FALSE(plan.selection.sm90a_not_compiled);
+      const int top = sm90a ? kTargetSm90a : 90;
+      // Without the split there is nothing to gain: the sm90 agent.
+      PrefillPlan off;
+      ASSERT_TRUE(plan_prefill(few, presets::h200, PrefillPlanOptions{-1, kPrefillTailOff}, &off).ok());
+      EXPECT_EQ(off.target, top);
+      // Causal: no split applies.
+      PrefillParams causal = few;
+      causal.causal = true;
+      PrefillPlan pc;
+      ASSERT_TRUE(plan_prefill(causal, presets::h200, {}, &pc).ok());
+      EXPECT_EQ(pc.target, top);
+      // Forced: exactly the row asked for.
+      PrefillPlan forced;
+      ASSERT_TRUE(plan_prefill(few, presets::h200, PrefillPlanOptions{kTargetSm90a, kPrefillTailAuto}, &forced).ok());
+      EXPECT_EQ(forced.target, kTargetSm90a);
+      EXPECT_FALSE(forced.split.split());
+      // 128 tiles on 132 SMs (a 4096-token chunk, 4 heads): nearly one round whole on the sm90 agent,
+      // against a split whose pieces and merge cost more than the sm90 agent's speed gives back.
+      PrefillPlan full;
+      ASSERT_TRUE(plan_prefill(as(shape(1, 4096, 32768, 4, 1, 128)), presets::h200, {}, &full).ok());
+      EXPECT_EQ(full.target, top);
+      EXPECT_EQ(full.selection.passed_count, 0);
+    }
+  }
 }
 
 // Brute force over the pieces every tail CTA walks, as the kernel walks them.

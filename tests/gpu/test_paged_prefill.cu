@@ -6,8 +6,9 @@
 //
 // One gtest case per (target, dtype, head_dim, layout, shape): targets from MUH_TARGETS, (dtype,
 // head_dim) from MUH_FOR_EACH_INSTANCE, both layouts, the shapes below at page sizes 16 and 528
-// (and 8, 32, 64 on one shape). A forced sm75-agent target on the vLLM layout has no row: the
-// case checks that plan_prefill says so (and that the unforced selection runs a row that reads it).
+// (and 8, 32, 64 on one shape). A forced sm75- or sm90-agent target on the vLLM layout has no row:
+// the case checks that plan_prefill says so (and that the unforced selection runs a row that reads
+// it).
 // Then: chunked prefill of one sequence == one dense prefill of the whole sequence; q_len 1 rows
 // == the paged decode path; bad tables refused with debug_checks and nothing written.
 #include <gtest/gtest.h>
@@ -77,8 +78,8 @@ TEST_P(PagedPrefillForced, MatchesReference) {
   PrefillPlan plan;
   const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
   if (!prefill_agent_reads(pol.agent, src)) {
-    // No row for this layout on this agent (the sm75 agent on vLLM pages, the sm90 agent on any
-    // pages): a clear Status, and the unforced selection runs a row whose agent reads it.
+    // No row for this layout on this agent (the sm75 and sm90 agents on vLLM pages): a clear
+    // Status, and the unforced selection runs a row whose agent reads it.
     EXPECT_EQ(r.status.code(), StatusCode::unsupported) << r.status.message();
     EXPECT_NE(r.status.message().find(src == KVSource::paged_vllm ? "paged vLLM" : "paged NHD"), std::string::npos)
         << r.status.message();

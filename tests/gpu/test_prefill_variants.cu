@@ -209,14 +209,17 @@ TEST_P(PagedPrefillVariantForced, MatchesReference) {
   PrefillPlan plan;
   const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
   const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
-  if (!prefill_agent_reads(pol.agent, paged_source(prm.layout))) {
-    // A forced row whose agent cannot read the layout (the sm75 agent on vLLM pages, the sm90
-    // agent on any pages): a clear Status, as for the plain kind (test_paged_prefill.cu), and the
-    // unforced selection runs the variant on a row whose agent reads it.
+  const bool reads = prefill_agent_reads(pol.agent, paged_source(prm.layout));
+  if (!reads || !prefill_agent_has_variants(pol.agent)) {
+    // A forced row whose agent cannot read the layout (the sm75 and sm90 agents on vLLM pages) or
+    // has no variant hooks (the sm90 agent): a clear Status, as for the plain kind
+    // (test_paged_prefill.cu), and the unforced selection runs the variant on a row whose agent
+    // reads the layout and has the hooks.
     EXPECT_EQ(r.status.code(), StatusCode::unsupported) << r.status.message();
-    EXPECT_NE(r.status.message().find("paged"), std::string::npos) << r.status.message();
+    EXPECT_NE(r.status.message().find(reads ? "no variant hooks" : "paged"), std::string::npos) << r.status.message();
     const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
     EXPECT_TRUE(prefill_agent_reads(plan.policy.agent, paged_source(prm.layout)));
+    EXPECT_TRUE(prefill_agent_has_variants(plan.policy.agent));
     EXPECT_EQ(plan.variant, VariantKind::general);
     expect_pass(walked, pi->in->naive_err, pi->in->max_ref);
     return;

@@ -25,6 +25,10 @@ template <DType DT, int D>
 Status launch_prefill_sm90(const PrefillArgs& a, cudaStream_t stream);
 template <DType DT, int D>
 Status prefill_sm90_occupancy(int* ctas_per_sm);
+// Its launch over a paged NHD cache (the one paged layout it reads), defined with MUH_PAGED_PREFILL
+// by src/instances/prefill_sm90_paged_instance.cu.in.
+template <DType DT, int D>
+Status launch_prefill_sm90_paged(const PrefillArgs& a, const PrefillPagedKV& kv, cudaStream_t stream);
 
 // The kernel a policy runs, its block size and its dynamic shared memory (the policy footprint).
 template <class Getter, DType DT, int D>
@@ -166,6 +170,12 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
   static_assert(is_paged(S), "launch_prefill runs contiguous K/V");
   if constexpr (!prefill_agent_reads(K::policy.agent, S)) {
     return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
+  } else if constexpr (K::sm90) {
+    static_assert(S == KVSource::paged_nhd, "the sm90 agent reads paged NHD K/V only (prefill_agent_reads)");
+    if (t.tail_tiles > 0)
+      return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
+    (void)device_cc;
+    return launch_prefill_sm90_paged<DT, D>(a, kv, stream);
   } else {
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
     const long long tiles = prefill_grid_size(a);

@@ -2,9 +2,9 @@
 // into 128-byte-swizzled shared memory, wgmma for both GEMMs, warp specialisation.
 //
 // One CTA computes O for block_m (128) query rows of one (sequence, q head); three warp groups:
-//   producer (warp group 0, its registers given up to 24 a thread): one thread issues every TMA
-//            load — Q once, then the key tiles' K and V into a ring of num_stages (K, V) buffer
-//            pairs. Each buffer has a "full" mbarrier (the TMA's transaction bytes) and a "free"
+//   producer (warp group 0, its registers given up to 32 a thread): one thread (paged K/V: one
+//            warp) issues every TMA load — Q once, then the key tiles' K and V into a ring of
+//            num_stages (K, V) buffer pairs. Each buffer has a "full" mbarrier (the TMA's transaction bytes) and a "free"
 //            one (one arrival per consumer warp): K is free after its QKᵀ, V after its PV.
 //   consumers (warp groups 1 .. block_m/64: 240 registers a thread for 2 groups, 160 for 3): 64
 //            query rows each, per key tile
@@ -23,11 +23,20 @@
 // The steps are the functions below; prefill_sm90_body is the schedule.
 //
 // The tiles' layout is the TMA's: Q [D/64 panels][block_m rows][128 B], K and V [D/64][block_n]
-// [128 B], each panel 1024-byte aligned (sm90_ptx.cuh says how wgmma reads them). The maps are
-// 3-D over (dims, heads, rows) of the whole q / k / v tensors, so a box that runs past its
-// sequence reads the next sequence's rows (masked: their scores are −inf, their weights 0) or,
-// past the tensor, zeros. V rows past the sequence are zeroed in shared memory before PV reads
-// them, so that a NaN or Inf there (another sequence's data) cannot reach O through 0 · Inf.
+// [128 B], each panel 1024-byte aligned (sm90_ptx.cuh says how wgmma reads them). The q map is
+// 3-D over (dims, heads, rows) of the whole q tensor. K/V come from one of two sources (KVSource):
+//   contiguous  3-D maps over the whole k / v tensors, one box of block_n rows a key tile: a box
+//               that runs past its sequence reads the next sequence's rows (masked: their scores
+//               are −inf, their weights 0) or, past the tensor, zeros;
+//   paged NHD   4-D maps over the cache (dims, heads, slots, pages), boxes of gcd(page_size,
+//               block_n) rows (≥ 8, so each lands on whole 1024-byte swizzle groups): a key tile
+//               is block_n / box rows boxes, each from the page the block table names, the
+//               producer warp's lanes issuing one box each. Boxes past the sequence's last page
+//               are not loaded (their rows are masked, and V's zeroed, as below).
+// V rows past the sequence are zeroed in shared memory before PV reads them, so that a NaN or
+// Inf there (another sequence's data, an unused slot of the last page) cannot reach O through
+// 0 · Inf. (The vLLM layout's 16-byte-interleaved K has no box that lands as wgmma reads K: those
+// calls walk on to the sm80 agent, policy.hpp's prefill_agent_reads.)
 //
 // The epilogue stages O / l through the warp group's own Q rows (its last QKᵀ has completed) and
 // writes whole 16-byte chunks of the rows inside the sequence; lse [num_q_heads, total_q] as the
@@ -41,6 +50,7 @@
 
 #include "muh/kernels/online_softmax.hpp"
 #include "muh/kernels/prefill_common.cuh"
+#include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
 #include "muh/kernels/sm90_ptx.cuh"
 #include "muh/tuning/policy.hpp"
@@ -67,19 +77,24 @@ struct Sm90PrefillShape {
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
   static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warp groups");
   static_assert(!kPolicy.ping_pong, "the sm90 agent has no ping-pong (FA3's turns: measured within ±4 %, not built)");
-  // Registers a thread (setmaxnreg): the producer gives up all but 24; the consumers share the
-  // rest of the SM's 64K (multiples of 8): 240 each of 2 groups, 160 each of 3.
-  static constexpr int kProducerRegs = 24;
+  // Registers a thread (setmaxnreg): the producer gives up all but 32; the consumers share the
+  // rest of the SM's 64K (multiples of 8): 240 each of 2 groups, 160 each of 3 — what 24 would
+  // leave them too (488 / 2 and 488 / 3 round down to the same multiples of 8), and the paged
+  // producer's block-table lookups need the room.
+  static constexpr int kProducerRegs = 32;
   static constexpr int kConsumerRegs = (65536 / 128 - kProducerRegs) / kConsumers / 8 * 8;
-  static_assert(BN == 64 || BN == 128, "key tiles of 64, 128 or 176 (the wgmma forms generated)");
+  static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
   static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
                 "prefill_smem_bytes (policy.hpp) is this layout plus the 1024-byte alignment slack");
 };
 
-// The three tensor maps of one launch (built on the host, prefill_sm90_launch.cuh).
+// The three tensor maps of one launch (built on the host, prefill_sm90_launch.cuh) and the rows of
+// one K/V box: block_n for contiguous K/V (3-D maps), gcd(page_size, block_n) for paged NHD K/V
+// (4-D maps over the cache).
 struct Sm90PrefillMaps {
   CUtensorMap q, k, v;
+  int kv_box_rows;
 };
 
 // ---- The steps of a key tile (one consumer warp group, 64 q rows) --------------------------------
@@ -238,8 +253,73 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&pa)[BN / 16][4], const fl
   }
 }
 
-template <class Getter, DType DT, int D, bool kOverlap = Getter{}().overlap>
-__device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps) {
+// ---- The producer's K/V boxes ------------------------------------------------------------------
+// Where one lane of the producer warp finds its box of a key tile: contiguous K/V, lane 0 the
+// whole tile (row of the 3-D map); paged NHD, lane j box j (box_rows keys from key kt·BN +
+// j·box_rows: a slot and a page of the 4-D map; page −1 past the sequence's pages, not loaded).
+struct Sm90Box {
+  int row;   // contiguous: the map's row; paged: the slot within the page
+  int page;  // paged: the page (−1: not loaded)
+};
+
+template <class Sh, KVSource Src>
+struct Sm90KvBoxes {
+  static constexpr bool kPaged = is_paged(Src);
+  int lane, kvh, k_off;
+  int box_rows, boxes;         // rows of a box; boxes of a key tile (1 for contiguous K/V)
+  const int* blocks = nullptr;  // paged: the sequence's block-table row
+  int used_pages = 0;          // paged: pages holding its keys
+  FastDiv page;
+
+  __device__ __forceinline__ Sm90KvBoxes(const Sm90PrefillMaps& maps, const PrefillPagedKV& kv, int b, int kvh_,
+                                         int k_off_, int sk, int lane_)
+      : lane(lane_), kvh(kvh_), k_off(k_off_), box_rows(maps.kv_box_rows), boxes(Sh::BN / maps.kv_box_rows) {
+    if constexpr (kPaged) {
+      blocks = kv.block_table + static_cast<long long>(b) * kv.max_blocks_per_seq;
+      used_pages = (sk + kv.page_size - 1) / kv.page_size;
+      page = kv.page_div;
+    }
+  }
+
+  // This lane's box of key tile kt (the block-table read is the only global load).
+  __device__ __forceinline__ Sm90Box locate(int kt) const {
+    if constexpr (!kPaged) {
+      return {k_off + kt * Sh::BN, 0};
+    } else {
+      if (lane >= boxes) return {0, -1};
+      int slot;
+      const int pi = page.divmod(kt * Sh::BN + lane * box_rows, &slot);
+      return {slot, pi < used_pages ? blocks[pi] : -1};
+    }
+  }
+
+  // The boxes of one key tile into the stage buffer at dst, completing on bar: lane 0 arms the
+  // barrier with the bytes of every box loaded, then each lane issues its own (all D/64 panels).
+  __device__ __forceinline__ void load(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, Sm90Box box) const {
+    if constexpr (!kPaged) {
+      if (lane == 0) {
+        sm90::mbar_arrive_expect_tx(bar, Sh::kKVBytes);
+#pragma unroll
+        for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(dst + p * Sh::kKVPanel, map, bar, 64 * p, kvh, box.row);
+      }
+    } else {
+      const bool mine = lane < boxes && box.page >= 0;
+      const unsigned loaded = __ballot_sync(0xffffffffu, mine);
+      if (lane == 0) sm90::mbar_arrive_expect_tx(bar, __popc(loaded) * box_rows * 128 * Sh::kPanels);
+      __syncwarp();
+      if (mine) {
+        const std::uint32_t at = dst + static_cast<std::uint32_t>(lane * box_rows * 128);
+#pragma unroll
+        for (int p = 0; p < Sh::kPanels; ++p)
+          sm90::tma_load_4d(at + p * Sh::kKVPanel, map, bar, 64 * p, kvh, box.row, box.page);
+      }
+    }
+  }
+};
+
+template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
+__device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps,
+                                                  const PrefillPagedKV& kv) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   constexpr int BM = Sh::BM, BN = Sh::BN, S = Sh::S;
   extern __shared__ __align__(1024) unsigned char prefill_sm90_smem[];
@@ -258,11 +338,15 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 
   const int tid = threadIdx.x;
   const TileCoord tc = tile_of(blockIdx.x, a);
-  if (!prefill_sequence_ok(a, tc.b)) return;  // the input guard (prefill_common.cuh)
+  constexpr bool kPaged = is_paged(Src);
+  if (!prefill_sequence_ok<!kPaged>(a, tc.b)) return;  // the input guard (prefill_common.cuh)
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
   const int m0 = tc.m_block * BM;
   if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
-  const int k_off = a.cu_seqlens_k[tc.b], sk = a.cu_seqlens_k[tc.b + 1] - k_off;
+  if constexpr (kPaged)
+    if (!paged_sequence_ok(kv, tc.b, a.max_seqlen_k, a.input_errors)) return;  // (prefill_kv.cuh)
+  const int k_off = kPaged ? 0 : a.cu_seqlens_k[tc.b];
+  const int sk = kPaged ? paged_kv_len(kv, tc.b) : a.cu_seqlens_k[tc.b + 1] - k_off;
   const int kvh = tc.h / a.group;
   const int kt_end = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;  // key tiles kt_end − 1 … 0
 
@@ -280,27 +364,30 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 
   const int wg = tid / 128;
   if (wg == 0) {
-    // ---- Producer: one thread issues every load ------------------------------------------------
+    // ---- Producer: one thread issues every load (paged K/V: one warp, a box a lane) ------------
     sm90::setmaxnreg_dec<Sh::kProducerRegs>();
-    if (tid == 0 && kt_end > 0) {
-      sm90::mbar_arrive_expect_tx(bar_q, Sh::kQBytes);
+    if ((kPaged ? tid < 32 : tid == 0) && kt_end > 0) {
+      if (tid == 0) {
+        sm90::mbar_arrive_expect_tx(bar_q, Sh::kQBytes);
 #pragma unroll
-      for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sQ + p * Sh::kQPanel, &maps.q, bar_q, 64 * p, tc.h, q_off + m0);
+        for (int p = 0; p < Sh::kPanels; ++p)
+          sm90::tma_load_3d(sQ + p * Sh::kQPanel, &maps.q, bar_q, 64 * p, tc.h, q_off + m0);
+      }
+      const Sm90KvBoxes<Sh, Src> boxes(maps, kv, tc.b, kvh, k_off, sk, tid);
       // K and V of a stage are freed apart: the consumers are done with K_i after QKᵀ_i and with
       // V_i only after PV_i, one key tile later (the overlap below), so K_{i+S} loads while PV_i
-      // still runs.
+      // still runs. A paged tile's pages are looked up one tile ahead, while the stage's wait
+      // covers the block table's latency.
+      Sm90Box box = boxes.locate(kt_end - 1);
       for (int i = 0; i < kt_end; ++i) {
         const int s = i % S;
+        const Sm90Box here = box;
+        if (i + 1 < kt_end) box = boxes.locate(kt_end - 2 - i);
         const std::uint32_t freed = ((i / S) - 1) & 1;  // the phase that tile i − S completed
-        const int row = k_off + (kt_end - 1 - i) * BN;
         if (i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
-        sm90::mbar_arrive_expect_tx(bar_k(s), Sh::kKVBytes);
-#pragma unroll
-        for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sK(s) + p * Sh::kKVPanel, &maps.k, bar_k(s), 64 * p, kvh, row);
+        boxes.load(sK(s), &maps.k, bar_k(s), here);
         if (i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
-        sm90::mbar_arrive_expect_tx(bar_v(s), Sh::kKVBytes);
-#pragma unroll
-        for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(sV(s) + p * Sh::kKVPanel, &maps.v, bar_v(s), 64 * p, kvh, row);
+        boxes.load(sV(s), &maps.v, bar_v(s), here);
       }
     }
     return;
@@ -424,13 +511,13 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   }
 }
 
-// CTA i computes q tile i (tile_of order) whole. Compiled for sm_90a only (CMake's muh_sm90a
-// objects); an empty body anywhere else.
-template <class Getter, DType DT, int D, bool kOverlap = Getter{}().overlap>
+// CTA i computes q tile i (tile_of order) whole, its K/V from source Src (contiguous: kv unused).
+// Compiled for sm_90a only (CMake's muh_sm90a objects); an empty body anywhere else.
+template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32, 1)
-    prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps) {
+    prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps, const PrefillPagedKV kv) {
 #if MUH_SM90A_PTX
-  prefill_sm90_body<Getter, DT, D, kOverlap>(a, maps);
+  prefill_sm90_body<Getter, DT, D, Src, kOverlap>(a, maps, kv);
 #endif
 }
 

@@ -27,11 +27,38 @@ inline bool make_sm90_rows_map(CUtensorMap* map, const void* base, DType dt, int
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
-// Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu):
-// one CTA per q tile, whole tiles only.
-template <class Getter, DType DT, int D>
-Status launch_prefill_sm90_policy(PrefillArgs a, cudaStream_t stream) {
+// A paged NHD cache [pages, page_size, heads, D] as the 4-D map (dims, heads, slots, pages) with
+// boxes of 64 dims × 1 head × box_rows slots × 1 page, swizzled as above. box_rows divides
+// page_size, so a box never crosses a page.
+inline bool make_sm90_pages_map(CUtensorMap* map, const void* cache, DType dt, int D, int heads, int page_size,
+                                long long pages, int box_rows) {
+  if (pages < 1 || page_size % box_rows != 0) return false;
+  const cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(heads), cuuint64_t(page_size), cuuint64_t(pages)};
+  const cuuint64_t strides[3] = {cuuint64_t(D) * 2, cuuint64_t(heads) * D * 2,
+                                 cuuint64_t(page_size) * heads * D * 2};  // bytes, dims 1 .. 3
+  const cuuint32_t box[4] = {64, 1, cuuint32_t(box_rows), 1};
+  return encode_tma_map(map, cache, dt, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+// Rows of one paged K/V box: the largest that divides both the page and the key tile (pages are
+// multiples of 8 rows for 16-bit elements, prefill_check: so ≥ 8, whole swizzle groups).
+constexpr int sm90_page_box_rows(int page_size, int block_n) {
+  int x = page_size, y = block_n;
+  while (y != 0) {
+    const int t = x % y;
+    x = y;
+    y = t;
+  }
+  return x;
+}
+
+// Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
+// from source Src (contiguous: a.k, a.v; paged NHD: kv): one CTA per q tile, whole tiles only.
+template <class Getter, DType DT, int D, KVSource Src>
+Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
+  static_assert(Src != KVSource::paged_vllm, "the sm90 agent reads contiguous and paged NHD K/V (prefill_agent_reads)");
   a.num_m_blocks = (a.max_seqlen_q + Sh::BM - 1) / Sh::BM;
   const long long tiles = prefill_grid_size(a);
   if (tiles == 0) return Status::Ok();
@@ -39,22 +66,39 @@ Status launch_prefill_sm90_policy(PrefillArgs a, cudaStream_t stream) {
   Sm90PrefillMaps maps;
   // (q rows ≥ 2^31 cannot be addressed by the TMA's signed coordinates: check_prefill_call
   // bounds total_q and total_k by int already.)
-  if (!make_sm90_rows_map(&maps.q, a.q, DT, D, a.num_q_heads, a.total_q, Sh::BM) ||
-      !make_sm90_rows_map(&maps.k, a.k, DT, D, a.num_kv_heads, a.total_k, Sh::BN) ||
-      !make_sm90_rows_map(&maps.v, a.v, DT, D, a.num_kv_heads, a.total_k, Sh::BN))
-    return {StatusCode::cuda_error, "prefill (sm90 agent): cuTensorMapEncodeTiled failed for q / k / v"};
+  bool ok = make_sm90_rows_map(&maps.q, a.q, DT, D, a.num_q_heads, a.total_q, Sh::BM);
+  if constexpr (Src == KVSource::contiguous) {
+    maps.kv_box_rows = Sh::BN;
+    ok = ok && make_sm90_rows_map(&maps.k, a.k, DT, D, a.num_kv_heads, a.total_k, Sh::BN) &&
+         make_sm90_rows_map(&maps.v, a.v, DT, D, a.num_kv_heads, a.total_k, Sh::BN);
+  } else {
+    maps.kv_box_rows = sm90_page_box_rows(kv.page_size, Sh::BN);
+    if (maps.kv_box_rows % 8 != 0)
+      return {StatusCode::invalid_argument, "prefill (sm90 agent): page_size must be a multiple of 8 (internal)"};
+    ok = ok &&
+         make_sm90_pages_map(&maps.k, kv.k_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                             maps.kv_box_rows) &&
+         make_sm90_pages_map(&maps.v, kv.v_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                             maps.kv_box_rows);
+  }
+  if (!ok) return {StatusCode::cuda_error, "prefill (sm90 agent): cuTensorMapEncodeTiled failed for q / k / v"};
   constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
-  auto kernel = &prefill_sm90_kernel<Getter, DT, D>;
+  auto kernel = &prefill_sm90_kernel<Getter, DT, D, Src>;
   MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill (sm90)"));
-  kernel<<<static_cast<unsigned>(tiles), Sh::kThreads, smem, stream>>>(a, maps);
+  kernel<<<static_cast<unsigned>(tiles), Sh::kThreads, smem, stream>>>(a, maps, kv);
   return launch_status("prefill launch (sm90)");
+}
+
+template <class Getter, DType DT, int D>
+Status launch_prefill_sm90_policy(const PrefillArgs& a, cudaStream_t stream) {
+  return launch_prefill_sm90_source<Getter, DT, D, KVSource::contiguous>(a, PrefillPagedKV{}, stream);
 }
 
 template <class Getter, DType DT, int D>
 Status prefill_sm90_policy_occupancy(int* ctas_per_sm) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
-  auto kernel = &prefill_sm90_kernel<Getter, DT, D>;
+  auto kernel = &prefill_sm90_kernel<Getter, DT, D, KVSource::contiguous>;
   MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill occupancy (sm90)"));
   const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, Sh::kThreads, smem);
   if (e != cudaSuccess) return {StatusCode::cuda_error, std::string("prefill occupancy: ") + cudaGetErrorString(e)};

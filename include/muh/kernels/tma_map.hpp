@@ -22,7 +22,7 @@ inline bool encode_tma_map(CUtensorMap* map, const void* base, DType dt, cuuint3
                            CUtensorMapL2promotion promotion, bool bytes = false) {
   static const auto encode = driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
   if (encode == nullptr || dims[rank - 1] >= (1ull << 31)) return false;
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};  // rank ≤ 5
   const CUtensorMapDataType type = bytes                ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                    : dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;

@@ -25,10 +25,11 @@ enum class Agent : unsigned char {
 // three (the vLLM layout's token-minor value pages through a transposing copy); the sm75 agent
 // reads contiguous and paged NHD K/V — its register stage has no transposing variant yet, so the
 // selection (select.hpp) walks a paged-vLLM call on past its rows.
-// The sm90 agent reads contiguous K/V only (its TMA maps are over whole k / v tensors); a paged
+// The sm90 agent reads contiguous and paged NHD K/V (TMA boxes of whole pages or parts of one); the
+// vLLM layout's 16-byte-interleaved key pages have no box that lands as wgmma reads K, so such a
 // call walks on to the sm80 agent's row of sm_90.
 constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
-  if (agent == Agent::sm90) return s == KVSource::contiguous;
+  if (agent == Agent::sm90) return s != KVSource::paged_vllm;
   return agent == Agent::portable || agent == Agent::sm80 || s != KVSource::paged_vllm;
 }
 // Whether the agent has the general variant kind's hooks (muh/variant.hpp): all but sm90, whose
