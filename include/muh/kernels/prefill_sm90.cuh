@@ -2,7 +2,7 @@
 // into 128-byte-swizzled shared memory, wgmma for both GEMMs, warp specialisation.
 //
 // One CTA computes O for block_m (128) query rows of one (sequence, q head); three warp groups:
-//   producer (warp group 0, its registers given up to 32 a thread): one thread (paged K/V: one
+//   producer (warp group 0, its registers given up to 24 a thread): one thread (paged K/V: one
 //            warp) issues every TMA load — Q once, then the key tiles' K and V into a ring of
 //            num_stages (K, V) buffer pairs. Each buffer has a "full" mbarrier (the TMA's transaction bytes) and a "free"
 //            one (one arrival per consumer warp): K is free after its QKᵀ, V after its PV.
@@ -77,12 +77,18 @@ struct Sm90PrefillShape {
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
   static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warp groups");
   static_assert(!kPolicy.ping_pong, "the sm90 agent has no ping-pong (FA3's turns: measured within ±4 %, not built)");
-  // Registers a thread (setmaxnreg): the producer gives up all but 32; the consumers share the
-  // rest of the SM's 64K (multiples of 8): 240 each of 2 groups, 160 each of 3 — what 24 would
-  // leave them too (488 / 2 and 488 / 3 round down to the same multiples of 8), and the paged
-  // producer's block-table lookups need the room.
-  static constexpr int kProducerRegs = 32;
-  static constexpr int kConsumerRegs = (65536 / 128 - kProducerRegs) / kConsumers / 8 * 8;
+  // Registers a thread (setmaxnreg). The CTA keeps the registers it was launched with — 168 a
+  // thread for 384 threads (64,512), 128 for 512 (65,536) — and setmaxnreg only moves them between
+  // its warp groups: the producer gives up all but 24, the consumers take the rest (multiples of
+  // 8): 240 each of 2 groups (24 · 128 + 240 · 256 = 64,512 exactly), 160 each of 3. A consumer
+  // count the pool cannot give waits in setmaxnreg.inc forever (32 for the producer hung the
+  // 2-group kernels: 17,408 freed against 18,432 wanted).
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // __launch_bounds__(kThreads, 1)
+  static constexpr int kConsumerRegs =
+      (kLaunchRegs * kThreads - kProducerRegs * 128) / (128 * kConsumers) / 8 * 8;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= kLaunchRegs * kThreads,
+                "setmaxnreg moves registers within the CTA's launch allocation only");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
   static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
