@@ -36,9 +36,9 @@ namespace {
 constexpr double kPieceCost = 1.5;   // key tiles: Q load + fp32 partial write of one piece
 constexpr double kMergeCost = 4.0;   // key tiles: the merge launch and its reads
 constexpr double kMinGain = 1.0;     // key tiles the split must save
-// The sm90 agent's speed over the sm80 agent's per SM, at the same keys: 1.66-1.90x at 4k-16k
-// at hd 128/256, 1.43-1.55 at hd 64 (H100, bench/results/h100-2026-12-06-sm90-prefill, call 10);
-// the lower figure, so that a call the sm90 agent nearly fills stays on it.
+// The sm90 agent's speed over the sm80 agent's per SM, at the same keys: 1.54-1.93x at 4k-16k
+// at hd 128/256, 1.43-1.68 at hd 64 (H100, bench/results/h100-2026-12-06-sm90-prefill, call 10);
+// about the lowest, so that a call the sm90 agent nearly fills stays on it.
 constexpr double kSm90Speed = 1.5;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
