@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <numeric>
 #include <string>
 
 #include "muh/kernels/tma_map.hpp"
@@ -43,15 +44,7 @@ inline bool make_sm90_pages_map(CUtensorMap* map, const void* cache, DType dt, i
 
 // Rows of one paged K/V box: the largest that divides both the page and the key tile (pages are
 // multiples of 8 rows for 16-bit elements, prefill_check: so ≥ 8, whole swizzle groups).
-constexpr int sm90_page_box_rows(int page_size, int block_n) {
-  int x = page_size, y = block_n;
-  while (y != 0) {
-    const int t = x % y;
-    x = y;
-    y = t;
-  }
-  return x;
-}
+constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(page_size, block_n); }
 
 // Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
 // from source Src (contiguous: a.k, a.v; paged NHD: kv): one CTA per q tile, whole tiles only.
