@@ -11,9 +11,10 @@ causal and not, plus head_dim 64 x 32 heads and one GQA cell (hd 128, 32 q / 8 k
 against the Hopper agent the walk takes on an H100/H200 — interleaved with muh's own calls;
 --flashinfer adds FlashInfer's ragged prefill (fa3 and fa2 backends, bench/flashinfer_peer.py). TFLOP/s = 4*b*h*sq*sk*d / t, halved for causal. Each time is the median of
 --iters CUDA-event-timed calls after 5 warm-up calls. muh runs as a user would call it, with the
-workspace muh_prefill_workspace_size() asks for (the tail split, muh/prefill_plan.hpp), and again
-without one ("muh-whole": every q tile whole), the two timed interleaved (interleaved_ms), so the
-split's gain is measured in the same run.
+workspace muh_prefill_workspace_size() asks for (the tail split, or the sm90 agent's persistent
+schedule: muh/prefill_plan.hpp), and again without one ("muh-whole": every q tile whole, one CTA
+each), the two timed interleaved (interleaved_ms), so the workspace's gain is measured in the same
+run.
 
 Writes prefill-<tag>.csv, prefill-<tag>.json and prefill-<tag>.png (ratios muh / backend) under --out.
 """
@@ -298,7 +299,8 @@ def main():
         ratios = " ".join(f"{name} x{s[f'muh_over_{name}']:.2f}" for name in peers)
         print(f"hd{s['head_dim']} h{s['heads']}/{s['kv_heads']} seq {s['seq_len']} "
               f"{'causal' if s['causal'] else 'non-causal'}: muh {s['muh_tflops']:.0f} | {ratios}"
-              f" | {100 * s['muh_over_gemm']:.0f}% of GEMM | split x{s['split_gain']:.3f} over whole tiles")
+              f" | {100 * s['muh_over_gemm']:.0f}% of GEMM | with workspace x{s['split_gain']:.3f} over without"
+              f" ({s['workspace_bytes']} B)")
 
 
 if __name__ == "__main__":

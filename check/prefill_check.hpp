@@ -215,7 +215,9 @@ struct PrefillResult {
   std::size_t nonfinite = 0;      // non-finite outputs (NaN pre-fill left, or overflow)
   std::size_t lse_mismatch = 0;   // lse entries outside 1e-3·(1+|ref|), or −inf disagreements
   bool deterministic = true;      // two runs bitwise equal
-  std::size_t workspace_bytes = 0;  // the tail split's workspace the call used (0: tiles whole)
+  std::size_t workspace_bytes = 0;  // the workspace the call used: the tail split's, the persistent
+                                    // schedule's counter (0: one CTA per q tile)
+  bool persistent = false;          // the plan's persistent schedule ran
   bool pass = false;
   std::string note;               // why it failed, in one line
 };
@@ -226,9 +228,11 @@ struct PrefillResult {
 // tables, e.g. other K/V ring depths). `stream`, when given (e.g. a green-context stream,
 // green_partition.hpp), is where plan_prefill() + muh::prefill() run, planned with
 // stream_profile(stream); the inputs are copied on the default stream first, as without one.
+// sm_count > 0 plans for that many SMs instead of the profile's (the persistent schedule's CTAs,
+// prefill_plan.hpp: a few CTAs then walk many q tiles each on the real device).
 using PrefillLauncher = std::function<Status(const PrefillParams&)>;
 inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const PrefillLauncher& launch = {},
-                                      cudaStream_t stream = nullptr) {
+                                      cudaStream_t stream = nullptr, int sm_count = 0) {
   PrefillResult r;
   const DType t = in.dtype;
   const std::size_t e = dtype_size(t);
@@ -277,6 +281,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
     Status s = [&] {
       HardwareCapability hw;
       MUH_TRY(stream ? stream_profile(stream, &hw) : device_profile(-1, &hw));
+      if (sm_count > 0) hw.sm_count = sm_count;
       return plan_prefill(p, hw, PrefillPlanOptions{target, in.c->tail_chunk}, &plan);
     }();
     if (!s.ok()) {
@@ -285,6 +290,7 @@ inline PrefillResult run_prefill_case(const PrefillInputs& in, int target, const
       return r;
     }
     r.workspace_bytes = plan.workspace_bytes;
+    r.persistent = plan.persistent.on();
     if (r.workspace_bytes > 0) {
       if (!dws.alloc(r.workspace_bytes)) return fail("cudaMalloc (workspace)", cudaErrorMemoryAllocation);
       if ((err = cudaMemset(dws.p, 0xFF, r.workspace_bytes)) != cudaSuccess) return fail("workspace pre-fill", err);

@@ -7,7 +7,7 @@
 //   the pointers: non-null where something is read or written, 16-byte aligned tensors, 4-byte
 //   aligned lse and cu_seqlens); the plan (made, for exactly this shape, its policy the target's
 //   row); the workspace (non-null, 16-byte aligned and at least plan.workspace_bytes when the plan
-//   splits).
+//   splits or runs the persistent schedule).
 // Only then the device, from its cached profile (hardware.hpp, device_profile(): no attribute
 // query per call): no device → no_device; a plan target newer than the device, or a policy that
 // needs more shared memory than it grants → unsupported. cu_seqlens live on the device, so they
@@ -45,11 +45,13 @@ namespace detail {
 // The specialisations the instance files define (one per compiled (dtype, head_dim)).
 #define MUH_DECLARE_PREFILL_INSTANCE(t, d) \
   template <>                              \
-  Status prefill_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillTail&, int, int, cudaStream_t);
+  Status prefill_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillTail&, \
+                                      const kernels::PrefillSchedule&, int, int, cudaStream_t);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_INSTANCE)
 #undef MUH_DECLARE_PREFILL_INSTANCE
 
-using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillTail&, int, int, cudaStream_t);
+using PrefillInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillTail&,
+                                     const kernels::PrefillSchedule&, int, int, cudaStream_t);
 
 #define MUH_PREFILL_INSTANCE_ENTRY(t, d) InstanceEntry<PrefillInstanceFn>{DType::t, d, &prefill_instance<DType::t, d>},
 constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_PREFILL_INSTANCE_ENTRY)};
@@ -129,6 +131,16 @@ kernels::PrefillTail tail_of(const PrefillPlan& plan, void* workspace) {
   return tail;
 }
 
+// The kernels' view of the plan's persistent schedule (none: ctas 0), its counter in `workspace`.
+kernels::PrefillSchedule schedule_of(const PrefillPlan& plan, void* workspace) {
+  kernels::PrefillSchedule s;
+  if (plan.persistent.on()) {
+    s.ctas = plan.persistent.ctas;
+    s.counter = reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) + plan.persistent.counter_offset);
+  }
+  return s;
+}
+
 Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
   const std::string w = "prefill: ";
   if (plan.target < 0) return invalid_argument(w + "the plan is empty (make it with plan_prefill())");
@@ -146,8 +158,12 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
     return invalid_argument(w + "the plan was made for the " + variant_kind_name(plan.variant) +
                             " variant kind and the call is of the " + variant_kind_name(variant_kind(p.variant)) +
                             " kind (variant: " + describe_variant(p.variant) + "); re-plan for this call");
-  if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes != plan.split.workspace_bytes))
+  if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes < plan.split.workspace_bytes))
     return invalid_argument(w + "the plan's split is inconsistent");
+  if (plan.persistent.on() &&
+      (plan.split.split() || plan.policy.agent != Agent::sm90 || is_paged(p.kv_source) ||
+       plan.persistent.counter_offset % 16 != 0 || plan.workspace_bytes < plan.persistent.counter_offset + sizeof(int)))
+    return invalid_argument(w + "the plan's persistent schedule is inconsistent");
   return Status::Ok();
 }
 
@@ -224,7 +240,8 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
                                  std::size_t workspace_bytes, const RunOptions& opt) {
   MUH_TRY(detail::check_plan(p, plan));
   if (p.batch == 0 || p.total_q == 0) return Status::Ok();  // nothing to compute or write
-  MUH_TRY(detail::check_workspace("prefill: ", "the tail split", plan.workspace_bytes, workspace, workspace_bytes));
+  MUH_TRY(detail::check_workspace("prefill: ", "the tail split or the persistent schedule's tile counter",
+                                  plan.workspace_bytes, workspace, workspace_bytes));
   HardwareCapability hw;
   MUH_TRY(detail::check_device(plan, &hw));
   if (plan.variant == VariantKind::general) {
@@ -267,9 +284,8 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   kernels::PrefillArgs a = detail::make_prefill_args(p);
   a.input_errors = opt.input_errors;  // the kernels' guard flags here (muh/input_errors.hpp)
   if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
-  const kernels::PrefillTail tail = tail_of(plan, workspace);
-  return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(a, tail, plan.target, hw.compute_capability,
-                                                                      opt.stream);
+  return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(
+      a, tail_of(plan, workspace), schedule_of(plan, workspace), plan.target, hw.compute_capability, opt.stream);
 }
 
 Status prefill(const PrefillParams& p, const RunOptions& opt) {

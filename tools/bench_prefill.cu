@@ -68,7 +68,8 @@ Row time_prefill(Buffers& buf, const std::string& kind, int hd, int heads, int s
   if (!run.ok()) throw std::runtime_error("prefill: " + run.message());
   const double ms = median_ms([&] { (void)prefill(p, plan, ws.p, plan.workspace_bytes); }, iters);
   std::string policy = to_string(plan.policy);
-  if (plan.workspace_bytes > 0) policy += " +tail";
+  if (plan.split.split()) policy += " +tail";
+  if (plan.persistent.on()) policy += " +persistent";
   Row r{kind, policy, hd, heads, seq, p.batch, causal, ms, 0};
   r.tflops = flops(p.batch, heads, seq, hd, causal) / (ms * 1e-3) / 1e12;
   return r;

@@ -51,8 +51,9 @@ struct RunOptions {
 Status prefill(const PrefillParams& p, const PrefillPlan& plan, void* workspace, std::size_t workspace_bytes,
                const RunOptions& opt = {});
 
-// The one-call form: plans on the current device's profile with every q tile whole (no
-// workspace), then runs. A caller that repeats a shape, or wants the tail split, plans once.
+// The one-call form: plans on the current device's profile with every q tile whole, one CTA each
+// (no workspace), then runs. A caller that repeats a shape, or wants the tail split or the sm90
+// agent's persistent schedule (both need the plan's workspace), plans once.
 Status prefill(const PrefillParams& p, const RunOptions& opt = {});
 
 // The paged form of a prefill call's parameters: `shape` carries the sizes of q, the heads, dtype,

@@ -70,9 +70,22 @@ struct PrefillPlanOptions {
   // target's row exactly (tests, emulation of another profile). A policy only changes speed.
   int force_target = -1;
   // The tail split: kPrefillTailAuto (the cost model decides), kPrefillTailOff (every q tile
-  // whole, no workspace), or > 0: this many key tiles per tail CTA where the agent and the shape
-  // allow a split (tests, tuning).
+  // whole, one CTA each, no workspace), or > 0: this many key tiles per tail CTA where the agent
+  // and the shape allow a split (tests, tuning). The persistent schedule needs a workspace too:
+  // a plan with kPrefillTailOff has none.
   int tail_chunk = kPrefillTailAuto;
+};
+
+// The persistent schedule: the sm90 agent over contiguous K/V, where a call has more q tiles than
+// CTAs fit on the SMs at once (split.tiles > split.slots) and the plan may ask for a workspace
+// (tail_chunk is not kPrefillTailOff). One CTA per slot computes q tile after q tile, each taking
+// the next from a counter in the workspace, so that a tile's Q and first K/V tiles load during the
+// epilogue of the one before (kernels/prefill_sm90.cuh). Measured: bench/results/
+// h100-2026-12-06-sm90-persistent/.
+struct PrefillPersistent {
+  int ctas = 0;                   // CTAs of the launch (0: none, one CTA per q tile)
+  std::size_t counter_offset = 0;  // bytes into the workspace: one int, zeroed by prefill() on the stream
+  bool on() const { return ctas > 0; }
 };
 
 // What plan_prefill() decided. It depends only on host-known values — the shape (sizes, heads,
@@ -85,7 +98,10 @@ struct PrefillPlan {
   int device_cc = 0;           // the profile's compute capability (0: own arch)
   int sm_count = 0;            // the profile's SMs: the split's slots are counted on them
   PrefillSplit split;
-  std::size_t workspace_bytes = 0;  // = split.workspace_bytes: prefill() needs this much scratch
+  PrefillPersistent persistent;
+  // prefill() needs this much scratch: split.workspace_bytes, then with the persistent schedule
+  // its counter (16 bytes at counter_offset).
+  std::size_t workspace_bytes = 0;
   PrefillShape shape;          // what it was made for: prefill() takes it for exactly this shape
   // The attention-variant kind the plan's kernels are instantiated for (muh/variant.hpp):
   // variant_kind(p.variant) of the call it was made for; prefill() takes it only for calls of

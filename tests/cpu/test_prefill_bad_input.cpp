@@ -166,6 +166,15 @@ TEST(PrefillBadInput, SplitPlanNeedsItsWorkspace) {
   EXPECT_NE(s.message().find("workspace is null"), std::string::npos) << s.message();
   s = prefill(p, plan, g_fake, 64);
   EXPECT_NE(s.message().find("workspace too small"), std::string::npos) << s.message();
+  // The sm90 agent's persistent schedule (sm_90a compiled: 512 q tiles on 132 slots) needs its
+  // tile counter the same way.
+  PrefillPlan persistent;
+  ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &persistent).ok());
+  EXPECT_EQ(persistent.persistent.on(), persistent.policy.agent == Agent::sm90);
+  if (persistent.persistent.on()) {
+    s = prefill(p, persistent, nullptr, 0);
+    EXPECT_NE(s.message().find("tile counter); workspace is null"), std::string::npos) << s.message();
+  }
 }
 
 // Empty work is not an error and launches nothing (so no device is needed).

@@ -213,6 +213,57 @@ TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
   }
 }
 
+// The persistent schedule: the sm90 agent over contiguous K/V, where the q tiles outnumber the
+// slots and the caller gives a workspace: one CTA per slot, the counter after the split's partials
+// (none here) at a 16-byte offset. Nowhere else.
+TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
+  const bool sm90a = compiled_target_set().contains(kTargetSm90a);
+  const PrefillParams many = shape(16, 1024, 1024, 32, 32, 128);  // 4096 q tiles of 128 rows
+  PrefillPlan plan;
+  ASSERT_TRUE(plan_prefill(many, presets::h200, {}, &plan).ok());
+  ASSERT_EQ(plan.target, sm90a ? kTargetSm90a : 90);
+  if (sm90a) {
+    EXPECT_EQ(plan.split.tiles, 4096);
+    EXPECT_EQ(plan.persistent.ctas, 132);
+    EXPECT_EQ(plan.persistent.counter_offset, 0u);
+    EXPECT_EQ(plan.workspace_bytes, 16u);
+    // Causal too (the counter hands out the heavy tiles first, as tile_of orders them).
+    PrefillParams causal = many;
+    causal.causal = true;
+    PrefillPlan pc;
+    ASSERT_TRUE(plan_prefill(causal, presets::h200, {}, &pc).ok());
+    EXPECT_EQ(pc.persistent.ctas, 132);
+    // A 16-SM partition: a CTA per SM of the partition.
+    HardwareCapability part = presets::h200;
+    part.sm_count = 16;
+    PrefillPlan small;
+    ASSERT_TRUE(plan_prefill(many, part, {}, &small).ok());
+    EXPECT_EQ(small.persistent.ctas, 16);
+  }
+  // No workspace (kPrefillTailOff): one CTA per q tile.
+  PrefillPlan off;
+  ASSERT_TRUE(plan_prefill(many, presets::h200, PrefillPlanOptions{-1, kPrefillTailOff}, &off).ok());
+  EXPECT_FALSE(off.persistent.on());
+  EXPECT_EQ(off.workspace_bytes, 0u);
+  // No more tiles than slots: nothing to go on to (8 tiles, causal so that no key split applies).
+  PrefillPlan few;
+  ASSERT_TRUE(plan_prefill(shape(1, 256, 4096, 4, 1, 128, true), presets::h200, {}, &few).ok());
+  EXPECT_FALSE(few.persistent.on());
+  EXPECT_EQ(few.workspace_bytes, 0u);
+  // The sm80-class agent (sm_90's row forced) has none.
+  PrefillPlan t90;
+  ASSERT_TRUE(plan_prefill(many, presets::h200, PrefillPlanOptions{90, kPrefillTailAuto}, &t90).ok());
+  EXPECT_EQ(t90.policy.agent, Agent::sm80);
+  EXPECT_FALSE(t90.persistent.on());
+  // Paged K/V: one CTA per tile (the block-table guard takes the whole CTA, once).
+  const PrefillParams paged =
+      make_paged_prefill(many, KVLayout::nhd, nullptr, nullptr, nullptr, nullptr, 16, 1100, 64);
+  PrefillPlan pp;
+  ASSERT_TRUE(plan_prefill(paged, presets::h200, {}, &pp).ok());
+  EXPECT_EQ(pp.target, sm90a ? kTargetSm90a : 90);
+  EXPECT_FALSE(pp.persistent.on());
+}
+
 // Brute force over the pieces every tail CTA walks, as the kernel walks them.
 TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
   for (int R : {1, 2, 3, 7, 68})
@@ -281,7 +332,9 @@ TEST(PrefillPlanValue, CarriesTheSelectionTheSplitAndTheShape) {
   const PrefillSplit want = plan_prefill_split(p, plan.policy, presets::h200, kPrefillTailAuto);
   EXPECT_EQ(plan.split.tail_tiles, want.tail_tiles);
   EXPECT_EQ(plan.split.tail_chunk, want.tail_chunk);
-  EXPECT_EQ(plan.workspace_bytes, want.workspace_bytes);
+  // (The sm90 agent's persistent schedule adds its 16-byte tile counter: 256 q tiles, 132 slots.)
+  EXPECT_EQ(plan.persistent.on(), plan.policy.agent == Agent::sm90);
+  EXPECT_EQ(plan.workspace_bytes, want.workspace_bytes + (plan.persistent.on() ? 16u : 0u));
   EXPECT_TRUE(plan.shape == p);
   EXPECT_EQ(plan.shape.num_kv_heads, 4);
 

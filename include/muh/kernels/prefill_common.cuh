@@ -64,6 +64,16 @@ struct PrefillTail {
   float* ws_lse = nullptr;     // [slots][block_m] fp32
 };
 
+// The persistent schedule of a launch (prefill_plan.hpp chooses it; ctas = 0: none, one CTA per
+// q tile): ctas CTAs take the q tiles in turn from a counter in the plan's workspace, zeroed on
+// the stream before the launch (the sm90 agent over contiguous K/V: prefill_sm90.cuh's
+// Sm90Scheduler).
+struct PrefillSchedule {
+  int ctas = 0;
+  int* counter = nullptr;  // one int, 16-byte aligned
+  bool persistent() const { return ctas > 0; }
+};
+
 // CTAs of one launch: num_m_blocks × batch × num_q_heads.
 inline long long prefill_grid_size(const PrefillArgs& a) {
   return static_cast<long long>(a.num_m_blocks) * a.batch * a.num_q_heads;

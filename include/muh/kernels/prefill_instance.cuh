@@ -14,11 +14,12 @@
 namespace muh::detail {
 
 // Runs the policy of dispatch target `target` (0 = portable, 75, 80, ...) for (T, D) on a device of
-// compute capability device_cc (it decides the tail split's dependent launches); returns
-// not_compiled when the target is not compiled into this build.
+// compute capability device_cc (it decides the tail split's dependent launches), with the plan's
+// tail split and persistent schedule (either may be none); returns not_compiled when the target
+// is not compiled into this build.
 template <DType T, int D>
-Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTail& tail, int target, int device_cc,
-                        cudaStream_t stream);
+Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTail& tail,
+                        const kernels::PrefillSchedule& sched, int target, int device_cc, cudaStream_t stream);
 
 // The same with K/V from a paged cache (source paged_nhd or paged_vllm); generated from
 // src/instances/prefill_paged_instance.cu.in into files of their own, so that the paged kernels

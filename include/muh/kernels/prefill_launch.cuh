@@ -20,9 +20,10 @@ namespace muh::kernels {
 
 // The sm90 agent's launch and occupancy (kernels/prefill_sm90.cuh), defined for each 16-bit
 // (dtype, head_dim) with a sm_90a row by src/instances/prefill_sm90_instance.cu.in — objects
-// compiled for sm_90a alone, so that no other pass sees wgmma. The policy is the sm_90a row.
+// compiled for sm_90a alone, so that no other pass sees wgmma. The policy is the sm_90a row;
+// sched, the plan's persistent schedule or none.
 template <DType DT, int D>
-Status launch_prefill_sm90(const PrefillArgs& a, cudaStream_t stream);
+Status launch_prefill_sm90(const PrefillArgs& a, const PrefillSchedule& sched, cudaStream_t stream);
 template <DType DT, int D>
 Status prefill_sm90_occupancy(int* ctas_per_sm);
 // Its launch over a paged NHD cache (the one paged layout it reads), defined with MUH_PAGED_PREFILL
@@ -129,17 +130,21 @@ Status check_tail(const PrefillTail& t, long long tiles) {
 // With a tail split (t.tail_tiles > 0, filled from prefill_plan.hpp's plan for this policy) the
 // whole tiles, the tail CTAs and the merge are three launches on the stream; device_cc, the
 // compute capability of the device they run on (prefill() reads it from the device's profile), decides whether the last two
-// are launched dependent (sm_90+). Calls without a tail never read it.
+// are launched dependent (sm_90+). Calls without a tail never read it. sched, the plan's
+// persistent schedule (the sm90 agent's only; none: one CTA per q tile).
 template <class Getter, DType DT, int D>
-Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, int device_cc = 0) {
+Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, int device_cc = 0,
+                      PrefillSchedule sched = {}) {
   using K = PrefillKernel<Getter, DT, D>;
   if constexpr (K::sm90) {
     // Whole tiles only (prefill_split_applies): the plan never splits for this agent.
     if (t.tail_tiles > 0)
       return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
     (void)device_cc;
-    return launch_prefill_sm90<DT, D>(a, stream);
+    return launch_prefill_sm90<DT, D>(a, sched, stream);
   } else {
+    if (sched.persistent())
+      return {StatusCode::invalid_argument, "prefill: a persistent schedule for an agent without one (internal)"};
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
     const long long tiles = prefill_grid_size(a);
     if (tiles == 0) return Status::Ok();

@@ -1,12 +1,16 @@
 // kernels/prefill_sm90.cuh — the Hopper prefill agent (Agent::sm90, sm_90a code only): TMA loads
 // into 128-byte-swizzled shared memory, wgmma for both GEMMs, warp specialisation.
 //
-// One CTA computes O for block_m (128) query rows of one (sequence, q head); three warp groups:
-//   producer (warp group 0, its registers given up to 24 a thread): one thread (paged K/V: one
-//            warp) issues every TMA load — Q once, then the key tiles' K and V into a ring of
-//            num_stages (K, V) buffer pairs. Each buffer has a "full" mbarrier (the TMA's transaction bytes) and a "free"
-//            one (one arrival per consumer warp): K is free after its QKᵀ, V after its PV.
-//   consumers (warp groups 1 .. block_m/64: 240 registers a thread for 2 groups, 160 for 3): 64
+// A CTA computes O for q tiles of block_m query rows of one (sequence, q head) each, one tile
+// after another (one a CTA, or as many as the persistent schedule gives it: Sm90Scheduler); three
+// or four warp groups:
+//   producer (warp group 0, its registers given up to 40 a thread): one thread (paged K/V: one
+//            warp) issues every TMA load — per q tile its Q into one of one or two Q buffers,
+//            and the key tiles' K and V into a ring of num_stages (K, V) buffer pairs that runs
+//            on across the CTA's q tiles. Each buffer has a "full" mbarrier (the TMA's
+//            transaction bytes) and a "free" one (one arrival per consumer warp): K is free after
+//            its QKᵀ, V after its PV, a Q buffer after the epilogue that stages O through it.
+//   consumers (warp groups 1 .. block_m/64: 232 registers a thread for 2 groups, 152 for 3): 64
 //            query rows each, per key tile
 //      S = Q Kᵀ        wgmma m64n{block_n}k16, Q and K from shared memory (K-major), D/16 steps
 //      mask            only on tiles that cross the sequence end or the causal diagonal
@@ -70,8 +74,11 @@ struct Sm90PrefillShape {
   static constexpr int kPanels = D / 64;
   static constexpr int kQPanel = BM * 128, kKVPanel = BN * 128;  // bytes of one 64-dim panel
   static constexpr int kQBytes = BM * D * 2, kKVBytes = BN * D * 2;
-  // Shared memory: Q, then per stage K and V; the mbarriers after them.
-  static constexpr int kBarOffset = kQBytes + 2 * S * kKVBytes;
+  static constexpr int kQBufs = prefill_sm90_q_buffers(kPolicy, DT, D);  // (policy.hpp)
+  // Shared memory: the Q buffers, then per stage K and V; the mbarriers after them (Q full and
+  // free per Q buffer, then K full, V full, K free, V free per stage), then the q tiles' indices.
+  static constexpr int kBarOffset = kQBufs * kQBytes + 2 * S * kKVBytes;
+  static constexpr int kSlotOffset = kBarOffset + 8 * (2 * kQBufs + 4 * S);  // a 48-byte Sm90Tile per Q buffer
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the sm90 agent multiplies 16-bit inputs");
   static_assert(D % 64 == 0 && D <= 256, "the sm90 agent's tiles are whole 64-dim panels, N <= 256");
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
@@ -79,11 +86,14 @@ struct Sm90PrefillShape {
   static_assert(!kPolicy.ping_pong, "the sm90 agent has no ping-pong (FA3's turns: measured within ±4 %, not built)");
   // Registers a thread (setmaxnreg). The CTA keeps the registers it was launched with — 168 a
   // thread for 384 threads (64,512), 128 for 512 (65,536) — and setmaxnreg only moves them between
-  // its warp groups: the producer gives up all but 24, the consumers take the rest (multiples of
-  // 8): 240 each of 2 groups (24 · 128 + 240 · 256 = 64,512 exactly), 160 each of 3. A consumer
-  // count the pool cannot give waits in setmaxnreg.inc forever (32 for the producer hung the
-  // 2-group kernels: 17,408 freed against 18,432 wanted).
-  static constexpr int kProducerRegs = 24;
+  // its warp groups: the producer gives up all but 40 (2 consumer groups) or 56 (3), the
+  // consumers take the rest (multiples of 8): 232 each of 2 groups (40 · 128 + 232 · 256 =
+  // 64,512 exactly), 152 each of 3 (56 · 128 + 152 · 384 = 65,536). A consumer count the pool
+  // cannot give waits in setmaxnreg.inc forever (the producer at 32 with consumers at 240 hung
+  // the 2-group kernels: 17,408 freed against 18,432 wanted). The producer's loop over q tiles
+  // (the persistent schedule) spilled 248 B at 24 registers (ptxas, bf16 hd 128), a few dozen
+  // bytes at 40 — its one thread's local loads hit L1; the consumers spill nothing.
+  static constexpr int kProducerRegs = kConsumers == 2 ? 40 : 56;
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // __launch_bounds__(kThreads, 1)
   static constexpr int kConsumerRegs =
       (kLaunchRegs * kThreads - kProducerRegs * 128) / (128 * kConsumers) / 8 * 8;
@@ -91,7 +101,8 @@ struct Sm90PrefillShape {
                 "setmaxnreg moves registers within the CTA's launch allocation only");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128 (the wgmma forms generated)");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
-  static_assert(prefill_smem_bytes(kPolicy, DT, D) == kBarOffset + 8 * (1 + 4 * S) + 1024,
+  static_assert(kQBufs == 1 || kQBufs == 2, "one or two Q buffers");
+  static_assert(prefill_smem_bytes(kPolicy, DT, D) == kSlotOffset + 48 * kQBufs + 1024,
                 "prefill_smem_bytes (policy.hpp) is this layout plus the 1024-byte alignment slack");
 };
 
@@ -323,80 +334,170 @@ struct Sm90KvBoxes {
   }
 };
 
+// ---- The q tiles of a CTA ----------------------------------------------------------------------
+// The q tiles one CTA computes, in turn (tile_of order, the heaviest first). The first is
+// blockIdx.x. With a counter — the plan's persistent schedule (prefill_plan.hpp): a grid of one
+// CTA per SM, the counter zeroed on the stream before the launch — each next one is the next
+// unclaimed tile, so a CTA that finishes early takes more, as the hardware balances a grid of one
+// CTA per tile, while its next tile's Q and K/V load during this one's epilogue. (A static
+// round-robin over the same order ran causal grids 10–30 % slower: h100-2026-12-06-sm90-prefill
+// call 5.) Without a counter, blockIdx.x + gridDim.x: none left in a grid of one CTA per tile.
+struct Sm90Scheduler {
+  int* counter = nullptr;  // nullptr: one CTA per q tile
+  int tiles = 0;           // q tiles of the launch (prefill_grid_size)
+#if defined(__CUDACC__)
+  __device__ __forceinline__ int first() const { return static_cast<int>(blockIdx.x); }
+  __device__ __forceinline__ int claim(int current) const {
+    return counter != nullptr ? atomicAdd(counter, 1) + static_cast<int>(gridDim.x)
+                              : current + static_cast<int>(gridDim.x);
+  }
+#endif
+};
+
+// What one q tile computes: its coordinates, its sequence's q rows and keys, its key tiles
+// (kt_end − 1 … 0). The producer derives it from the tile's index (sm90_tile) and hands it to
+// the consumers through shared memory with the tile's Q, kt_end −1 marking the end.
+struct Sm90Tile {
+  TileCoord tc{};
+  int q_off = 0, sq = 0, m0 = 0;  // the sequence's first q row and q rows; the tile's first row
+  int k_off = 0, sk = 0;          // its first key row (contiguous K/V) and keys
+  int kt_end = 0;
+};
+static_assert(sizeof(Sm90Tile) <= 48, "a tile's slot in shared memory is 48 bytes (prefill_sm90_smem_bytes)");
+
+template <class Sh, bool kPaged>
+__device__ __forceinline__ Sm90Tile sm90_tile(const PrefillArgs& a, const PrefillPagedKV& kv, int linear) {
+  Sm90Tile t;
+  t.tc = tile_of(linear, a);
+  t.q_off = a.cu_seqlens_q[t.tc.b];
+  t.sq = a.cu_seqlens_q[t.tc.b + 1] - t.q_off;
+  t.m0 = t.tc.m_block * Sh::BM;
+  t.k_off = kPaged ? 0 : a.cu_seqlens_k[t.tc.b];
+  t.sk = kPaged ? paged_kv_len(kv, t.tc.b) : a.cu_seqlens_k[t.tc.b + 1] - t.k_off;
+  t.kt_end = (visible_keys(t.m0, Sh::BM, t.sq, t.sk, a.causal) + Sh::BN - 1) / Sh::BN;
+  return t;
+}
+
 template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
 __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps,
-                                                  const PrefillPagedKV& kv) {
+                                                  const PrefillPagedKV& kv, const Sm90Scheduler& sched) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
-  constexpr int BM = Sh::BM, BN = Sh::BN, S = Sh::S;
+  constexpr int BN = Sh::BN, S = Sh::S, QB = Sh::kQBufs;
   extern __shared__ __align__(1024) unsigned char prefill_sm90_smem[];
   // The panels need 1024-byte alignment (the swizzle pattern repeats every 8 rows of 128 bytes).
   const std::uint32_t raw = sm80::smem_addr(prefill_sm90_smem);
   const std::uint32_t base = (raw + 1023u) & ~1023u;
   unsigned char* const smem = prefill_sm90_smem + (base - raw);
-  const std::uint32_t sQ = base;
-  auto sK = [&](int s) { return base + Sh::kQBytes + static_cast<std::uint32_t>(2 * s * Sh::kKVBytes); };
+  auto sQ = [&](int qb) { return base + static_cast<std::uint32_t>(qb * Sh::kQBytes); };
+  auto sK = [&](int s) { return base + static_cast<std::uint32_t>(QB * Sh::kQBytes + 2 * s * Sh::kKVBytes); };
   auto sV = [&](int s) { return sK(s) + static_cast<std::uint32_t>(Sh::kKVBytes); };
-  const std::uint32_t bar_q = base + Sh::kBarOffset;
-  auto bar_k = [&](int s) { return bar_q + 8u * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8u * (1 + S + s); };
-  auto bar_k_free = [&](int s) { return bar_q + 8u * (1 + 2 * S + s); };  // QKᵀ of the stage's K done
-  auto bar_v_free = [&](int s) { return bar_q + 8u * (1 + 3 * S + s); };  // PV of the stage's V done
+  const std::uint32_t bars = base + Sh::kBarOffset;
+  auto bar_q = [&](int qb) { return bars + 8u * qb; };                // Q (and its tile's index) landed
+  auto bar_q_free = [&](int qb) { return bars + 8u * (QB + qb); };    // the epilogue is done with the buffer
+  auto bar_k = [&](int s) { return bars + 8u * (2 * QB + s); };
+  auto bar_v = [&](int s) { return bars + 8u * (2 * QB + S + s); };
+  auto bar_k_free = [&](int s) { return bars + 8u * (2 * QB + 2 * S + s); };  // QKᵀ of the stage's K done
+  auto bar_v_free = [&](int s) { return bars + 8u * (2 * QB + 3 * S + s); };  // PV of the stage's V done
+  // The q tile in Q buffer qb (kt_end −1: no more tiles), written before its bar_q arrival, whose
+  // release the consumers' wait acquires.
+  Sm90Tile* const tile_slot = reinterpret_cast<Sm90Tile*>(smem + Sh::kSlotOffset);
 
   const int tid = threadIdx.x;
-  const TileCoord tc = tile_of(blockIdx.x, a);
   constexpr bool kPaged = is_paged(Src);
-  if (!prefill_sequence_ok<!kPaged>(a, tc.b)) return;  // the input guard (prefill_common.cuh)
-  const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;
-  const int m0 = tc.m_block * BM;
-  if (m0 >= sq) return;  // a short sequence of a varlen batch: nothing here
-  if constexpr (kPaged)
-    if (!paged_sequence_ok(kv, tc.b, a.max_seqlen_k, a.input_errors)) return;  // (prefill_kv.cuh)
-  const int k_off = kPaged ? 0 : a.cu_seqlens_k[tc.b];
-  const int sk = kPaged ? paged_kv_len(kv, tc.b) : a.cu_seqlens_k[tc.b + 1] - k_off;
-  const int kvh = tc.h / a.group;
-  const int kt_end = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;  // key tiles kt_end − 1 … 0
+  if constexpr (kPaged) {
+    // One q tile a CTA (the launch gives paged K/V no persistent schedule): the guard of its
+    // block-table row takes every thread of the CTA (prefill_kv.cuh), so it runs here, once.
+    const Sm90Tile t = sm90_tile<Sh, true>(a, kv, sched.first());
+    if (!prefill_sequence_ok<false>(a, t.tc.b)) return;  // the input guard (prefill_common.cuh)
+    if (t.m0 >= t.sq) return;                           // a short sequence of a varlen batch
+    if (!paged_sequence_ok(kv, t.tc.b, a.max_seqlen_k, a.input_errors)) return;
+  }
 
   if (tid == 0) {
-    sm80::mbarrier_init(bar_q, 1);
+    for (int qb = 0; qb < QB; ++qb) {
+      sm80::mbarrier_init(bar_q(qb), 1);
+      sm80::mbarrier_init(bar_q_free(qb), 4 * Sh::kConsumers);  // one arrival per consumer warp
+    }
     for (int s = 0; s < S; ++s) {
       sm80::mbarrier_init(bar_k(s), 1);
       sm80::mbarrier_init(bar_v(s), 1);
-      sm80::mbarrier_init(bar_k_free(s), 4 * Sh::kConsumers);  // one arrival per consumer warp
+      sm80::mbarrier_init(bar_k_free(s), 4 * Sh::kConsumers);
       sm80::mbarrier_init(bar_v_free(s), 4 * Sh::kConsumers);
     }
     sm90::fence_barrier_init();
   }
   __syncthreads();
 
+  // Key tile g of the CTA's whole run (over all its q tiles) lives in stage g % S; its buffers'
+  // phase is (g / S) & 1. The CTA's n-th q tile is in Q buffer n % QB, phase (n / QB) & 1.
   const int wg = tid / 128;
   if (wg == 0) {
     // ---- Producer: one thread issues every load (paged K/V: one warp, a box a lane) ------------
     sm90::setmaxnreg_dec<Sh::kProducerRegs>();
-    if ((kPaged ? tid < 32 : tid == 0) && kt_end > 0) {
-      if (tid == 0) {
-        sm90::mbar_arrive_expect_tx(bar_q, Sh::kQBytes);
-#pragma unroll
-        for (int p = 0; p < Sh::kPanels; ++p)
-          sm90::tma_load_3d(sQ + p * Sh::kQPanel, &maps.q, bar_q, 64 * p, tc.h, q_off + m0);
+    if (kPaged ? tid >= 32 : tid != 0) return;
+    int g = 0;  // key tiles issued for the CTA's earlier q tiles
+    int linear = sched.first();
+    for (int n = 0;; ++n) {
+      // The next q tile with rows to compute (contiguous K/V: its cu_seqlens guarded here).
+      Sm90Tile t;
+      for (; linear < sched.tiles; linear = sched.claim(linear)) {
+        t = sm90_tile<Sh, kPaged>(a, kv, linear);
+        if ((kPaged || prefill_sequence_ok<true>(a, t.tc.b)) && t.m0 < t.sq) break;
       }
-      const Sm90KvBoxes<Sh, Src> boxes(maps, kv, tc.b, kvh, k_off, sk, tid);
-      // K and V of a stage are freed apart: the consumers are done with K_i after QKᵀ_i and with
-      // V_i only after PV_i, one key tile later (the overlap below), so K_{i+S} loads while PV_i
-      // still runs. A paged tile's pages are looked up one tile ahead, while the stage's wait
-      // covers the block table's latency.
-      Sm90Box box = boxes.locate(kt_end - 1);
-      for (int i = 0; i < kt_end; ++i) {
-        const int s = i % S;
+      const bool done = linear >= sched.tiles;
+      const int kt_end = done ? 0 : t.kt_end;
+      const int after = done ? linear : sched.claim(linear);  // its latency behind this tile's loads
+      const int q_row = t.q_off + t.m0, h = t.tc.h;
+      const Sm90KvBoxes<Sh, Src> boxes(maps, kv, t.tc.b, h / a.group, t.k_off, t.sk, tid);
+      // K/V of key tile i (kt_end − 1 − i of the sequence) into stage (g + i) % S. K and V of a
+      // stage are freed apart: the consumers are done with K_g after QKᵀ_g and with V_g only after
+      // PV_g, one key tile later (the overlap below), so K_{g+S} loads while PV_g still runs. A
+      // paged tile's pages are looked up one tile ahead, while the stage's wait covers the block
+      // table's latency.
+      Sm90Box box = kt_end > 0 ? boxes.locate(kt_end - 1) : Sm90Box{};
+      auto load_kv = [&](int i) {
+        const int s = (g + i) % S;
         const Sm90Box here = box;
         if (i + 1 < kt_end) box = boxes.locate(kt_end - 2 - i);
-        const std::uint32_t freed = ((i / S) - 1) & 1;  // the phase that tile i − S completed
-        if (i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
+        const std::uint32_t freed = (((g + i) / S) - 1) & 1;  // the phase that key tile g + i − S completed
+        if (g + i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
         boxes.load(sK(s), &maps.k, bar_k(s), here);
-        if (i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
+        if (g + i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
         boxes.load(sV(s), &maps.v, bar_v(s), here);
+      };
+      // Q goes first where its buffer is free already: the CTA's first tile, and with two Q
+      // buffers every tile (the epilogue that frees one is that of two tiles back). With one Q
+      // buffer (hd 256) the first S key tiles go before Q, which waits for the epilogue of the
+      // tile before: their stages are freed by that tile (never by this one, which cannot start
+      // without its Q), so they load during the epilogue. (With K/V ahead of every Q, the kernel
+      // of one CTA per tile ran 3–9 % below the previous session's on the H100, call 1 of
+      // h100-2026-12-06-sm90-persistent — a CTA's first Q behind up to 128 KB of K/V the suspect.)
+      const int early = n < QB || QB == 2 ? 0 : (kt_end < S ? kt_end : S);
+      for (int i = 0; i < early; ++i) load_kv(i);
+      // Q once its buffer is free (the epilogue of q tile n − QB has read it back), with the
+      // tile; no more tiles: the end mark alone.
+      const int qb = n % QB;
+      if (n >= QB) sm80::mbarrier_wait_parity(bar_q_free(qb), ((n / QB) - 1) & 1);
+      if (tid == 0) {
+        // (Derived again rather than kept in registers across the loads above: the producer has
+        // 40 of them, and the tile's nine values spilled there.)
+        Sm90Tile& slot = tile_slot[qb];
+        slot = done ? Sm90Tile{} : sm90_tile<Sh, kPaged>(a, kv, linear);
+        if (done) slot.kt_end = -1;
+        if (kt_end == 0) {
+          sm80::mbarrier_arrive(bar_q(qb));
+        } else {
+          sm90::mbar_arrive_expect_tx(bar_q(qb), Sh::kQBytes);
+#pragma unroll
+          for (int p = 0; p < Sh::kPanels; ++p)
+            sm90::tma_load_3d(sQ(qb) + p * Sh::kQPanel, &maps.q, bar_q(qb), 64 * p, h, q_row);
+        }
       }
+      for (int i = early; i < kt_end; ++i) load_kv(i);
+      if (done) return;
+      g += kt_end;
+      linear = after;
     }
-    return;
   }
 
   // ---- Consumers ---------------------------------------------------------------------------------
@@ -404,126 +505,142 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   const int c = wg - 1;  // this group's rows: [64c, 64c + 64) of the tile
   const int lt = tid % 128, lane = tid % 32;
   const Sm90Rows rows{64 * c + 16 * (lt / 32) + lane / 4, 2 * (lane % 4)};
-  const TileMaskSm90 mask{m0, m0 + 64 * c, sq, sk, a.causal};
   const ScaledUnits<sm80::Exp2Approx> units{a.scale_log2, a.scale};
-  const std::uint32_t q_rows = sQ + 64 * c * 128;  // this group's 64 rows of each Q panel
-
-  float o[D / 2];
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-  float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
-  float sc[BN / 2];             // S of the key tile in flight, then its weights P (fp32)
-  std::uint32_t pa[BN / 16][4];  // P of the previous key tile, 16-bit: the A operand of its PV
-
-  // Key tile i lives in stage i % S; its buffers' phase is (i / S) & 1.
-  auto stage = [&](int i) { return i % S; };
-  auto parity = [&](int i) { return static_cast<std::uint32_t>((i / S) & 1); };
-  auto first_key = [&](int i) { return (kt_end - 1 - i) * BN; };  // sequence-relative
-
-  if constexpr (!kOverlap) {
-    // One key tile at a time: S = Q Kᵀ, softmax, O += P V. The two consumer groups still
-    // overlap each other (one's softmax beside the other's GEMMs, as the schedulers interleave).
-    if (kt_end > 0) sm80::mbarrier_wait_parity(bar_q, 0);
-    for (int i = 0; i < kt_end; ++i) {
-      sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
-      qk_issue<Sh>(sc, q_rows, sK(stage(i)));
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(sc);
-      if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));
-      mask.apply<BN>(sc, first_key(i), rows);
-      const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
-      rescale_o<D>(o, f);
-      pack_p<DT, BN>(pa, sc);
-      v_ready<Sh>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
-      pv_issue<Sh>(o, pa, sV(stage(i)));
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(o);
-      if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i)));
-    }
-  } else {
-    if (kt_end > 0) {
-      sm80::mbarrier_wait_parity(bar_q, 0);
-      // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
-      sm80::mbarrier_wait_parity(bar_k(0), 0);
-      qk_issue<Sh>(sc, q_rows, sK(0));
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(sc);
-      if (lane == 0) sm80::mbarrier_arrive(bar_k_free(0));
-      mask.apply<BN>(sc, first_key(0), rows);
-      softmax_step<BN>(sc, row_m, row_l, units);
-      pack_p<DT, BN>(pa, sc);
-    }
-    // Tile i ≥ 1: its QKᵀ runs beside tile i − 1's PV, and its softmax beside the PV's tail
-    // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
-    for (int i = 1; i < kt_end; ++i) {
-      sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
-      v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
-      qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
-      pv_issue<Sh>(o, pa, sV(stage(i - 1)));                                  // O += P_{i−1} V_{i−1} (group 2)
-      sm90::wgmma_wait<1>();                                                  // S_i has landed
-      sm90::fence_operands(sc);
-      if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
-      mask.apply<BN>(sc, first_key(i), rows);
-      const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);       // P_i, the rows' new max
-      // Pins the softmax before the wait: register arithmetic may otherwise sink past an asm
-      // statement, and did (all of it after the wait below: the overlap gone, 8-30 % slower).
-      sm90::fence_operands(sc);
-      sm90::wgmma_wait<0>();                                                  // PV_{i−1} has landed
-      sm90::fence_operands(o);
-      if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i - 1)));            // ... and with V_{i−1}
-      rescale_o<D>(o, f);
-      pack_p<DT, BN>(pa, sc);
-    }
-    if (kt_end > 0) {
-      const int last = kt_end - 1;
-      v_ready<Sh>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
-      pv_issue<Sh>(o, pa, sV(stage(last)));
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(o);
-    }
-  }
-
-  // ---- Epilogue: O / l through this group's Q rows, then whole 16-byte chunks to out ---------------
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    row_l[hr] += __shfl_xor_sync(0xffffffffu, row_l[hr], 1);
-    row_l[hr] += __shfl_xor_sync(0xffffffffu, row_l[hr], 2);
-  }
   using T = typename Sh::T;
+
+  int g = 0;  // key tiles of the CTA's earlier q tiles
+  for (int n = 0;; ++n) {
+    const int qb = n % QB;
+    sm80::mbarrier_wait_parity(bar_q(qb), (n / QB) & 1);  // (its "memory" clobber orders the read below)
+    const Sm90Tile t = tile_slot[qb];
+    if (t.kt_end < 0) return;
+    const int kt_end = t.kt_end, sk = t.sk;
+    const TileMaskSm90 mask{t.m0, t.m0 + 64 * c, t.sq, sk, a.causal};
+    const std::uint32_t q_rows = sQ(qb) + 64 * c * 128;  // this group's 64 rows of each Q panel
+
+    float o[D / 2];
 #pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const OnlineSoftmax row(row_m[hr], row_l[hr]);
-    const float inv = row.inv_l();
-    const int r = rows.r + 8 * hr;
-    if (a.lse != nullptr && lane % 4 == 0 && m0 + r < sq) *lse_slot(a, tc.h, q_off, m0, r) = row.lse(units);
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      const int p = j / 8, chunk = (j % 8) ^ (r % 8);  // the 128-byte swizzle of the panel
-      *reinterpret_cast<std::uint32_t*>(smem + p * Sh::kQPanel + r * 128 + chunk * 16 + rows.col * 2) =
-          sm80::pack2<DT>(o[4 * j + 2 * hr] * inv, o[4 * j + 2 * hr + 1] * inv);
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
+    float sc[BN / 2];             // S of the key tile in flight, then its weights P (fp32)
+    std::uint32_t pa[BN / 16][4];  // P of the previous key tile, 16-bit: the A operand of its PV
+
+    auto stage = [&](int i) { return (g + i) % S; };
+    auto parity = [&](int i) { return static_cast<std::uint32_t>(((g + i) / S) & 1); };
+    auto first_key = [&](int i) { return (kt_end - 1 - i) * BN; };  // sequence-relative
+
+    if constexpr (!kOverlap) {
+      // One key tile at a time: S = Q Kᵀ, softmax, O += P V. The two consumer groups still
+      // overlap each other (one's softmax beside the other's GEMMs, as the schedulers interleave).
+      for (int i = 0; i < kt_end; ++i) {
+        sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
+        qk_issue<Sh>(sc, q_rows, sK(stage(i)));
+        sm90::wgmma_wait<0>();
+        sm90::fence_operands(sc);
+        if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));
+        mask.apply<BN>(sc, first_key(i), rows);
+        const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
+        rescale_o<D>(o, f);
+        pack_p<DT, BN>(pa, sc);
+        v_ready<Sh>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
+        pv_issue<Sh>(o, pa, sV(stage(i)));
+        sm90::wgmma_wait<0>();
+        sm90::fence_operands(o);
+        if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i)));
+      }
+    } else {
+      if (kt_end > 0) {
+        // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
+        sm80::mbarrier_wait_parity(bar_k(stage(0)), parity(0));
+        qk_issue<Sh>(sc, q_rows, sK(stage(0)));
+        sm90::wgmma_wait<0>();
+        sm90::fence_operands(sc);
+        if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(0)));
+        mask.apply<BN>(sc, first_key(0), rows);
+        softmax_step<BN>(sc, row_m, row_l, units);
+        pack_p<DT, BN>(pa, sc);
+      }
+      // Tile i ≥ 1: its QKᵀ runs beside tile i − 1's PV, and its softmax beside the PV's tail
+      // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
+      for (int i = 1; i < kt_end; ++i) {
+        sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
+        v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
+        qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
+        pv_issue<Sh>(o, pa, sV(stage(i - 1)));                                  // O += P_{i−1} V_{i−1} (group 2)
+        sm90::wgmma_wait<1>();                                                  // S_i has landed
+        sm90::fence_operands(sc);
+        if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
+        mask.apply<BN>(sc, first_key(i), rows);
+        const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);       // P_i, the rows' new max
+        // Pins the softmax before the wait: register arithmetic may otherwise sink past an asm
+        // statement, and did (all of it after the wait below: the overlap gone, 8-30 % slower).
+        sm90::fence_operands(sc);
+        sm90::wgmma_wait<0>();                                                  // PV_{i−1} has landed
+        sm90::fence_operands(o);
+        if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i - 1)));            // ... and with V_{i−1}
+        rescale_o<D>(o, f);
+        pack_p<DT, BN>(pa, sc);
+      }
+      if (kt_end > 0) {
+        const int last = kt_end - 1;
+        v_ready<Sh>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
+        pv_issue<Sh>(o, pa, sV(stage(last)));
+        sm90::wgmma_wait<0>();
+        sm90::fence_operands(o);
+        if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(last)));
+      }
     }
-  }
-  sm80::named_barrier_sync(2 + c, 128);  // this group's rows are staged
-  const long long ldq = static_cast<long long>(a.num_q_heads) * D;
-  T* gO = static_cast<T*>(a.out) + (q_off + m0) * ldq + static_cast<long long>(tc.h) * D;
-  constexpr int kRowChunks = D / 8;
+
+    // ---- Epilogue: O / l through this group's Q rows, then whole 16-byte chunks to out -------------
+    unsigned char* const staged = smem + (sQ(qb) - base);
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      row_l[hr] += __shfl_xor_sync(0xffffffffu, row_l[hr], 1);
+      row_l[hr] += __shfl_xor_sync(0xffffffffu, row_l[hr], 2);
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const OnlineSoftmax row(row_m[hr], row_l[hr]);
+      const float inv = row.inv_l();
+      const int r = rows.r + 8 * hr;
+      if (a.lse != nullptr && lane % 4 == 0 && t.m0 + r < t.sq) *lse_slot(a, t.tc.h, t.q_off, t.m0, r) = row.lse(units);
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        const int p = j / 8, chunk = (j % 8) ^ (r % 8);  // the 128-byte swizzle of the panel
+        *reinterpret_cast<std::uint32_t*>(staged + p * Sh::kQPanel + r * 128 + chunk * 16 + rows.col * 2) =
+            sm80::pack2<DT>(o[4 * j + 2 * hr] * inv, o[4 * j + 2 * hr + 1] * inv);
+      }
+    }
+    sm80::named_barrier_sync(2 + c, 128);  // this group's rows are staged
+    const long long ldq = static_cast<long long>(a.num_q_heads) * D;
+    T* gO = static_cast<T*>(a.out) + (t.q_off + t.m0) * ldq + static_cast<long long>(t.tc.h) * D;
+    constexpr int kRowChunks = D / 8;
 #pragma unroll 4
-  for (int x = lt; x < 64 * kRowChunks; x += 128) {
-    const int r = 64 * c + x / kRowChunks, ch = x % kRowChunks;
-    const int p = ch / 8, chunk = (ch % 8) ^ (r % 8);
-    if (m0 + r < sq)
-      *reinterpret_cast<uint4*>(gO + r * ldq + ch * 8) =
-          *reinterpret_cast<const uint4*>(smem + p * Sh::kQPanel + r * 128 + chunk * 16);
+    for (int x = lt; x < 64 * kRowChunks; x += 128) {
+      const int r = 64 * c + x / kRowChunks, ch = x % kRowChunks;
+      const int p = ch / 8, chunk = (ch % 8) ^ (r % 8);
+      if (t.m0 + r < t.sq)
+        *reinterpret_cast<uint4*>(gO + r * ldq + ch * 8) =
+            *reinterpret_cast<const uint4*>(staged + p * Sh::kQPanel + r * 128 + chunk * 16);
+    }
+    // This warp is done with the Q buffer (its staged rows read back): the next Q may load there.
+    // Its generic-proxy writes are ordered before the TMA's async-proxy writes by the fence.
+    sm90::fence_proxy_async();
+    __syncwarp();
+    if (lane == 0) sm80::mbarrier_arrive(bar_q_free(qb));
+    g += kt_end;
   }
 }
 
-// CTA i computes q tile i (tile_of order) whole, its K/V from source Src (contiguous: kv unused).
-// Compiled for sm_90a only (CMake's muh_sm90a objects); an empty body anywhere else.
+// Each CTA computes the q tiles `sched` gives it (tile_of order) whole, its K/V from source Src
+// (contiguous: kv unused). Compiled for sm_90a only (CMake's muh_sm90a objects); an empty body
+// anywhere else.
 template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32, 1)
-    prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps, const PrefillPagedKV kv) {
+    prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps, const PrefillPagedKV kv,
+                        const Sm90Scheduler sched) {
 #if MUH_SM90A_PTX
-  prefill_sm90_body<Getter, DT, D, Src, kOverlap>(a, maps, kv);
+  prefill_sm90_body<Getter, DT, D, Src, kOverlap>(a, maps, kv, sched);
 #endif
 }
 

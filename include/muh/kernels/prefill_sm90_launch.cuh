@@ -47,15 +47,25 @@ inline bool make_sm90_pages_map(CUtensorMap* map, const void* cache, DType dt, i
 constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(page_size, block_n); }
 
 // Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
-// from source Src (contiguous: a.k, a.v; paged NHD: kv): one CTA per q tile, whole tiles only.
+// from source Src (contiguous: a.k, a.v; paged NHD: kv), whole q tiles only: one CTA per q tile,
+// or with a persistent schedule (contiguous K/V) min(tiles, sched.ctas) CTAs taking the tiles in
+// turn from sched.counter, which is zeroed on the stream first.
 template <class Getter, DType DT, int D, KVSource Src>
-Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream) {
+Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, PrefillSchedule sched,
+                                  cudaStream_t stream) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   static_assert(Src != KVSource::paged_vllm, "the sm90 agent reads contiguous and paged NHD K/V (prefill_agent_reads)");
   a.num_m_blocks = (a.max_seqlen_q + Sh::BM - 1) / Sh::BM;
   const long long tiles = prefill_grid_size(a);
   if (tiles == 0) return Status::Ok();
   if (tiles >= (1ll << 31)) return {StatusCode::invalid_argument, "prefill: more q tiles than a grid holds"};
+  // The paged guard runs on the whole CTA once (prefill_sm90.cuh): one q tile a CTA there.
+  if (sched.persistent() && (Src != KVSource::contiguous || sched.counter == nullptr))
+    return {StatusCode::invalid_argument, "prefill (sm90 agent): a persistent schedule for paged K/V or without its counter (internal)"};
+  // (The counter runs to tiles + CTAs − 1: kept within int by going persistent below 2^30 tiles.)
+  const bool persistent = sched.persistent() && sched.ctas < tiles && tiles < (1ll << 30);
+  const Sm90Scheduler scheduler{persistent ? sched.counter : nullptr, static_cast<int>(tiles)};
+  const long long grid = persistent ? sched.ctas : tiles;
   Sm90PrefillMaps maps;
   // (q rows ≥ 2^31 cannot be addressed by the TMA's signed coordinates: check_prefill_call
   // bounds total_q and total_k by int already.)
@@ -78,13 +88,18 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, cudaS
   constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
   auto kernel = &prefill_sm90_kernel<Getter, DT, D, Src>;
   MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill (sm90)"));
-  kernel<<<static_cast<unsigned>(tiles), Sh::kThreads, smem, stream>>>(a, maps, kv);
+  if (scheduler.counter != nullptr) {
+    const cudaError_t e = cudaMemsetAsync(scheduler.counter, 0, sizeof(int), stream);
+    if (e != cudaSuccess)
+      return {StatusCode::cuda_error, std::string("prefill (sm90 agent): zeroing the tile counter: ") + cudaGetErrorString(e)};
+  }
+  kernel<<<static_cast<unsigned>(grid), Sh::kThreads, smem, stream>>>(a, maps, kv, scheduler);
   return launch_status("prefill launch (sm90)");
 }
 
 template <class Getter, DType DT, int D>
-Status launch_prefill_sm90_policy(const PrefillArgs& a, cudaStream_t stream) {
-  return launch_prefill_sm90_source<Getter, DT, D, KVSource::contiguous>(a, PrefillPagedKV{}, stream);
+Status launch_prefill_sm90_policy(const PrefillArgs& a, const PrefillSchedule& sched, cudaStream_t stream) {
+  return launch_prefill_sm90_source<Getter, DT, D, KVSource::contiguous>(a, PrefillPagedKV{}, sched, stream);
 }
 
 template <class Getter, DType DT, int D>

@@ -116,15 +116,27 @@ struct DecodePolicy {
 // of P (32 rows × block_n/2 keys, 16-bit: 32·block_n bytes) and 2 m16 tiles × 2 row halves ×
 // 8 rows of fp32 row maxima (128 bytes); with ping_pong, two 8-byte mbarriers per buffer.
 constexpr bool prefill_sm80_warp_pairs(const PrefillPolicy& p, int head_dim);
-// The sm90 agent (kernels/prefill_sm90.cuh): Q + num_stages (K, V) buffer pairs of block_n rows,
-// four 8-byte mbarriers per pair (K full, V full, K free, V free) and one for Q, and 1024 bytes of
-// slack to align the tiles to the 128-byte swizzle's 1024-byte period: (block_m +
-// 2·num_stages·block_n)·head_dim·e + 8·(1 + 4·num_stages) + 1024.
+// The sm90 agent (kernels/prefill_sm90.cuh): q_buffers Q tiles (prefill_sm90_q_buffers) +
+// num_stages (K, V) buffer pairs of block_n rows, four 8-byte mbarriers per pair (K full, V full,
+// K free, V free) and two per Q buffer (full, free), 48 bytes per Q buffer for its q tile's
+// coordinates and 1024 bytes of slack to align the tiles to the 128-byte swizzle's 1024-byte
+// period: (q_buffers·block_m + 2·num_stages·block_n)·head_dim·e + 8·(2·q_buffers +
+// 4·num_stages) + 48·q_buffers + 1024.
+constexpr int prefill_sm90_smem_bytes(const PrefillPolicy& p, DType t, int head_dim, int q_buffers) {
+  return (q_buffers * p.block_m + 2 * p.num_stages * p.block_n) * head_dim * dtype_size(t) +
+         8 * (2 * q_buffers + 4 * p.num_stages) + 48 * q_buffers + 1024;
+}
+// Its Q buffers: two where they fit the row's cap — a CTA that goes on to another q tile (the
+// persistent schedule, prefill_plan.hpp) loads that tile's Q while the epilogue of the one
+// before still reads the other buffer — else one (hd 256: 2 × 64 KB of Q beside 128 KB of K/V
+// is past 227 KB), and the next Q waits for the epilogue.
+constexpr int prefill_sm90_q_buffers(const PrefillPolicy& p, DType t, int head_dim) {
+  return prefill_sm90_smem_bytes(p, t, head_dim, 2) <= p.smem_cap_bytes ? 2 : 1;
+}
 constexpr int prefill_smem_bytes(const PrefillPolicy& p, DType t, int head_dim) {
   const int e = dtype_size(t);
   if (p.agent == Agent::portable) return (p.block_m + 2 * p.block_n) * head_dim * e;
-  if (p.agent == Agent::sm90)
-    return (p.block_m + 2 * p.num_stages * p.block_n) * head_dim * e + 8 * (1 + 4 * p.num_stages) + 1024;
+  if (p.agent == Agent::sm90) return prefill_sm90_smem_bytes(p, t, head_dim, prefill_sm90_q_buffers(p, t, head_dim));
   const int exchange = prefill_sm80_warp_pairs(p, head_dim) ? p.num_warps * (32 * p.block_n + 128) : 0;
   const int mbarriers = p.ping_pong ? 2 * p.num_stages * 8 : 0;  // a full and an empty one per buffer
   return (p.block_m + p.num_stages * p.block_n) * head_dim * e + exchange + mbarriers;

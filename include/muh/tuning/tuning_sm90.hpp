@@ -39,7 +39,7 @@ static_assert(table_holds(kPrefill));
 // Prefill on sm_90a (target kTargetSm90a, targets.hpp): the Hopper agent (kernels/prefill_sm90.cuh)
 // — TMA, wgmma, a producer warp group and two or three consumer groups of 64 q rows. Head dims that are
 // whole 64-dim panels; hd 96 and fp32 have no row here and take sm_90's (the walk, select.hpp).
-//   hd 64:    192×128, three consumer groups (16 warps, 160 registers a consumer thread, no
+//   hd 64:    192×128, three consumer groups (16 warps, 152 registers a consumer thread, no
 //            overlap: it needs S and P of two tiles in registers), 88 KB: against two groups
 //            of 64 rows with the overlap, +17 % (1k), +24–27 % (4k), +19–23 % (16k) non-causal
 //            and causal alike except 1k causal (+2 %) on the H100 (call 9, two runs each way).
