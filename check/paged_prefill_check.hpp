@@ -226,9 +226,11 @@ inline void compare_prefill(const PrefillInputs& in, const std::vector<float>& o
 
 // Plans `pi` with target forced (-1: the selection walks) on this device — or for the SMs of
 // `stream`, and runs there — and runs it twice (debug_checks on: the tables are checked too);
-// status is the plan's or the run's.
+// status is the plan's or the run's. sm_count > 0 plans for that many SMs (the persistent
+// schedule's CTAs: a few then walk many q tiles each).
 inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int target, PrefillPlan* plan_out = nullptr,
-                                            std::vector<float>* out_copy = nullptr, cudaStream_t stream = nullptr) {
+                                            std::vector<float>* out_copy = nullptr, cudaStream_t stream = nullptr,
+                                            int sm_count = 0) {
   PrefillResult r;
   PagedPrefillDevice dev(pi);
   auto fail = [&](Status s) {
@@ -243,6 +245,7 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
     HardwareCapability hw;  // a stream's own SMs (a green partition: `muh verify --emulate`)
     Status s = stream ? stream_profile(stream, &hw) : device_profile(-1, &hw);
     if (!s.ok()) return fail(std::move(s));
+    if (sm_count > 0) hw.sm_count = sm_count;
     Status planned = plan_prefill(p, hw, PrefillPlanOptions{target, kPrefillTailAuto}, &plan);
     if (!planned.ok()) return fail(std::move(planned));
   }

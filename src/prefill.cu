@@ -61,12 +61,14 @@ constexpr InstanceEntry<PrefillInstanceFn> kPrefillInstances[] = {MUH_FOR_EACH_I
 #define MUH_DECLARE_PREFILL_PAGED_INSTANCE(t, d)                                                             \
   template <>                                                                                              \
   Status prefill_paged_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, \
-                                             const kernels::PrefillTail&, int, int, cudaStream_t);
+                                             const kernels::PrefillTail&, const kernels::PrefillSchedule&, int, int, \
+                                             cudaStream_t);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_PAGED_INSTANCE)
 #undef MUH_DECLARE_PREFILL_PAGED_INSTANCE
 
 using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
-                                          const kernels::PrefillTail&, int, int, cudaStream_t);
+                                          const kernels::PrefillTail&, const kernels::PrefillSchedule&, int, int,
+                                          cudaStream_t);
 #define MUH_PREFILL_PAGED_INSTANCE_ENTRY(t, d) \
   InstanceEntry<PrefillPagedInstanceFn>{DType::t, d, &prefill_paged_instance<DType::t, d>},
 constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
@@ -161,7 +163,7 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
   if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes < plan.split.workspace_bytes))
     return invalid_argument(w + "the plan's split is inconsistent");
   if (plan.persistent.on() &&
-      (plan.split.split() || plan.policy.agent != Agent::sm90 || is_paged(p.kv_source) ||
+      (plan.split.split() || plan.policy.agent != Agent::sm90 || p.kv_source == KVSource::paged_vllm ||
        plan.persistent.counter_offset % 16 != 0 || plan.workspace_bytes < plan.persistent.counter_offset + sizeof(int)))
     return invalid_argument(w + "the plan's persistent schedule is inconsistent");
   return Status::Ok();
@@ -275,8 +277,8 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     a.input_errors = opt.input_errors;  // the kernels' guard flags (cu_seqlens_q, seqused_k, block ids)
     if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
     return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(
-        a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), plan.target,
-        hw.compute_capability, opt.stream);
+        a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), schedule_of(plan, workspace),
+        plan.target, hw.compute_capability, opt.stream);
 #endif
   }
   if (opt.debug_checks) MUH_TRY(detail::check_cu_seqlens(p, opt.stream));

@@ -180,7 +180,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   r.sm_count = hw.sm_count;
   r.split = split;
   r.workspace_bytes = r.split.workspace_bytes;
-  if (r.policy.agent == Agent::sm90 && p.kv_source == KVSource::contiguous && opt.tail_chunk != kPrefillTailOff &&
+  if (r.policy.agent == Agent::sm90 && opt.tail_chunk != kPrefillTailOff &&
       !split.split() && split.tiles > split.slots) {
     r.persistent.ctas = split.slots;
     r.persistent.counter_offset = (r.workspace_bytes + 15) / 16 * 16;

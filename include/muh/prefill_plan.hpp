@@ -76,7 +76,7 @@ struct PrefillPlanOptions {
   int tail_chunk = kPrefillTailAuto;
 };
 
-// The persistent schedule: the sm90 agent over contiguous K/V, where a call has more q tiles than
+// The persistent schedule: the sm90 agent (contiguous or paged NHD K/V), where a call has more q tiles than
 // CTAs fit on the SMs at once (split.tiles > split.slots) and the plan may ask for a workspace
 // (tail_chunk is not kPrefillTailOff). One CTA per slot computes q tile after q tile, each taking
 // the next from a counter in the workspace, so that a tile's Q and first K/V tiles load during the

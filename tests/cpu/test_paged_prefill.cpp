@@ -251,7 +251,9 @@ TEST(PagedPrefillPlan, NeverSplitsAndKeepsTheShape) {
   PrefillPlan plan;
   ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan).ok());
   EXPECT_FALSE(plan.split.split());
-  EXPECT_EQ(plan.workspace_bytes, 0u);
+  // (Only the sm90 agent's persistent schedule's counter, where sm_90a is compiled: 1024 q tiles.)
+  EXPECT_EQ(plan.workspace_bytes, plan.persistent.on() ? 16u : 0u);
+  EXPECT_EQ(plan.persistent.on(), plan.policy.agent == Agent::sm90);
   EXPECT_TRUE(plan.shape == static_cast<const PrefillShape&>(p));
   PrefillShape other = p;
   other.page_size = 32;

@@ -213,9 +213,9 @@ TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
   }
 }
 
-// The persistent schedule: the sm90 agent over contiguous K/V, where the q tiles outnumber the
-// slots and the caller gives a workspace: one CTA per slot, the counter after the split's partials
-// (none here) at a 16-byte offset. Nowhere else.
+// The persistent schedule: the sm90 agent (contiguous or paged NHD K/V), where the q tiles
+// outnumber the slots and the caller gives a workspace: one CTA per slot, the counter after the
+// split's partials (none here) at a 16-byte offset. Nowhere else.
 TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
   const bool sm90a = compiled_target_set().contains(kTargetSm90a);
   const PrefillParams many = shape(16, 1024, 1024, 32, 32, 128);  // 4096 q tiles of 128 rows
@@ -255,13 +255,19 @@ TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
   ASSERT_TRUE(plan_prefill(many, presets::h200, PrefillPlanOptions{90, kPrefillTailAuto}, &t90).ok());
   EXPECT_EQ(t90.policy.agent, Agent::sm80);
   EXPECT_FALSE(t90.persistent.on());
-  // Paged K/V: one CTA per tile (the block-table guard takes the whole CTA, once).
+  // Paged NHD K/V: the same (the producer warp guards each tile's block-table row); the vLLM
+  // layout runs the sm80 agent (prefill_agent_reads), which has none.
   const PrefillParams paged =
       make_paged_prefill(many, KVLayout::nhd, nullptr, nullptr, nullptr, nullptr, 16, 1100, 64);
   PrefillPlan pp;
   ASSERT_TRUE(plan_prefill(paged, presets::h200, {}, &pp).ok());
   EXPECT_EQ(pp.target, sm90a ? kTargetSm90a : 90);
-  EXPECT_FALSE(pp.persistent.on());
+  EXPECT_EQ(pp.persistent.ctas, sm90a ? 132 : 0);
+  PrefillPlan pv;
+  ASSERT_TRUE(plan_prefill(make_paged_prefill(many, KVLayout::vllm, nullptr, nullptr, nullptr, nullptr, 16, 1100, 64),
+                           presets::h200, {}, &pv).ok());
+  EXPECT_EQ(pv.policy.agent, Agent::sm80);
+  EXPECT_FALSE(pv.persistent.on());
 }
 
 // Brute force over the pieces every tail CTA walks, as the kernel walks them.

@@ -91,8 +91,9 @@ TEST_P(PagedPrefillForced, MatchesReference) {
   }
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_EQ(plan.target, prm.target);
-  // A workspace only where the plan split the keys (non-causal, equal q lengths: prefill_plan.hpp).
-  EXPECT_EQ(plan.workspace_bytes > 0, plan.split.split());
+  // A workspace only where the plan split the keys (non-causal, equal q lengths: prefill_plan.hpp)
+  // or runs the sm90 agent's persistent schedule (more q tiles than SMs).
+  EXPECT_EQ(plan.workspace_bytes > 0, plan.split.split() || plan.persistent.on());
   if (plan.split.split()) EXPECT_FALSE(pi->pc.causal);
   EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN; NaN in unused cache slots)";
   EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
@@ -103,6 +104,40 @@ TEST_P(PagedPrefillForced, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillForced, ::testing::ValuesIn(all_params()),
+                         [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
+
+// The sm90 agent's persistent schedule over paged NHD K/V, planned for 2 SMs: 2 CTAs walk every q
+// tile of the case, the producer warp guarding each tile's block-table row. Same checks.
+std::vector<Param> persistent_params() {
+  std::vector<Param> v;
+  for (const Param& p : all_params())
+    if (p.target == kTargetSm90a && p.layout == KVLayout::nhd &&
+        prefill_policy(p.target, p.dtype, p.head_dim).agent == Agent::sm90)
+      v.push_back(p);
+  return v;
+}
+
+class PagedPrefillPersistent : public ::testing::TestWithParam<Param> {};
+
+TEST_P(PagedPrefillPersistent, TwoCtasWalkEveryTile) {
+  MUH_REQUIRE_GPU();
+  const Param prm = GetParam();
+  if (!target_runs_on_cc(prm.target, device_cc()))
+    GTEST_SKIP() << "target " << prm.target << " is newer than the device (sm_" << device_cc() << ")";
+  const auto pi = check::make_paged_prefill_inputs(cases()[prm.case_index], prm.layout, prm.dtype, prm.head_dim,
+                                                   17 + unsigned(prm.case_index));
+  PrefillPlan plan;
+  const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan, nullptr, nullptr, 2);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(plan.persistent.ctas, 2) << "the plan did not take the persistent schedule";
+  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN; NaN in unused cache slots)";
+  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
+  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
+  EXPECT_LE(r.max_err, r.tol) << "naive error " << pi->in->naive_err << ", max |ref| " << pi->in->max_ref;
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PagedPrefillPersistent);
+INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillPersistent, ::testing::ValuesIn(persistent_params()),
                          [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
 
 // ---- Chunked prefill == one dense prefill of the whole sequence ----------------------------------

@@ -66,8 +66,7 @@ struct PrefillTail {
 
 // The persistent schedule of a launch (prefill_plan.hpp chooses it; ctas = 0: none, one CTA per
 // q tile): ctas CTAs take the q tiles in turn from a counter in the plan's workspace, zeroed on
-// the stream before the launch (the sm90 agent over contiguous K/V: prefill_sm90.cuh's
-// Sm90Scheduler).
+// the stream before the launch (the sm90 agent: prefill_sm90.cuh's Sm90Scheduler).
 struct PrefillSchedule {
   int ctas = 0;
   int* counter = nullptr;  // one int, 16-byte aligned

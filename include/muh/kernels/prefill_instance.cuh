@@ -26,7 +26,8 @@ Status prefill_instance(const kernels::PrefillArgs& a, const kernels::PrefillTai
 // compile in parallel with the contiguous ones.
 template <DType T, int D>
 Status prefill_paged_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv, KVSource source,
-                              const kernels::PrefillTail& tail, int target, int device_cc, cudaStream_t stream);
+                              const kernels::PrefillTail& tail, const kernels::PrefillSchedule& sched, int target,
+                              int device_cc, cudaStream_t stream);
 
 // The general variant kind (muh/variant.hpp) over K/V from `source`: contiguous (kv unused) from
 // src/instances/prefill_general_instance.cu.in, paged from prefill_paged_general_instance.cu.in

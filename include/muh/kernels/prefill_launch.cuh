@@ -29,7 +29,8 @@ Status prefill_sm90_occupancy(int* ctas_per_sm);
 // Its launch over a paged NHD cache (the one paged layout it reads), defined with MUH_PAGED_PREFILL
 // by src/instances/prefill_sm90_paged_instance.cu.in.
 template <DType DT, int D>
-Status launch_prefill_sm90_paged(const PrefillArgs& a, const PrefillPagedKV& kv, cudaStream_t stream);
+Status launch_prefill_sm90_paged(const PrefillArgs& a, const PrefillPagedKV& kv, const PrefillSchedule& sched,
+                                 cudaStream_t stream);
 
 // The kernel a policy runs, its block size and its dynamic shared memory (the policy footprint).
 template <class Getter, DType DT, int D>
@@ -170,7 +171,7 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
 // selection never plans it).
 template <class Getter, DType DT, int D, KVSource S>
 Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream, PrefillTail t = {},
-                            int device_cc = 0) {
+                            int device_cc = 0, PrefillSchedule sched = {}) {
   using K = PrefillKernel<Getter, DT, D>;
   static_assert(is_paged(S), "launch_prefill runs contiguous K/V");
   if constexpr (!prefill_agent_reads(K::policy.agent, S)) {
@@ -180,8 +181,10 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
     if (t.tail_tiles > 0)
       return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
     (void)device_cc;
-    return launch_prefill_sm90_paged<DT, D>(a, kv, stream);
+    return launch_prefill_sm90_paged<DT, D>(a, kv, sched, stream);
   } else {
+    if (sched.persistent())
+      return {StatusCode::invalid_argument, "prefill: a persistent schedule for an agent without one (internal)"};
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
     const long long tiles = prefill_grid_size(a);
     if (tiles == 0) return Status::Ok();

@@ -347,9 +347,14 @@ struct Sm90Scheduler {
   int tiles = 0;           // q tiles of the launch (prefill_grid_size)
 #if defined(__CUDACC__)
   __device__ __forceinline__ int first() const { return static_cast<int>(blockIdx.x); }
+  // By the producer: one thread (contiguous K/V), or a whole warp (paged), lane 0 claiming for it.
+  template <bool kWarp>
   __device__ __forceinline__ int claim(int current) const {
-    return counter != nullptr ? atomicAdd(counter, 1) + static_cast<int>(gridDim.x)
-                              : current + static_cast<int>(gridDim.x);
+    if (counter == nullptr) return current + static_cast<int>(gridDim.x);
+    int next = 0;
+    if (!kWarp || threadIdx.x % 32 == 0) next = atomicAdd(counter, 1);
+    if constexpr (kWarp) next = __shfl_sync(0xffffffffu, next, 0);
+    return next + static_cast<int>(gridDim.x);
   }
 #endif
 };
@@ -404,15 +409,6 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 
   const int tid = threadIdx.x;
   constexpr bool kPaged = is_paged(Src);
-  if constexpr (kPaged) {
-    // One q tile a CTA (the launch gives paged K/V no persistent schedule): the guard of its
-    // block-table row takes every thread of the CTA (prefill_kv.cuh), so it runs here, once.
-    const Sm90Tile t = sm90_tile<Sh, true>(a, kv, sched.first());
-    if (!prefill_sequence_ok<false>(a, t.tc.b)) return;  // the input guard (prefill_common.cuh)
-    if (t.m0 >= t.sq) return;                           // a short sequence of a varlen batch
-    if (!paged_sequence_ok(kv, t.tc.b, a.max_seqlen_k, a.input_errors)) return;
-  }
-
   if (tid == 0) {
     for (int qb = 0; qb < QB; ++qb) {
       sm80::mbarrier_init(bar_q(qb), 1);
@@ -438,15 +434,20 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     int g = 0;  // key tiles issued for the CTA's earlier q tiles
     int linear = sched.first();
     for (int n = 0;; ++n) {
-      // The next q tile with rows to compute (contiguous K/V: its cu_seqlens guarded here).
+      // The next q tile with rows to compute, its sequence guarded (the input guard: cu_seqlens,
+      // prefill_common.cuh; paged, seqused_k and its block-table row, prefill_kv.cuh — by the
+      // producer warp alone, the consumers busy with the tile before).
       Sm90Tile t;
-      for (; linear < sched.tiles; linear = sched.claim(linear)) {
+      for (; linear < sched.tiles; linear = sched.claim<kPaged>(linear)) {
         t = sm90_tile<Sh, kPaged>(a, kv, linear);
-        if ((kPaged || prefill_sequence_ok<true>(a, t.tc.b)) && t.m0 < t.sq) break;
+        if (!prefill_sequence_ok<!kPaged>(a, t.tc.b) || t.m0 >= t.sq) continue;
+        if constexpr (kPaged)
+          if (!paged_sequence_ok_warp(kv, t.tc.b, a.max_seqlen_k, a.input_errors, tid)) continue;
+        break;
       }
       const bool done = linear >= sched.tiles;
       const int kt_end = done ? 0 : t.kt_end;
-      const int after = done ? linear : sched.claim(linear);  // its latency behind this tile's loads
+      const int after = done ? linear : sched.claim<kPaged>(linear);  // its latency behind this tile's loads
       const int q_row = t.q_off + t.m0, h = t.tc.h;
       const Sm90KvBoxes<Sh, Src> boxes(maps, kv, t.tc.b, h / a.group, t.k_off, t.sk, tid);
       // K/V of key tile i (kt_end − 1 − i of the sequence) into stage (g + i) % S. K and V of a

@@ -48,8 +48,8 @@ constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(p
 
 // Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
 // from source Src (contiguous: a.k, a.v; paged NHD: kv), whole q tiles only: one CTA per q tile,
-// or with a persistent schedule (contiguous K/V) min(tiles, sched.ctas) CTAs taking the tiles in
-// turn from sched.counter, which is zeroed on the stream first.
+// or with a persistent schedule min(tiles, sched.ctas) CTAs taking the tiles in turn from
+// sched.counter, which is zeroed on the stream first.
 template <class Getter, DType DT, int D, KVSource Src>
 Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, PrefillSchedule sched,
                                   cudaStream_t stream) {
@@ -59,9 +59,8 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
   const long long tiles = prefill_grid_size(a);
   if (tiles == 0) return Status::Ok();
   if (tiles >= (1ll << 31)) return {StatusCode::invalid_argument, "prefill: more q tiles than a grid holds"};
-  // The paged guard runs on the whole CTA once (prefill_sm90.cuh): one q tile a CTA there.
-  if (sched.persistent() && (Src != KVSource::contiguous || sched.counter == nullptr))
-    return {StatusCode::invalid_argument, "prefill (sm90 agent): a persistent schedule for paged K/V or without its counter (internal)"};
+  if (sched.persistent() && sched.counter == nullptr)
+    return {StatusCode::invalid_argument, "prefill (sm90 agent): a persistent schedule without its counter (internal)"};
   // (The counter runs to tiles + CTAs − 1: kept within int by going persistent below 2^30 tiles.)
   const bool persistent = sched.persistent() && sched.ctas < tiles && tiles < (1ll << 30);
   const Sm90Scheduler scheduler{persistent ? sched.counter : nullptr, static_cast<int>(tiles)};
