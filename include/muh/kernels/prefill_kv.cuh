@@ -68,20 +68,7 @@ __device__ __forceinline__ bool paged_sequence_ok(const PrefillPagedKV& p, int b
   if (threadIdx.x == 0) flag_input_error(errors, len_ok ? InputError::block_id : InputError::seq_len);
   return false;
 }
-
-// The same guard by the 32 lanes of one warp alone, the rest of the CTA busy elsewhere: the sm90
-// agent's producer warp, before each q tile of its persistent schedule (kernels/prefill_sm90.cuh).
-// 6,250 ids at 100k keys and page 16 are 196 loads a lane, against the ~13 GFLOP of a q tile over
-// those keys at hd 256.
-__device__ __forceinline__ bool paged_sequence_ok_warp(const PrefillPagedKV& p, int b, int max_seqlen_k, int* errors,
-                                                       int lane) {
-  const int n = p.seqused_k[b];
-  const bool len_ok = n >= 0 && n <= max_seqlen_k;
-  const bool bad_id = len_ok && paged_ids_bad(p, b, n, lane, 32);
-  if (!__any_sync(0xffffffffu, bad_id) && len_ok) return true;
-  if (lane == 0) flag_input_error(errors, len_ok ? InputError::block_id : InputError::seq_len);
-  return false;
-}
+// (The same guard by one warp alone: kernels/prefill_sm90.cuh's paged_sequence_ok_warp.)
 #endif
 
 // The K/V rows of one (sequence, kv head) in a paged cache of layout L.

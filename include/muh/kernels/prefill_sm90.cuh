@@ -359,6 +359,21 @@ struct Sm90Scheduler {
 #endif
 };
 
+// The paged guard (prefill_kv.cuh's paged_sequence_ok) by the 32 lanes of the producer warp alone,
+// the consumers busy with the tile before: before each q tile of the persistent schedule. (Here,
+// not in prefill_kv.cuh: the portable agent's files make no cross-lane call of their own,
+// warp_tile.cuh; this is sm_90a code.) 6,250 ids at 100k keys and page 16 are 196 loads a lane,
+// against the ~13 GFLOP of a q tile over those keys at hd 256.
+__device__ __forceinline__ bool paged_sequence_ok_warp(const PrefillPagedKV& p, int b, int max_seqlen_k, int* errors,
+                                                       int lane) {
+  const int n = p.seqused_k[b];
+  const bool len_ok = n >= 0 && n <= max_seqlen_k;
+  const bool bad_id = len_ok && paged_ids_bad(p, b, n, lane, 32);
+  if (!__any_sync(0xffffffffu, bad_id) && len_ok) return true;
+  if (lane == 0) flag_input_error(errors, len_ok ? InputError::block_id : InputError::seq_len);
+  return false;
+}
+
 // What one q tile computes: its coordinates, its sequence's q rows and keys, its key tiles
 // (kt_end − 1 … 0). The producer derives it from the tile's index (sm90_tile) and hands it to
 // the consumers through shared memory with the tile's Q, kt_end −1 marking the end.
