@@ -427,7 +427,11 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   if (tid == 0) {
     for (int qb = 0; qb < QB; ++qb) {
       sm80::mbarrier_init(bar_q(qb), 1);
-      sm80::mbarrier_init(bar_q_free(qb), 4 * Sh::kConsumers);  // one arrival per consumer warp
+      // One arrival per consumer thread: an arrival releases the arriving thread's own reads only
+      // (of the tile's slot and the O it staged), so one lane's for its warp left the other
+      // lanes' reads unordered before the next tile's writes — compute-sanitizer's racecheck
+      // reported exactly those (h100-2026-12-06-sm90-persistent calls 1 and 2).
+      sm80::mbarrier_init(bar_q_free(qb), 128 * Sh::kConsumers);
     }
     for (int s = 0; s < S; ++s) {
       sm80::mbarrier_init(bar_k(s), 1);
@@ -639,11 +643,10 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         *reinterpret_cast<uint4*>(gO + r * ldq + ch * 8) =
             *reinterpret_cast<const uint4*>(staged + p * Sh::kQPanel + r * 128 + chunk * 16);
     }
-    // This warp is done with the Q buffer (its staged rows read back): the next Q may load there.
-    // Its generic-proxy writes are ordered before the TMA's async-proxy writes by the fence.
+    // This thread is done with the Q buffer (its staged rows read back): the next Q may load
+    // there. Its generic-proxy writes are ordered before the TMA's async-proxy writes by the fence.
     sm90::fence_proxy_async();
-    __syncwarp();
-    if (lane == 0) sm80::mbarrier_arrive(bar_q_free(qb));
+    sm80::mbarrier_arrive(bar_q_free(qb));
     g += kt_end;
   }
 }
