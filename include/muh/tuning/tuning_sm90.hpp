@@ -53,7 +53,10 @@ static_assert(table_holds(kPrefill));
 //            overlap was within ±4 % (noise) there, so the simpler schedule.
 //   Ping-pong of the two consumer groups (named barriers) was within ±4 % on the H100 with the
 //   overlap on at both head dims: not taken.
-//   The grid against the peers: bench/results/h100-2026-12-06-sm90-prefill/README.md.
+//   The grid against the peers: bench/results/h100-2026-12-06-sm90-prefill/README.md; with the
+//   persistent schedule (prefill_plan.hpp), h100-2026-12-06-sm90-persistent/README.md — the rows
+//   unchanged, 1.12–1.24x the one-CTA-per-tile launch at 1k (hd 64/128; 1.01–1.06x at hd 256),
+//   1.00–1.08x at 4k–16k.
 inline constexpr PrefillRow kPrefillSm90a[] = {
     // dtypes, head dims, agent, block_m, block_n, warps, (K, V) stages, ping-pong, cap; evidence; overlap
     {k16Bit, kHd64, Agent::sm90, 192, 128, 16, 2, false, kSmemCap,
