@@ -4,12 +4,13 @@
 // A CTA computes O for q tiles of block_m query rows of one (sequence, q head) each, one tile
 // after another (one a CTA, or as many as the persistent schedule gives it: Sm90Scheduler); three
 // or four warp groups:
-//   producer (warp group 0, its registers given up to 40 a thread): one thread (paged K/V: one
-//            warp) issues every TMA load — per q tile its Q into one of one or two Q buffers,
-//            and the key tiles' K and V into a ring of num_stages (K, V) buffer pairs that runs
-//            on across the CTA's q tiles. Each buffer has a "full" mbarrier (the TMA's
-//            transaction bytes) and a "free" one (one arrival per consumer warp): K is free after
-//            its QKᵀ, V after its PV, a Q buffer after the epilogue that stages O through it.
+//   producer (warp group 0, its registers given up to 40 a thread, 56 beside three consumer
+//            groups): one thread (paged K/V: one warp) issues every TMA load — per q tile its Q
+//            into one of one or two Q buffers, and the key tiles' K and V into a ring of
+//            num_stages (K, V) buffer pairs that runs on across the CTA's q tiles. Each buffer
+//            has a "full" mbarrier (the TMA's transaction bytes) and a "free" one: K is free after
+//            its QKᵀ, V after its PV (an arrival per consumer warp), a Q buffer after the epilogue
+//            that stages O through it (an arrival per consumer thread).
 //   consumers (warp groups 1 .. block_m/64: 232 registers a thread for 2 groups, 152 for 3): 64
 //            query rows each, per key tile
 //      S = Q Kᵀ        wgmma m64n{block_n}k16, Q and K from shared memory (K-major), D/16 steps
@@ -76,7 +77,7 @@ struct Sm90PrefillShape {
   static constexpr int kQBytes = BM * D * 2, kKVBytes = BN * D * 2;
   static constexpr int kQBufs = prefill_sm90_q_buffers(kPolicy, DT, D);  // (policy.hpp)
   // Shared memory: the Q buffers, then per stage K and V; the mbarriers after them (Q full and
-  // free per Q buffer, then K full, V full, K free, V free per stage), then the q tiles' indices.
+  // free per Q buffer, then K full, V full, K free, V free per stage), then each Q buffer's tile.
   static constexpr int kBarOffset = kQBufs * kQBytes + 2 * S * kKVBytes;
   static constexpr int kSlotOffset = kBarOffset + 8 * (2 * kQBufs + 4 * S);  // a 48-byte Sm90Tile per Q buffer
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the sm90 agent multiplies 16-bit inputs");
