@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "prefill_check.hpp"
+#include "prefill_expect.hpp"
 #include "gpu_test_util.hpp"
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
@@ -64,10 +65,7 @@ TEST_P(PrefillForced, MatchesReference) {
   const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
   SCOPED_TRACE("policy: " + to_string(pol, prm.dtype, prm.head_dim));
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
-  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
-  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
-  EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << in.naive_err << ", max |ref| " << in.max_ref;
+  testing::expect_matches_reference(r, in.naive_err, in.max_ref);
   // A forced tail split must have happened on an agent that splits (the sm80-class body; the
   // portable and sm90 agents run whole tiles), else the case tests nothing new.
   if (check::prefill_cases()[prm.case_index].tail_chunk > 0 && (pol.agent == Agent::sm80 || pol.agent == Agent::sm75))
@@ -102,10 +100,7 @@ TEST_P(PrefillPersistent, TwoCtasWalkEveryTile) {
   const check::PrefillResult r = check::run_prefill_case(in, prm.target, {}, nullptr, 2);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_TRUE(r.persistent) << "the plan did not take the persistent schedule";
-  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
-  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
-  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
-  EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << in.naive_err << ", max |ref| " << in.max_ref;
+  testing::expect_matches_reference(r, in.naive_err, in.max_ref);
 }
 
 // (No sm_90a row compiled: nothing to instantiate.)
@@ -183,10 +178,7 @@ TEST_P(PrefillRing, MatchesReference) {
   const auto& in = check::cached_prefill_inputs(prm.case_index, prm.dtype, prm.head_dim);
   const check::PrefillResult r = check::run_prefill_case(in, -1, prm.launch);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
-  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
-  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
-  EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << in.naive_err;
+  testing::expect_matches_reference(r, in.naive_err, in.max_ref);
 }
 
 INSTANTIATE_TEST_SUITE_P(Prefill, PrefillRing, ::testing::ValuesIn(ring_params()),

@@ -20,6 +20,7 @@
 #include "muh/tuning/selectors.hpp"
 #include "paged_prefill_check.hpp"
 #include "prefill_check.hpp"
+#include "prefill_expect.hpp"
 
 namespace muh {
 namespace {
@@ -119,10 +120,7 @@ using testing::device_cc;
 
 void expect_pass(const check::PrefillResult& r, double naive_err, double max_ref) {
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(r.nonfinite, 0u) << "outputs left NaN/Inf (pre-filled with NaN)";
-  EXPECT_EQ(r.lse_mismatch, 0u) << "max finite lse error " << r.max_lse_err;
-  EXPECT_TRUE(r.deterministic) << "two runs differ bitwise";
-  EXPECT_LE(r.max_err, r.tol) << "naive error at the input precision " << naive_err << ", max |ref| " << max_ref;
+  testing::expect_matches_reference(r, naive_err, max_ref);
 }
 
 class PrefillVariantForced : public ::testing::TestWithParam<VariantParam> {};
