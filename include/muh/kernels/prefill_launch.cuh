@@ -125,6 +125,18 @@ Status check_tail(const PrefillTail& t, long long tiles) {
   return Status::Ok();
 }
 
+// The plan's ways of dealing out the work that policy K's agent runs (an internal error if not): a
+// tail split only the tensor-core body (check_tail), never the sm90 agent, which runs whole tiles
+// (prefill_split_applies); a persistent schedule only the sm90 agent.
+template <class K>
+Status check_schedule(const PrefillTail& t, const PrefillSchedule& sched) {
+  if (K::sm90 && t.tail_tiles > 0)
+    return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
+  if (!K::sm90 && sched.persistent())
+    return {StatusCode::invalid_argument, "prefill: a persistent schedule for an agent without one (internal)"};
+  return Status::Ok();
+}
+
 // Launches one prefill over `a` (validated by src/prefill.cu; muh/launch_args.cuh) on `stream`. The kernel's max
 // dynamic shared memory is set to the policy footprint — the cap the row was validated against
 // bounds it, so an emulated profile (e.g. the portable agent's 48 KB) runs within its own limit.
@@ -137,15 +149,11 @@ template <class Getter, DType DT, int D>
 Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, int device_cc = 0,
                       PrefillSchedule sched = {}) {
   using K = PrefillKernel<Getter, DT, D>;
+  MUH_TRY(check_schedule<K>(t, sched));
   if constexpr (K::sm90) {
-    // Whole tiles only (prefill_split_applies): the plan never splits for this agent.
-    if (t.tail_tiles > 0)
-      return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
     (void)device_cc;
     return launch_prefill_sm90<DT, D>(a, sched, stream);
   } else {
-    if (sched.persistent())
-      return {StatusCode::invalid_argument, "prefill: a persistent schedule for an agent without one (internal)"};
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;  // the one place
     const long long tiles = prefill_grid_size(a);
     if (tiles == 0) return Status::Ok();
@@ -178,13 +186,11 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
     return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
   } else if constexpr (K::sm90) {
     static_assert(S == KVSource::paged_nhd, "the sm90 agent reads paged NHD K/V only (prefill_agent_reads)");
-    if (t.tail_tiles > 0)
-      return {StatusCode::invalid_argument, "prefill: a tail split for the sm90 agent (internal)"};
+    MUH_TRY(check_schedule<K>(t, sched));
     (void)device_cc;
     return launch_prefill_sm90_paged<DT, D>(a, kv, sched, stream);
   } else {
-    if (sched.persistent())
-      return {StatusCode::invalid_argument, "prefill: a persistent schedule for an agent without one (internal)"};
+    MUH_TRY(check_schedule<K>(t, sched));
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
     const long long tiles = prefill_grid_size(a);
     if (tiles == 0) return Status::Ok();
