@@ -37,6 +37,7 @@ struct PagedPrefillCase {
   bool causal = true;
   float softmax_scale = 0.f;
   VariantSpec variant = {};  // none by default
+  KVQuant kv = {};           // the cache's element type and scales (fp8: the cache holds codes)
 };
 
 // The paged-prefill shapes of the GPU tests and `muh verify` (page P): prefix lengths 0, 1,
@@ -90,6 +91,8 @@ struct PagedPrefillInputs {
   int num_pages = 0, max_blocks = 0;
   std::vector<int> block_table, seqused_k;
   std::vector<float> k_cache, v_cache;  // NaN where no key lives
+  // An fp8 cache (pc.kv): the codes, in the same layout (x = 16), NaN's code where no key lives.
+  std::vector<std::uint8_t> k_codes, v_codes;
 };
 
 inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const PagedPrefillCase& c, KVLayout layout,
@@ -100,6 +103,7 @@ inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const Paged
   r->dense = PrefillCase{"paged", c.chunk, {}, c.num_q_heads, c.num_kv_heads, c.causal, c.softmax_scale};
   for (std::size_t b = 0; b < c.chunk.size(); ++b) r->dense.len_k.push_back(c.prefix[b] + c.chunk[b]);
   r->dense.variant = c.variant;
+  r->dense.kv = c.kv;  // fp8: the dense K/V are the codes' values (make_prefill_inputs)
   r->in = make_prefill_inputs(r->dense, t, head_dim, seed);
   const int B = int(c.chunk.size()), H = c.num_kv_heads, D = head_dim, P = c.page_size;
   r->seqused_k = r->dense.len_k;
@@ -114,7 +118,8 @@ inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const Paged
   r->shape.page_size = P;
   r->shape.num_kv_heads = H;
   r->shape.head_dim = D;
-  r->shape.x = 16 / int(dtype_size(t));
+  const bool fp8 = is_fp8(c.kv.dtype);
+  r->shape.x = fp8 ? 16 : 16 / int(dtype_size(t));
   const std::size_t elems = std::size_t(r->num_pages) * P * H * D;
   r->k_cache.assign(elems, std::numeric_limits<float>::quiet_NaN());
   r->v_cache.assign(elems, std::numeric_limits<float>::quiet_NaN());
@@ -128,6 +133,15 @@ inline std::unique_ptr<PagedPrefillInputs> make_paged_prefill_inputs(const Paged
           r->v_cache[r->shape.v_offset(page, slot, h, d)] = r->in->v[src];
         }
     }
+  if (fp8) {  // (the dense values are code · scale exactly: dividing gives the code back)
+    auto codes = [&](const std::vector<float>& x, float scale, std::vector<std::uint8_t>* out) {
+      out->resize(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i)
+        (*out)[i] = std::isnan(x[i]) ? fp8_format(c.kv.dtype).nan_code : float_to_fp8(x[i] / scale, c.kv.dtype);
+    };
+    codes(r->k_cache, c.kv.k_scale, &r->k_codes);
+    codes(r->v_cache, c.kv.v_scale, &r->v_codes);
+  }
   return r;
 }
 
@@ -141,7 +155,10 @@ struct PagedPrefillDevice {
     const PrefillInputs& in = *pi.in;
     const DType t = in.dtype;
     const std::size_t e = dtype_size(t), nl = std::size_t(in.total_q) * in.c->num_q_heads;
-    const auto hq = ref::to_storage(in.q, t), hk = ref::to_storage(pi.k_cache, t), hv = ref::to_storage(pi.v_cache, t);
+    const bool fp8 = is_fp8(pi.pc.kv.dtype);
+    const auto hq = ref::to_storage(in.q, t);
+    const auto hk = fp8 ? std::vector<unsigned char>(pi.k_codes.begin(), pi.k_codes.end()) : ref::to_storage(pi.k_cache, t);
+    const auto hv = fp8 ? std::vector<unsigned char>(pi.v_codes.begin(), pi.v_codes.end()) : ref::to_storage(pi.v_cache, t);
     bool ok = q.alloc(hq.size()) && k_cache.alloc(hk.size()) && v_cache.alloc(hv.size()) &&
               block_table.alloc(pi.block_table.size() * 4) && seqused_k.alloc(pi.seqused_k.size() * 4) &&
               cu_q.alloc(in.cu_q.size() * 4) && out.alloc(in.q.size() * e) && lse.alloc(nl * 4);
@@ -176,6 +193,7 @@ struct PagedPrefillDevice {
     p.lse = static_cast<float*>(lse.p);
     p.cu_seqlens_q = static_cast<const int*>(cu_q.p);
     p.variant = var.v;
+    p.kv = pi.pc.kv;
     return make_paged_prefill(p, pi.layout, k_cache.p, v_cache.p, static_cast<const int*>(block_table.p),
                               static_cast<const int*>(seqused_k.p), pi.shape.page_size, pi.num_pages, pi.max_blocks);
   }

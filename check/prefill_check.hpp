@@ -36,6 +36,7 @@
 #include "device_buffer.hpp"
 #include "variant_spec.hpp"
 #include "muh/attention.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/dtype.hpp"
 #include "muh/reference.hpp"
 
@@ -52,6 +53,10 @@ struct PrefillCase {
   // tail CTA — where the agent allows it (tensor-core agents; equal lengths, no causal mask).
   int tail_chunk = -1;
   VariantSpec variant = {};  // none by default (the plain kind)
+  // An fp8 KV cache (paged cases only: check/paged_prefill_check.hpp stores the codes): K and V
+  // are drawn, then replaced by their dequantised fp8 values (code · scale) before the reference
+  // and the naive error are computed, so both see exactly what the kernel reads.
+  KVQuant kv = {};
 };
 
 // The shapes every compiled policy is checked on. Lengths of 1, lengths that are no multiple of
@@ -184,6 +189,10 @@ inline std::unique_ptr<PrefillInputs> make_prefill_inputs(const PrefillCase& c, 
   fill(in->q, std::size_t(in->total_q) * c.num_q_heads * head_dim);
   fill(in->k, std::size_t(in->total_k) * c.num_kv_heads * head_dim);
   fill(in->v, std::size_t(in->total_k) * c.num_kv_heads * head_dim);
+  if (is_fp8(c.kv.dtype)) {
+    for (auto& e : in->k) e = fp8_to_float(float_to_fp8(e / c.kv.k_scale, c.kv.dtype), c.kv.dtype) * c.kv.k_scale;
+    for (auto& e : in->v) e = fp8_to_float(float_to_fp8(e / c.kv.v_scale, c.kv.dtype), c.kv.dtype) * c.kv.v_scale;
+  }
   in->ref_out.assign(in->q.size(), 0.f);
   in->ref_lse.assign(std::size_t(in->total_q) * c.num_q_heads, 0.f);
   ref::prefill(in->q.data(), in->k.data(), in->v.data(), in->cu_q.data(), in->cu_k.data(), int(c.len_q.size()),

@@ -18,6 +18,8 @@
 // RunOptions::input_errors (the library's flags by default; check_input_errors() reads them).
 // Zero-length sequences are valid (they produce nothing); a batch of 0 or total_q
 // of 0 launches nothing and returns ok.
+// An fp8 paged cache (PrefillParams::kv): its instance (prefill_paged_fp8_*.cu) runs the plan's
+// sm80-agent row; the plan must have been made for the cache's type (the selection differs).
 // Paged K/V (PrefillParams::kv_source): the same checks (the shape's paged part and the cache
 // pointers in check_prefill_call), then, with debug_checks, one device→host copy of
 // cu_seqlens_q, seqused_k and the block table (check_paged_tables_host: monotonic cu_seqlens_q
@@ -74,6 +76,33 @@ using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const ker
 constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
     MUH_FOR_EACH_INSTANCE(MUH_PREFILL_PAGED_INSTANCE_ENTRY)};
 #undef MUH_PREFILL_PAGED_INSTANCE_ENTRY
+
+// The fp8 KV-cache instances (prefill_paged_fp8_*.cu), looked up by (fp8 type, dtype, head_dim).
+#define MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE(k, t, d)                                                     \
+  template <>                                                                                             \
+  Status prefill_paged_fp8_instance<KVDType::k, DType::t, d>(const kernels::PrefillArgs&,                 \
+                                                             const kernels::PrefillPagedKV&, KVSource,    \
+                                                             const kernels::PrefillTail&, int, int, cudaStream_t);
+MUH_FOR_EACH_FP8_INSTANCE(MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE)
+#undef MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE
+using PrefillPagedFp8InstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
+                                             const kernels::PrefillTail&, int, int, cudaStream_t);
+struct PrefillFp8InstanceEntry {
+  KVDType kv;
+  DType dtype;
+  int head_dim;
+  PrefillPagedFp8InstanceFn fn;
+};
+#define MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY(k, t, d) \
+  PrefillFp8InstanceEntry{KVDType::k, DType::t, d, &prefill_paged_fp8_instance<KVDType::k, DType::t, d>},
+constexpr PrefillFp8InstanceEntry kPrefillPagedFp8Instances[] = {
+    MUH_FOR_EACH_FP8_INSTANCE(MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY){KVDType::same, DType::fp32, 0, nullptr}};  // (sentinel)
+#undef MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY
+PrefillPagedFp8InstanceFn find_paged_fp8_instance(KVDType kv, DType t, int head_dim) {
+  for (const auto& e : kPrefillPagedFp8Instances)
+    if (e.kv == kv && e.dtype == t && e.head_dim == head_dim && e.fn != nullptr) return e.fn;
+  return nullptr;
+}
 #endif
 
 #if MUH_VARIANT_GENERAL
@@ -160,6 +189,9 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
     return invalid_argument(w + "the plan was made for the " + variant_kind_name(plan.variant) +
                             " variant kind and the call is of the " + variant_kind_name(variant_kind(p.variant)) +
                             " kind (variant: " + describe_variant(p.variant) + "); re-plan for this call");
+  if (plan.kv_dtype != p.kv.dtype)
+    return invalid_argument(w + "the plan was made for a KV cache of type " + std::string(kv_dtype_name(plan.kv_dtype)) +
+                            " and the call's is " + std::string(kv_dtype_name(p.kv.dtype)) + "; re-plan for this call");
   if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes < plan.split.workspace_bytes))
     return invalid_argument(w + "the plan's split is inconsistent");
   if (plan.persistent.on() &&
@@ -276,6 +308,12 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     kernels::PrefillArgs a = detail::make_prefill_args(p);
     a.input_errors = opt.input_errors;  // the kernels' guard flags (cu_seqlens_q, seqused_k, block ids)
     if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
+    if (is_fp8(p.kv.dtype)) {  // (check_prefill_call refused an fp8 instance not compiled)
+      const auto fn = detail::find_paged_fp8_instance(p.kv.dtype, p.dtype, p.head_dim);
+      if (fn == nullptr) return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
+      return fn(a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), plan.target,
+                hw.compute_capability, opt.stream);
+    }
     return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(
         a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), schedule_of(plan, workspace),
         plan.target, hw.compute_capability, opt.stream);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "kv_quant_check.hpp"
 #include "pointer_checks.hpp"
 #include "variant_check.hpp"
 #include "muh/build_config.hpp"
@@ -41,9 +42,30 @@ Status check_prefill_shape(const PrefillParams& p, const char* where_) {
   if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
     return invalid_argument(where + "softmax_scale must be finite and > 0 (0 selects 1/sqrt(head_dim))");
   MUH_TRY(check_variant_values(p.variant, where));
+  MUH_TRY(check_prefill_kv_quant(p, where));
   // Indices inside the kernels are 64-bit; the grid is one dimension of at most 2^31 − 1 CTAs.
   if (static_cast<long long>(p.max_seqlen_q) * p.batch * p.num_q_heads > 0x7fffffffLL)
     return invalid_argument(where + "max_seqlen_q × batch × num_q_heads exceeds 2^31 − 1");
+  return Status::Ok();
+}
+
+// The cache's element type (muh/kv_quant.hpp, PrefillParams::kv): an fp8 cache is a paged one
+// (contiguous K/V are q's type), read with fp16 / bf16 q, without a variant (the general kind has
+// no fp8 instances), and, in the vLLM layout, with pages of whole 16-slot value chunks (the sm80
+// agent copies a value row's 16 codes = 16 slots of one page at a time).
+Status check_prefill_kv_quant(const PrefillParams& p, const std::string& where) {
+  MUH_TRY(check_kv_quant_values(p.kv, where));
+  if (!is_fp8(p.kv.dtype)) return Status::Ok();
+  const std::string kind = "an fp8 KV cache (" + std::string(kv_dtype_name(p.kv.dtype)) + ")";
+  if (!is_paged(p.kv_source))
+    return invalid_argument(where + kind + " is read from a paged cache only (kv_source paged_nhd or paged_vllm)");
+  if (p.dtype == DType::fp32) return invalid_argument(where + kind + " is read with fp16 or bf16 q, not fp32");
+  if (variant_kind(p.variant) != VariantKind::plain)
+    return {StatusCode::unsupported, where + kind + " with an attention variant (" + describe_variant(p.variant) +
+                                         ") is not implemented in prefill"};
+  if (p.kv_source == KVSource::paged_vllm && p.page_size % 16 != 0)
+    return invalid_argument(where + kind + " in the vllm layout needs page_size a multiple of 16 (got " +
+                            std::to_string(p.page_size) + ")");
   return Status::Ok();
 }
 
@@ -113,6 +135,12 @@ Status check_prefill_compiled(const PrefillParams& p) {
   if (is_paged(p.kv_source) && !MUH_PAGED_PREFILL)
     return {StatusCode::not_compiled,
             "prefill: paged K/V are not compiled into this build; rebuild with MUH_PAGED_PREFILL=ON"};
+  if (is_fp8(p.kv.dtype) && !is_fp8_instance(p.kv.dtype, p.dtype, p.head_dim))
+    return {StatusCode::not_compiled, "prefill: the " + std::string(kv_dtype_name(p.kv.dtype)) + " KV cache with " +
+                                          std::string(dtype_name(p.dtype)) + " q and head_dim " +
+                                          std::to_string(p.head_dim) +
+                                          " is not compiled into this build; rebuild with MUH_KV_FP8 / "
+                                          "MUH_KV_FP8_HEAD_DIMS including it"};
   if (is_compiled_instance(p.dtype, p.head_dim)) return Status::Ok();
   return {StatusCode::not_compiled, "prefill: " + std::string(dtype_name(p.dtype)) + " with head_dim " +
                                         std::to_string(p.head_dim) + " is not compiled into this build (compiled: " +

@@ -24,6 +24,10 @@ Status check_prefill_shape(const PrefillParams& p, const char* where);
 // by the block table, max_seqlen_q <= max_seqlen_k.
 Status check_paged_prefill_shape(const PrefillParams& p, const std::string& where);
 
+// The cache's element type and scales (PrefillParams::kv): a known type; an fp8 cache paged, with
+// fp16 / bf16 q, no variant, finite scales > 0, and vLLM pages of a multiple of 16 slots.
+Status check_prefill_kv_quant(const PrefillParams& p, const std::string& where);
+
 // The debug_checks of a paged call on host copies of its device tables: cu_seqlens_q [batch + 1]
 // (0 .. total_q, non-decreasing, lengths <= max_seqlen_q), seqused_k [batch] (in [0,
 // max_seqlen_k], >= the sequence's q length) and block_table [batch, max_blocks_per_seq] (the

@@ -167,7 +167,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   if (opt.tail_chunk < -1) return invalid_argument(w + "tail_chunk must be -1 (auto), 0 (off) or a key-tile count");
   if (hw.sm_count < 1) return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs");
 
-  const SelectOptions so{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain};
+  const SelectOptions so{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain, p.kv.dtype};
   PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, so);
   MUH_TRY(selection_status(sel, w, hw));
   PrefillSplit split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);
@@ -188,6 +188,7 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   }
   r.shape = p;
   r.variant = variant_kind(p.variant);
+  r.kv_dtype = p.kv.dtype;
   *plan = r;
   return Status::Ok();
 }

@@ -84,6 +84,12 @@ struct PrefillParams : PrefillShape {
   // records the instantiation kind it needs (PrefillPlan::variant), so a plan is made with the
   // variant the calls will use.
   Variant variant;
+  // The paged cache's element type and scales (muh/kv_quant.hpp; DecodeParams::kv's meaning): by
+  // default the cache holds `dtype`. An fp8 cache (paged K/V only, fp16 / bf16 q and out, no
+  // variant) holds 1-byte codes in kv_source's layout (the vLLM layout's x is then 16; its value
+  // pages a multiple of 16 slots) and is read by the sm80 agent's rows; the plan records its
+  // type (PrefillPlan::kv_dtype).
+  KVQuant kv;
 };
 
 // ---- Decode -------------------------------------------------------------------------------------

@@ -107,6 +107,10 @@ struct PrefillPlan {
   // variant_kind(p.variant) of the call it was made for; prefill() takes it only for calls of
   // that kind.
   VariantKind variant = VariantKind::plain;
+  // The paged cache's element type (PrefillParams::kv.dtype of the call it was made for): an fp8
+  // cache takes the sm80 agent's row (prefill_agent_reads_kv), so prefill() takes the plan only
+  // for calls over a cache of the same type. (The scales are the call's, not the plan's.)
+  KVDType kv_dtype = KVDType::same;
 };
 
 // Chooses the plan for `p` (its sizes and flags; pointers do not matter) on `hw` (the present

@@ -59,6 +59,7 @@ enum class Pass : unsigned char {
   no_tensor_cores,  // its agent multiplies on the dtype's tensor cores; the profile has none
   kv_source,        // its agent does not read the call's K/V source (prefill: a paged layout)
   variant,          // its agent has no variant hooks and the call has a variant (prefill: sm90)
+  kv_dtype,         // its agent does not read the call's fp8 KV cache (prefill: all but sm80)
   no_key_split,     // prefill plan: its agent has no key split and the call's q tiles fill too few
                     // of the SMs; the next row's agent splits the keys (prefill_plan.hpp)
 };
@@ -87,6 +88,7 @@ struct SelectOptions {
   int force_target = -1;  // -1: walk; else exactly this target's row, or no row
   KVSource kv_source = KVSource::contiguous;  // prefill: where K/V come from (params.hpp)
   bool variant = false;  // prefill: the call has a variant (the general kind, muh/variant.hpp)
+  KVDType kv_dtype = KVDType::same;  // prefill: the paged cache's element type (muh/kv_quant.hpp)
 };
 
 template <class Policy>
@@ -201,6 +203,7 @@ constexpr PrefillSelection choose_prefill(const HardwareCapability& hw, DType t,
       [&opt](const PrefillPolicy& p, Pass* why) {
         if (!prefill_agent_reads(p.agent, opt.kv_source)) return *why = Pass::kv_source, false;
         if (opt.variant && !prefill_agent_has_variants(p.agent)) return *why = Pass::variant, false;
+        if (!prefill_agent_reads_kv(p.agent, opt.kv_dtype)) return *why = Pass::kv_dtype, false;
         return true;
       });
 }

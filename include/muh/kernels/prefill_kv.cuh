@@ -31,6 +31,7 @@ struct PrefillPagedKV {
   int num_kv_heads = 0;
   int num_pages = 0;                 // pages in the cache: block ids are guarded against it
   FastDiv page_div;                  // FastDiv::make(page_size): key n's page and slot (launch_args.cuh)
+  float v_scale = 1.f;               // an fp8 cache (muh/kv_quant.hpp): V = code · v_scale, applied to O
 };
 
 // Keys of sequence b: seqused_k[b], never beyond what its block-table row covers (a caller's

@@ -56,15 +56,16 @@ struct PrefillKernel {
   }
   // The tail of a split launch (tensor-core agents only).
   static constexpr auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
-  // K/V from a paged cache in source S (a source the agent reads: prefill_agent_reads).
-  template <KVSource S>
+  // K/V from a paged cache in source S (a source the agent reads: prefill_agent_reads) of element
+  // type KV (fp8: the sm80 agent only, prefill_agent_reads_kv).
+  template <KVSource S, KVDType KV = KVDType::same>
   static auto paged_function() {
-    if constexpr (tensor_cores) return &prefill_sm80_paged_kernel<Getter, DT, D, S>;
+    if constexpr (tensor_cores) return &prefill_sm80_paged_kernel<Getter, DT, D, S, KV>;
     else return &prefill_portable_paged_kernel<Getter, DT, D, S>;
   }
   // The tail of a split paged launch (tensor-core agents only).
-  template <KVSource S>
-  static constexpr auto paged_tail_function() { return &prefill_sm80_paged_tail_kernel<Getter, DT, D, S>; }
+  template <KVSource S, KVDType KV = KVDType::same>
+  static constexpr auto paged_tail_function() { return &prefill_sm80_paged_tail_kernel<Getter, DT, D, S, KV>; }
   // The general variant kind (kernels/variant.cuh) over source S (contiguous or a paged layout
   // the agent reads).
   template <KVSource S>
@@ -173,17 +174,19 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
   }
 }
 
-// Launches one prefill whose K/V come from the paged cache `kv` in source S (validated by
-// src/prefill.cu), with tail split `t` as launch_prefill (a split needs a non-causal call: the
-// plan, prefill_plan.hpp). A source the policy's agent does not read is an internal error (the
-// selection never plans it).
-template <class Getter, DType DT, int D, KVSource S>
+// Launches one prefill whose K/V come from the paged cache `kv` in source S, of element type KV
+// (validated by src/prefill.cu), with tail split `t` as launch_prefill (a split needs a
+// non-causal call: the plan, prefill_plan.hpp). A source or cache type the policy's agent does
+// not read is an internal error (the selection never plans it).
+template <class Getter, DType DT, int D, KVSource S, KVDType KV = KVDType::same>
 Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream, PrefillTail t = {},
                             int device_cc = 0, PrefillSchedule sched = {}) {
   using K = PrefillKernel<Getter, DT, D>;
   static_assert(is_paged(S), "launch_prefill runs contiguous K/V");
   if constexpr (!prefill_agent_reads(K::policy.agent, S)) {
     return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
+  } else if constexpr (!prefill_agent_reads_kv(K::policy.agent, KV)) {
+    return {StatusCode::invalid_argument, "prefill: the plan's agent does not read an fp8 KV cache (internal)"};
   } else if constexpr (K::sm90) {
     static_assert(S == KVSource::paged_nhd, "the sm90 agent reads paged NHD K/V only (prefill_agent_reads)");
     MUH_TRY(check_schedule<K>(t, sched));
@@ -197,14 +200,14 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
     MUH_TRY(check_tail<K>(t, tiles));
     t.main_tiles = static_cast<int>(tiles - t.tail_tiles);
     if (t.main_tiles > 0) {
-      auto kernel = K::template paged_function<S>();
+      auto kernel = K::template paged_function<S, KV>();
       MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged prefill"));
       kernel<<<static_cast<unsigned>(t.main_tiles), K::threads, K::smem_bytes, stream>>>(a, kv);
       MUH_TRY(launch_status("paged prefill launch"));
     }
     if constexpr (K::tensor_cores) {
       if (t.tail_tiles > 0)
-        return launch_tail_and_merge<K, K::template paged_tail_function<S>(), &prefill_paged_tail_merge_kernel<DT, D>>(
+        return launch_tail_and_merge<K, K::template paged_tail_function<S, KV>(), &prefill_paged_tail_merge_kernel<DT, D>>(
             a, t, device_cc, stream, kv);
     }
     return Status::Ok();

@@ -75,7 +75,7 @@ template <class Sh>
 __device__ __forceinline__ PagedKvGroups<Sh> paged_kv_groups(const PrefillPagedKV* pkv, int b, int kvh, int sk,
                                                              int kt_end, int n_tiles) {
   if constexpr (Sh::kPaged)
-    return {PagedKvRows<typename Sh::T, paged_layout(Sh::kSource)>::template make<Sh::kD>(*pkv, b, kvh), sk, kt_end,
+    return {PagedKvRows<typename Sh::C, paged_layout(Sh::kSource)>::template make<Sh::kD>(*pkv, b, kvh), sk, kt_end,
             n_tiles};
   else
     return {};
@@ -93,13 +93,15 @@ __device__ __forceinline__ PagedKvGroups<Sh> paged_kv_groups(const PrefillPagedK
 // of before variants, the same SASS); GeneralVariant clips the key tiles to the window, applies
 // soft-cap / ALiBi and the window's mask on the scores, and folds the sink into the epilogue (a
 // whole tile; a split tail's pieces leave it to the merge).
+// kKV: the paged cache's element type (muh/kv_quant.hpp): q's own, or fp8 codes, widened in the
+// ring (prefill_sm80_pipeline.cuh), k_scale folded into a's scale, v_scale applied to O here.
 template <class Getter, DType DT, int D, bool kPiece = false, KVSource kSrc = KVSource::contiguous,
-          class Var = PlainVariant>
+          class Var = PlainVariant, KVDType kKV = KVDType::same>
 __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long long linear, int kt_lo = 0,
                                                   int kt_hi = 0, float* piece_o = nullptr,
                                                   float* piece_lse = nullptr, const PrefillPagedKV* pkv = nullptr,
                                                   const Var& var = Var{}) {
-  using Sh = Sm80PrefillShape<Getter, DT, D, kPiece, kSrc>;
+  using Sh = Sm80PrefillShape<Getter, DT, D, kPiece, kSrc, kKV>;
   using T = typename Sh::T;
   constexpr int BM = Sh::BM, BN = Sh::BN, MT = Sh::MT;
 
@@ -218,10 +220,15 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   float l_row[MT][2];
   row_sums<Sh>(l_row, row_l, pair, w);
   if constexpr (kPiece) {
-    store_piece<Sh>(piece_o, piece_lse, o, row_m, l_row, units, m0, sq, w);
+    if constexpr (Sh::kFp8)
+      store_piece<Sh>(piece_o, piece_lse, o, row_m, l_row, units, m0, sq, w, pkv->v_scale);
+    else
+      store_piece<Sh>(piece_o, piece_lse, o, row_m, l_row, units, m0, sq, w);
   } else {
     if constexpr (Var::kOn)
       stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w, &vh);  // with the sink
+    else if constexpr (Sh::kFp8)
+      stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w, nullptr, pkv->v_scale);
     else
       stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w);
     __syncwarp();
@@ -274,9 +281,10 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
                                                                   GeneralVariant{v});
 }
 
-// K/V from a paged cache: CTA i computes q tile i whole — the grid of an unsplit paged launch and
-// the first main_tiles tiles of a split one (the trigger as in prefill_sm80_kernel).
-template <class Getter, DType DT, int D, KVSource kSrc>
+// K/V from a paged cache of element type kKV: CTA i computes q tile i whole — the grid of an
+// unsplit paged launch and the first main_tiles tiles of a split one (the trigger as in
+// prefill_sm80_kernel).
+template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::same>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
   static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_kernel");
@@ -284,12 +292,12 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
   if constexpr (sm80::agent_has_ptx(Getter{}().agent))
-    prefill_sm80_body<Getter, DT, D, false, kSrc>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
+    prefill_sm80_body<Getter, DT, D, false, kSrc, PlainVariant, kKV>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
 }
 
 // CTA j of a split launch's tail walks its 1–2 pieces (kSrc: the K/V source, as in the body;
 // pkv the paged cache, null for contiguous K/V).
-template <class Getter, DType DT, int D, KVSource kSrc = KVSource::contiguous>
+template <class Getter, DType DT, int D, KVSource kSrc = KVSource::contiguous, KVDType kKV = KVDType::same>
 __device__ __forceinline__ void prefill_sm80_tail_pieces(const PrefillArgs& a, const PrefillTail& t,
                                                          const PrefillPagedKV* pkv = nullptr) {
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) {
@@ -300,7 +308,7 @@ __device__ __forceinline__ void prefill_sm80_tail_pieces(const PrefillArgs& a, c
     for (bool first = true; it < end; first = false) {
       if (!first) __syncthreads();  // the previous piece's warps are done with shared memory
       const TailSegment seg = tail_segment(t, j, it);
-      prefill_sm80_body<Getter, DT, D, true, kSrc>(a, seg.linear, seg.kt_lo, seg.kt_hi,
+      prefill_sm80_body<Getter, DT, D, true, kSrc, PlainVariant, kKV>(a, seg.linear, seg.kt_lo, seg.kt_hi,
                                                    t.ws_o + static_cast<long long>(seg.slot) * kBM * D,
                                                    t.ws_lse + static_cast<long long>(seg.slot) * kBM, pkv);
       it = seg.next;
@@ -323,11 +331,11 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 // The tail of a split paged launch: pieces over a paged cache. A piece whose key range lies past
 // its sequence's seqused_k (known on the device only: the plan splits max_seqlen_k) sees no key
 // and writes an empty partial (lse −inf), which the merge weighs 0.
-template <class Getter, DType DT, int D, KVSource kSrc>
+template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::same>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_paged_tail_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t) {
   static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_tail_kernel");
-  prefill_sm80_tail_pieces<Getter, DT, D, kSrc>(a, t, &pkv);
+  prefill_sm80_tail_pieces<Getter, DT, D, kSrc, kKV>(a, t, &pkv);
 }
 
 }  // namespace muh::kernels

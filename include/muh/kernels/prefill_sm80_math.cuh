@@ -431,13 +431,14 @@ __device__ __forceinline__ void row_sums(float (&l_row)[Sh::MT][2], const float 
 template <class Sh, class Units>
 __device__ __forceinline__ void store_piece(float* piece_o, float* piece_lse, const float (&o)[Sh::MT][Sh::DTL][4],
                                             const float (&row_m)[Sh::MT][2], const float (&l_row)[Sh::MT][2],
-                                            const Units& units, int m0, int sq, Sm80Warp w) {
+                                            const Units& units, int m0, int sq, Sm80Warp w, float v_scale = 1.f) {
 #pragma unroll
   for (int mt = 0; mt < Sh::MT; ++mt)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const OnlineSoftmax row(row_m[mt][hr], l_row[mt][hr]);
-      const float inv = row.inv_l();
+      float inv = row.inv_l();
+      if constexpr (Sh::kFp8) inv *= v_scale;  // an fp8 cache's V dequantisation
       const int r = w.row0 + mt * 16 + w.g + hr * 8;
       if (m0 + r >= sq) continue;
       if (w.t == 0 && w.wn == 0) piece_lse[r] = row.lse(units);
@@ -456,7 +457,8 @@ template <class Sh, class Units>
 __device__ __forceinline__ void stage_tile(const PrefillArgs& a, const TileCoord& tc, int q_off, int m0, int sq,
                                            typename Sh::T* sQ, const float (&o)[Sh::MT][Sh::DTL][4],
                                            const float (&row_m)[Sh::MT][2], const float (&l_row)[Sh::MT][2],
-                                           const Units& units, Sm80Warp w, const VariantHead* vh = nullptr) {
+                                           const Units& units, Sm80Warp w, const VariantHead* vh = nullptr,
+                                           float v_scale = 1.f) {
   using Swz = Sm80Swizzle<Sh::kD>;
 #pragma unroll
   for (int mt = 0; mt < Sh::MT; ++mt) {
@@ -472,6 +474,7 @@ __device__ __forceinline__ void stage_tile(const PrefillArgs& a, const TileCoord
       } else if (a.lse != nullptr && w.t == 0 && w.wn == 0 && m0 + r < sq) {
         *lse_slot(a, tc.h, q_off, m0, r) = row.lse(units);
       }
+      if constexpr (Sh::kFp8) inv *= v_scale;  // an fp8 cache's V dequantisation (lse is the scores')
 #pragma unroll
       for (int dt = 0; dt < Sh::DTL; ++dt)
         *reinterpret_cast<std::uint32_t*>(sQ + Swz::offset(r, w.wn * Sh::DTL + dt) + 2 * w.t) =

@@ -46,14 +46,14 @@ struct KvGroups {
 // sm80 agent only — the sm75 register stage has no transposing fetch.)
 template <class Sh>
 struct PagedKvGroups {
-  using T = typename Sh::T;
-  PagedKvRows<T, paged_layout(Sh::kSource)> rows;
+  using C = typename Sh::C;  // the cache's elements: q's type, or fp8 codes
+  PagedKvRows<C, paged_layout(Sh::kSource)> rows;
   int sk;
   int kt_end;
   int n_tiles;
   __device__ __forceinline__ bool has(int j) const { return (j >> 1) < n_tiles; }
   __device__ __forceinline__ int first_key(int j) const { return (kt_end - 1 - (j >> 1)) * Sh::BN; }
-  __device__ __forceinline__ const T* base(int j) const { return rows.base(j & 1); }
+  __device__ __forceinline__ const C* base(int j) const { return rows.base(j & 1); }
   // After V of a key tile is issued: the block-table entries of the tile of group j (the next
   // K), fetched into L1 by the first few threads, so that its copies' row addresses wait on an
   // L1 hit rather than on L2 — the entries' latency overlaps the GEMMs in between.
@@ -85,7 +85,15 @@ struct CpAsyncCopy {
   __device__ __forceinline__ void copy(int j) {
     if (kv.has(j)) {
       const int n0 = kv.first_key(j);
-      if constexpr (Sh::kPaged) {
+      if constexpr (Sh::kFp8) {
+        // Codes into the upper half of each row of the buffer; consume() widens them (widen below).
+        const std::uint32_t dst = sm80::smem_addr(sKV + (j % Sh::S) * Sh::BN * Sh::kD);
+        if (Sh::kVDimMajor && (j & 1))
+          sm80_load_v_codes_dim_major<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+        else
+          sm80_load_codes_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
+        if (j & 1) kv.prefetch_blocks(j + 1, tid);
+      } else if constexpr (Sh::kPaged) {
         T* dst = sKV + (j % Sh::S) * Sh::BN * Sh::kD;
         bool dim_major = false;  // vLLM value pages are token-minor: V stays dim-major
         if constexpr (Sh::kVDimMajor) {
@@ -96,6 +104,18 @@ struct CpAsyncCopy {
         if (j & 1) kv.prefetch_blocks(j + 1, tid);
       } else
         sm80_load_tile<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.src(j, n0), kv.ldk, kv.sk - n0, tid);
+    }
+  }
+  // An fp8 cache: group c's codes, landed, widened in place into its buffer (by every thread;
+  // n_tiles is the CTA's, so the barriers inside are reached by all or none).
+  __device__ __forceinline__ void widen(int c) {
+    if constexpr (Sh::kFp8) {
+      if (!kv.has(c)) return;
+      T* buf = sKV + (c % Sh::S) * Sh::BN * Sh::kD;
+      if (Sh::kVDimMajor && (c & 1))
+        sm80_widen_codes<Sh::kKV, T, Sh::kD, Sh::BN, Sh::W>(buf, tid / 32, tid % 32);  // [D][BN]
+      else
+        sm80_widen_codes<Sh::kKV, T, Sh::BN, Sh::kD, Sh::W>(buf, tid / 32, tid % 32);  // [BN][D]
     }
   }
 };
@@ -167,6 +187,8 @@ struct BarrierRing {
       sm80::cp_async_wait<0>();
       __syncthreads();
     }
+    // An fp8 cache: the codes landed; widened here, the next group's copies already in flight.
+    if constexpr (Sh::kFp8) copy.widen(c);
   }
   // Q (rows m0.. of the sequence's sq; the register stage's Q: the body's prologue), then the
   // first S − 1 groups (Q travels with group 0).

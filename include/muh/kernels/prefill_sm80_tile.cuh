@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include "muh/kernels/fp8_widen.cuh"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
@@ -252,6 +254,90 @@ __device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, in
                             src + static_cast<long long>(d) * kv.page_size, n * 2);
 }
 
+// ---- An fp8 KV cache (muh/kv_quant.hpp; the sm80 agent only: prefill_agent_reads_kv) -----------
+// A K/V tile of 1-byte codes lands by cp.async in its 16-bit ring buffer, each row's codes in the
+// upper half of the row's own 16-bit bytes (code row r of a tile of COLS columns at byte
+// 2·r·COLS + COLS); sm80_widen_codes then widens every row in place into the buffer's 16-bit
+// layout, which the tile math reads unchanged. So the rows, their shared memory and the plan are
+// those of a 16-bit cache. (Prefill multiplies block_m query rows by every key it loads: widening
+// costs ~1 instruction per 2 codes, the MMAs block_m flops per code.)
+
+// K or NHD V codes, rows n0 .. n0 + ROWS − 1 of the sequence into the buffer at byte address buf
+// (rows >= valid zero-filled, their block-table entries not read): NHD chunk c (16 codes) of row n
+// at page + slot·ldk + 16c, vLLM K (x = 16 codes) at page + (c·page_size + slot)·16 — a chunk is
+// one of its x groups. One chunk a copy, its page looked up per copy: the 16-bit path's tuned
+// copy layouts are not repeated here.
+template <int ROWS, int D, int NT, class Rows>
+__device__ __forceinline__ void sm80_load_codes_paged(std::uint32_t buf, const std::uint8_t* base, const Rows& kv,
+                                                      int n0, int valid, int tid) {
+  static_assert(D % 16 == 0, "whole 16-code chunks per row");
+  constexpr int kChunks = D / 16, kTotal = ROWS * kChunks;
+  constexpr bool kNhd = Rows::kLayout == KVLayout::nhd;
+#pragma unroll 1
+  for (int idx = tid; idx < kTotal; idx += NT) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const bool ok = r < valid;
+    const std::uint8_t* src = base;
+    if (ok) {
+      int slot;
+      const long long page = kv.page_of(n0 + r, &slot);
+      src = base + page + (kNhd ? slot * kv.ldk + c * 16 : (static_cast<long long>(c) * kv.page_size + slot) * 16);
+    }
+    sm80::cp_async_16(buf + static_cast<std::uint32_t>(2 * r * D + D + c * 16), src, ok);
+  }
+}
+
+// vLLM V codes ([page, head, D, slot]: token-minor), dim-major as sm80_load_v_dim_major keeps the
+// 16-bit tile: row d holds keys n0 .. n0 + ROWS − 1 of dim d, 16 keys (16 bytes of one page:
+// page_size is a multiple of 16, checked on the host) a copy; keys >= valid zero-filled.
+template <int ROWS, int D, int NT, class Rows>
+__device__ __forceinline__ void sm80_load_v_codes_dim_major(std::uint32_t buf, const Rows& kv, int n0, int valid,
+                                                            int tid) {
+  static_assert(ROWS % 16 == 0, "whole 16-key chunks per dim row");
+  constexpr int kGroups = ROWS / 16;
+  static_assert(NT % kGroups == 0, "each thread keeps one key group");
+  constexpr int kDimStep = NT / kGroups;
+  const int g = tid % kGroups, d0 = tid / kGroups;
+  const int n = min(max(valid - g * 16, 0), 16);
+  const std::uint8_t* src = kv.v;
+  if (n > 0) {
+    int slot;
+    const long long page = kv.page_of(n0 + g * 16, &slot);
+    src = kv.v + page + slot;
+  }
+#pragma unroll 1
+  for (int d = d0; d < D; d += kDimStep)
+    sm80::cp_async_16_bytes(buf + static_cast<std::uint32_t>(2 * d * ROWS + ROWS + g * 16),
+                            src + static_cast<long long>(d) * kv.page_size, n);
+}
+
+// Widens the codes of a ROWS × COLS tile (as the loads above leave them) in place into the 16-bit
+// tile at buf (row r, 8-code unit u → 16-byte chunk Sm80Swizzle<COLS>::offset(r, u)), by the CTA's
+// W warps; every code has landed and is visible to every thread (the ring's wait and barrier). A
+// row's codes and its 16-bit chunks share the row's bytes and no other row's, so a warp takes
+// whole rows — 32 / (COLS / 8) of them a pass — reads their codes, syncs its lanes, and writes;
+// no barrier between warps until the one that makes the widened tile visible to every ldmatrix.
+template <KVDType KV, class T, int ROWS, int COLS, int W>
+__device__ __forceinline__ void sm80_widen_codes(T* buf, int warp, int lane) {
+  constexpr int kUnits = COLS / 8;  // 8 codes → one 16-byte chunk
+  static_assert(COLS % 8 == 0 && kUnits <= 32, "a row's units fit one warp");
+  constexpr int kRowsPerPass = 32 / kUnits;
+  using Swz = Sm80Swizzle<COLS>;
+  const int rr = lane / kUnits, u = lane % kUnits;
+  const bool active = rr < kRowsPerPass;
+#pragma unroll 1
+  for (int r0 = warp * kRowsPerPass; r0 < ROWS; r0 += W * kRowsPerPass) {
+    const int r = r0 + rr;
+    const bool mine = active && r < ROWS;
+    uint2 c = make_uint2(0u, 0u);
+    if (mine) c = *reinterpret_cast<const uint2*>(reinterpret_cast<const unsigned char*>(buf) + 2 * r * COLS + COLS + u * 8);
+    __syncwarp();  // the row's codes read before any of its chunks is written over them
+    if (mine) *reinterpret_cast<uint4*>(buf + Swz::offset(r, u)) = widen_fp8x8<KV, T>(c);
+    __syncwarp();
+  }
+  __syncthreads();  // the widened tile, for every warp's ldmatrix
+}
+
 // The sm75 agent's copies (no cp.async before sm_80): a ROWS × D tile goes global → registers
 // (fetch: all of a thread's 16-byte loads issued back to back; rows >= valid become zeros and are
 // not read) → swizzled shared memory in sm80_load_tile's layout (deposit). Fully unrolled, so the
@@ -317,15 +403,23 @@ struct Sm75TileStage {
 
 // The tile shape of one policy, and the modes it selects. One CTA computes O for BM query rows;
 // each of the W warps owns whole m16 tiles of them.
-template <class Getter, DType DT, int D, bool kPiece, KVSource kSrc = KVSource::contiguous>
+template <class Getter, DType DT, int D, bool kPiece, KVSource kSrc = KVSource::contiguous,
+          KVDType kKv = KVDType::same>
 struct Sm80PrefillShape {
   using T = storage_t<DT>;
+  // The paged cache's element type (muh/kv_quant.hpp): q's own, or fp8 codes (C, one byte), which
+  // the copies land in the ring and widen there (sm80_widen_codes).
+  static constexpr KVDType kKV = kKv;
+  static constexpr bool kFp8 = is_fp8(kKv);
+  using C = std::conditional_t<kFp8, std::uint8_t, T>;
   static constexpr PrefillPolicy P = Getter{}();
   static constexpr KVSource kSource = kSrc;  // where K/V come from (kernels/prefill_kv.cuh)
   static constexpr bool kPaged = is_paged(kSrc);
   // V tiles dim-major ([D][BN]: vLLM's token-minor value pages, sm80_load_v_dim_major).
   static constexpr bool kVDimMajor = kSrc == KVSource::paged_vllm;
   static_assert(prefill_agent_reads(P.agent, kSrc), "the sm75 agent reads contiguous and paged NHD K/V");
+  static_assert(!kFp8 || (is_paged(kSrc) && prefill_agent_reads_kv(P.agent, kKv)),
+                "an fp8 cache is a paged one, read by the sm80 agent (prefill_agent_reads_kv)");
   static constexpr Agent kAgent = P.agent;
   static constexpr DType kDType = DT;
   static constexpr int kD = D;
@@ -367,7 +461,8 @@ struct Sm80PrefillShape {
   // split's pieces, older archs, where a t90 row never runs) the row takes the CTA-barrier ring.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // (Paged vLLM K/V too, since their V tiles are cp.async copies as well: sm80_load_v_dim_major.)
-  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage;
+  // (Not over an fp8 cache: its tiles are widened by the whole CTA between CTA barriers.)
+  static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage && !kFp8;
 #else
   static constexpr bool kPingPong = false;
 #endif

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "muh/dtype.hpp"
+#include "muh/kv_quant.hpp"
 #include "muh/paged_kv.hpp"
 
 namespace muh {
@@ -35,6 +36,11 @@ constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
 // Whether the agent has the general variant kind's hooks (muh/variant.hpp): all but sm90, whose
 // calls with a variant walk on to the sm80 agent's row of sm_90.
 constexpr bool prefill_agent_has_variants(Agent agent) { return agent != Agent::sm90; }
+// Whether the agent reads a paged cache of element type kv (muh/kv_quant.hpp): every agent reads
+// q's own type; an fp8 cache only the sm80 agent, whose copies land the codes in its ring and
+// widen them there (prefill_sm80_pipeline.cuh). Such a call walks past the sm90 agent to the
+// sm80 agent's row of sm_90, and finds no row on a T4 or the portable profile.
+constexpr bool prefill_agent_reads_kv(Agent agent, KVDType kv) { return !is_fp8(kv) || agent == Agent::sm80; }
 
 constexpr std::string_view agent_name(Agent a) {
   switch (a) {

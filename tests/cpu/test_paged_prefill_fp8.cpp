@@ -1,0 +1,192 @@
+// test_paged_prefill_fp8.cpp — paged prefill over an fp8 KV cache (PrefillParams::kv), on the CPU:
+//   * the selection: only the sm80 agent reads fp8 codes (prefill_agent_reads_kv), so on Hopper
+//     the walk passes sm_90a (its trace says why) and takes sm_90's row; an A100 its own row; a
+//     T4 and the BI-V100 profile (sm75 and portable agents) have no row;
+//   * the plan records the cache type, never runs the persistent schedule (the sm90 agent's),
+//     and prefill() refuses a plan made for another cache type before any CUDA call;
+//   * bad input: every fp8 rule a clear Status from plan_prefill() and prefill().
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../../src/prefill_check.hpp"
+#include "muh/attention.hpp"
+#include "muh/build_config.hpp"
+#include "muh/hardware.hpp"
+#include "muh/instances.hpp"
+#include "muh/select.hpp"
+
+namespace muh {
+namespace {
+
+alignas(256) unsigned char g_fake[1024];  // host bytes standing in for device pointers (never read)
+
+SelectOptions fp8_options(KVSource src, int force = -1) {
+  SelectOptions so{force, src};
+  so.kv_dtype = KVDType::fp8_e4m3;
+  return so;
+}
+
+TEST(PagedPrefillFp8Selection, HopperWalksPastTheSm90AgentToSm80s) {
+  for (DType t : {DType::fp16, DType::bf16}) {
+    const PrefillSelection nhd = choose_prefill(presets::h200, t, 128, fp8_options(KVSource::paged_nhd), kKnownTargets);
+    EXPECT_EQ(nhd.target, 90);
+    EXPECT_EQ(nhd.policy.agent, Agent::sm80);
+    ASSERT_EQ(nhd.passed_count, 1);
+    EXPECT_EQ(nhd.passed[0].target, kTargetSm90a);
+    EXPECT_EQ(nhd.passed[0].why, Pass::kv_dtype);
+    EXPECT_NE(describe(nhd).find("fp8"), std::string::npos) << describe(nhd);
+    // The vLLM layout: sm_90a is passed for the layout first (it reads neither).
+    const PrefillSelection vllm = choose_prefill(presets::h200, t, 256, fp8_options(KVSource::paged_vllm), kKnownTargets);
+    EXPECT_EQ(vllm.target, 90);
+    EXPECT_EQ(vllm.policy.agent, Agent::sm80);
+    // The 16-bit cache keeps the Hopper agent.
+    EXPECT_EQ(choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_nhd}, kKnownTargets).target,
+              kTargetSm90a);
+    // An A100 and an L40S run their own sm80 rows.
+    EXPECT_EQ(choose_prefill(presets::a100, t, 128, fp8_options(KVSource::paged_nhd), kKnownTargets).target, 80);
+    EXPECT_EQ(choose_prefill(presets::l40s, t, 128, fp8_options(KVSource::paged_vllm), kKnownTargets).policy.agent,
+              Agent::sm80);
+  }
+}
+
+TEST(PagedPrefillFp8Selection, NoRowWithoutTheSm80Agent) {
+  // The T4's rows are the sm75 and portable agents', the BI-V100 profile's the portable one's.
+  const PrefillSelection t4 = choose_prefill(presets::t4, DType::fp16, 128, fp8_options(KVSource::paged_nhd), kKnownTargets);
+  EXPECT_EQ(t4.error, NoRow::nothing_fits);
+  EXPECT_NE(describe(t4).find("fp8"), std::string::npos) << describe(t4);
+  const PrefillSelection bi =
+      choose_prefill(presets::bi_v100, DType::fp16, 256, fp8_options(KVSource::paged_vllm), kKnownTargets);
+  EXPECT_FALSE(bi.ok());
+  // Forced onto the Hopper agent or the portable one: no row, rather than another row.
+  EXPECT_EQ(
+      choose_prefill(presets::h200, DType::bf16, 128, fp8_options(KVSource::paged_nhd, kTargetSm90a), kKnownTargets).error,
+      NoRow::forced_does_not_fit);
+  EXPECT_EQ(choose_prefill(presets::h200, DType::bf16, 128, fp8_options(KVSource::paged_nhd, 0), kKnownTargets).error,
+            NoRow::forced_does_not_fit);
+}
+
+// A valid paged fp8 call of a compiled (dtype, head_dim): 2 sequences, 6 q heads / 1 kv head.
+PrefillParams good_fp8(KVLayout layout = KVLayout::nhd, KVDType kv = KVDType::fp8_e4m3) {
+  PrefillParams p;
+  p.dtype = DType::fp16;
+  p.head_dim = 128;
+  p.q = g_fake;
+  p.out = g_fake + 64;
+  p.lse = reinterpret_cast<float*>(g_fake + 128);
+  p.cu_seqlens_q = reinterpret_cast<const int*>(g_fake + 192);
+  p.batch = 2;
+  p.total_q = 8;
+  p.max_seqlen_q = 5;
+  p.max_seqlen_k = 100;
+  p.num_q_heads = 6;
+  p.num_kv_heads = 1;
+  p.causal = true;
+  p.kv = KVQuant{kv, 0.5f, 2.f};
+  return make_paged_prefill(p, layout, g_fake + 256, g_fake + 320, reinterpret_cast<const int*>(g_fake + 384),
+                            reinterpret_cast<const int*>(g_fake + 448), 16, 64, 8);
+}
+
+TEST(PagedPrefillFp8Plan, RecordsTheCacheTypeOnTheSm80Agent) {
+  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
+    PrefillParams p = good_fp8(layout);
+    // Many q tiles: the 16-bit NHD plan would take the persistent schedule where sm_90a is compiled.
+    p.batch = 1;
+    p.total_q = p.max_seqlen_q = 4000;
+    p.max_seqlen_k = 4000;
+    p.max_blocks_per_seq = 250;
+    p.num_q_heads = 32;
+    p.num_kv_heads = 8;
+    PrefillPlan plan;
+    ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan).ok());
+    EXPECT_EQ(plan.kv_dtype, KVDType::fp8_e4m3);
+    EXPECT_EQ(plan.policy.agent, Agent::sm80);
+    EXPECT_FALSE(plan.persistent.on());
+    PrefillParams b16 = p;
+    b16.kv = KVQuant{};
+    PrefillPlan plan16;
+    ASSERT_TRUE(plan_prefill(b16, presets::h200, PrefillPlanOptions{}, &plan16).ok());
+    EXPECT_EQ(plan16.kv_dtype, KVDType::same);
+  }
+}
+
+// prefill() with a plan made for the other cache type: refused by the plan check, which runs
+// before the device is touched (the inputs' own checks first: a build without this fp8 instance
+// refuses the call as not compiled instead).
+TEST(PagedPrefillFp8Plan, APlanOfAnotherCacheTypeIsRefused) {
+  PrefillParams p8 = good_fp8();
+  PrefillParams p16 = p8;
+  p16.kv = KVQuant{};
+  PrefillPlan plan8, plan16;
+  ASSERT_TRUE(plan_prefill(p8, presets::h200, PrefillPlanOptions{}, &plan8).ok());
+  ASSERT_TRUE(plan_prefill(p16, presets::h200, PrefillPlanOptions{}, &plan16).ok());
+  const bool fp8_compiled = MUH_PAGED_PREFILL && is_fp8_instance(KVDType::fp8_e4m3, p8.dtype, p8.head_dim);
+  const bool b16_compiled = MUH_PAGED_PREFILL && is_compiled_instance(p16.dtype, p16.head_dim);
+  Status s = prefill(p8, plan16, nullptr, 0);
+  if (fp8_compiled) {
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+    EXPECT_NE(s.message().find("re-plan"), std::string::npos) << s.message();
+  } else {
+    EXPECT_EQ(s.code(), StatusCode::not_compiled) << s.message();
+  }
+  s = prefill(p16, plan8, nullptr, 0);
+  if (b16_compiled) {
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+    EXPECT_NE(s.message().find("fp8_e4m3"), std::string::npos) << s.message();
+  } else {
+    EXPECT_EQ(s.code(), StatusCode::not_compiled) << s.message();
+  }
+}
+
+struct Bad {
+  const char* name;
+  void (*mutate)(PrefillParams&);
+  StatusCode code;
+  const char* says;
+};
+
+const Bad kBad[] = {
+    {"unknown_kv_dtype", [](PrefillParams& p) { p.kv.dtype = static_cast<KVDType>(9); }, StatusCode::invalid_argument,
+     "kv dtype 9"},
+    {"k_scale_0", [](PrefillParams& p) { p.kv.k_scale = 0.f; }, StatusCode::invalid_argument, "k_scale"},
+    {"v_scale_negative", [](PrefillParams& p) { p.kv.v_scale = -1.f; }, StatusCode::invalid_argument, "v_scale"},
+    {"v_scale_nan", [](PrefillParams& p) { p.kv.v_scale = NAN; }, StatusCode::invalid_argument, "v_scale"},
+    {"fp32_q", [](PrefillParams& p) { p.dtype = DType::fp32; p.page_size = 16; }, StatusCode::invalid_argument,
+     "not fp32"},
+    {"contiguous", [](PrefillParams& p) {
+       p.kv_source = KVSource::contiguous;
+       p.total_k = p.max_seqlen_k = 100;
+     }, StatusCode::invalid_argument, "paged cache only"},
+    {"with_a_window", [](PrefillParams& p) { p.variant.window_left = 64; }, StatusCode::unsupported, "variant"},
+    {"with_softcap", [](PrefillParams& p) { p.variant.softcap = 30.f; }, StatusCode::unsupported, "variant"},
+};
+
+TEST(PagedPrefillFp8BadInput, EveryRuleIsAClearStatusBeforeAnyLaunch) {
+  for (const Bad& c : kBad)
+    for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
+      PrefillParams p = good_fp8(layout);
+      c.mutate(p);
+      PrefillPlan plan;
+      Status s = plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan);
+      EXPECT_EQ(s.code(), c.code) << c.name << ": " << s.message();
+      EXPECT_NE(s.message().find(c.says), std::string::npos) << c.name << ": " << s.message();
+      s = prefill(p, RunOptions{});  // the one-call form: the same check, before any CUDA call
+      EXPECT_EQ(s.code(), c.code) << c.name << ": " << s.message();
+    }
+  // The vLLM layout's value rows are copied 16 codes (slots) at a time: pages of 8 are refused
+  // there, and fine in NHD.
+  PrefillParams p = good_fp8(KVLayout::vllm);
+  p.page_size = 8;
+  p.max_blocks_per_seq = 16;
+  PrefillPlan plan;
+  Status s = plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_NE(s.message().find("multiple of 16"), std::string::npos) << s.message();
+  p = good_fp8(KVLayout::nhd);
+  p.page_size = 8;
+  p.max_blocks_per_seq = 16;
+  EXPECT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan).ok());
+}
+
+}  // namespace
+}  // namespace muh

@@ -1,0 +1,153 @@
+// test_paged_prefill_fp8.cu — paged prefill over an fp8 KV cache (muh/kv_quant.hpp: e4m3 / e5m2
+// codes, per-tensor k_scale 0.5 and v_scale 2), every compiled fp8 instance
+// (MUH_FOR_EACH_FP8_INSTANCE) under every compiled target, both layouts, against the CPU
+// reference on the dequantised cache (check/paged_prefill_check.hpp: the dense K/V are replaced by
+// code · scale before the reference and the naive error are computed, so the tolerance — 2× a
+// naive same-precision implementation — is the 16-bit one: widening a code to fp16 / bf16 is
+// exact and the scales are applied in fp32). Outputs pre-filled with NaN, NaN's code in every
+// unused cache slot, random page order, lse, two runs bitwise equal, debug_checks on.
+//
+// Only the sm80 agent reads an fp8 cache (prefill_agent_reads_kv): a forced target of another
+// agent (portable, sm75, sm90) has no row — the case checks that plan_prefill says so and that
+// the unforced walk runs the sm80 agent's row of the device. The vLLM layout needs pages of a
+// multiple of 16 slots (the value rows' 16-code copies): its page-8 case is refused.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "prefill_expect.hpp"
+#include "muh/build_config.hpp"
+#include "muh/instances.hpp"
+#include "muh/tuning/policy_io.hpp"
+#include "muh/tuning/selectors.hpp"
+#include "paged_prefill_check.hpp"
+
+namespace muh {
+namespace {
+
+using testing::device_cc;
+
+constexpr float kKScale = 0.5f, kVScale = 2.f;  // powers of two: code · scale is exact in fp32
+
+struct Param {
+  int target;
+  KVDType kv;
+  DType dtype;
+  int head_dim;
+  KVLayout layout;
+  std::size_t case_index;
+};
+
+check::PagedPrefillCase fp8_case(const Param& p) {
+  check::PagedPrefillCase c = check::paged_prefill_cases()[p.case_index];
+  c.kv = KVQuant{p.kv, kKScale, kVScale};
+  return c;
+}
+
+std::string param_name(const Param& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(kv_dtype_name(p.kv)) + "_" +
+         std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + check::paged_prefill_cases()[p.case_index].name;
+}
+void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
+
+// The sm80 agent's targets take every shape; the other targets one shape each (their answer is
+// the refusal, the same for every shape).
+std::vector<Param> all_params() {
+  std::vector<Param> v;
+  const std::size_t n = check::paged_prefill_cases().size();
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    for (const auto& e : kCompiledFp8Instances) {
+      if (e.head_dim == 0) continue;  // (the sentinel)
+      const int target = compiled_targets::values[ti];
+      const bool sm80 = prefill_policy(target, e.dtype, e.head_dim).agent == Agent::sm80;
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (std::size_t c = 0; c < (sm80 ? n : 1); ++c) v.push_back({target, e.kv, e.dtype, e.head_dim, l, c});
+    }
+  return v;
+}
+
+class PagedPrefillFp8 : public ::testing::TestWithParam<Param> {};
+
+TEST_P(PagedPrefillFp8, MatchesReferenceOnTheDequantisedCache) {
+  MUH_REQUIRE_GPU();
+  const Param prm = GetParam();
+  if (!target_runs_on_cc(prm.target, device_cc()))
+    GTEST_SKIP() << "target " << prm.target << " is newer than the device (sm_" << device_cc() << ")";
+  const check::PagedPrefillCase c = fp8_case(prm);
+  const auto pi = check::make_paged_prefill_inputs(c, prm.layout, prm.dtype, prm.head_dim, 29 + unsigned(prm.case_index));
+  const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
+  SCOPED_TRACE("policy: " + to_string(pol, prm.dtype, prm.head_dim));
+  PrefillPlan plan;
+  const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
+  if (prm.layout == KVLayout::vllm && c.page_size % 16 != 0) {
+    EXPECT_EQ(r.status.code(), StatusCode::invalid_argument) << r.status.message();
+    EXPECT_NE(r.status.message().find("multiple of 16"), std::string::npos) << r.status.message();
+    return;
+  }
+  if (pol.agent != Agent::sm80) {
+    // Forced onto an agent that does not read fp8 codes: no row, a clear Status; the walk finds
+    // the sm80 agent's row, where the device has one.
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find("fp8"), std::string::npos) << r.status.message();
+    const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
+    if (device_cc() < 80) {
+      EXPECT_FALSE(walked.status.ok()) << "an fp8 cache on sm_" << device_cc() << " has no row";
+      return;
+    }
+    ASSERT_TRUE(walked.status.ok()) << walked.status.message();
+    EXPECT_EQ(plan.policy.agent, Agent::sm80);
+    EXPECT_EQ(plan.kv_dtype, prm.kv);
+    testing::expect_matches_reference(walked, pi->in->naive_err, pi->in->max_ref,
+                                      "fp8 cache; pre-filled with NaN; NaN codes in unused cache slots");
+    return;
+  }
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(plan.target, prm.target);
+  EXPECT_EQ(plan.kv_dtype, prm.kv);
+  EXPECT_FALSE(plan.persistent.on());
+  EXPECT_EQ(plan.workspace_bytes > 0, plan.split.split());
+  testing::expect_matches_reference(r, pi->in->naive_err, pi->in->max_ref,
+                                    "fp8 cache; pre-filled with NaN; NaN codes in unused cache slots");
+  RecordProperty("max_err", std::to_string(r.max_err));
+  RecordProperty("tol", std::to_string(r.tol));
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PagedPrefillFp8);  // (a build without fp8 instances)
+INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillFp8, ::testing::ValuesIn(all_params()),
+                         [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
+
+// The same cache read as q's own 16-bit type with the codes' values gives the same output within
+// the tolerance: the scales are where the kernel puts them (k_scale in the softmax scale, v_scale
+// on O) — a wrong placement is off by a factor of 2 or 4, far outside it.
+TEST(PagedPrefillFp8Scales, AgreeWithThe16BitCacheOfTheSameValues) {
+  MUH_REQUIRE_GPU();
+  if (device_cc() < 80) GTEST_SKIP() << "an fp8 cache needs the sm80 agent (sm_80 and newer)";
+  for (const auto& e : kCompiledFp8Instances) {
+    if (e.head_dim == 0) continue;
+    check::PagedPrefillCase c = check::paged_prefill_cases()[4];  // many pages, varlen, GQA 6
+    c.kv = KVQuant{e.kv, kKScale, kVScale};
+    const auto q8 = check::make_paged_prefill_inputs(c, KVLayout::nhd, e.dtype, e.head_dim, 7);
+    c.kv = KVQuant{};
+    const auto q16 = check::make_paged_prefill_inputs(c, KVLayout::nhd, e.dtype, e.head_dim, 7);
+    // q16's K/V: the same draws, not quantised; give it q8's dequantised values instead.
+    auto& k16 = q16->k_cache;
+    auto& v16 = q16->v_cache;
+    k16 = q8->k_cache;
+    v16 = q8->v_cache;
+    std::vector<float> out8, out16;
+    const check::PrefillResult r8 = check::run_paged_prefill_case(*q8, -1, nullptr, &out8);
+    const check::PrefillResult r16 = check::run_paged_prefill_case(*q16, -1, nullptr, &out16);
+    ASSERT_TRUE(r8.status.ok()) << r8.status.message();
+    ASSERT_TRUE(r16.status.ok()) << r16.status.message();
+    ASSERT_EQ(out8.size(), out16.size());
+    double diff = 0;
+    for (std::size_t i = 0; i < out8.size(); ++i) diff = std::max(diff, double(std::fabs(out8[i] - out16[i])));
+    EXPECT_LE(diff, r8.tol) << kv_dtype_name(e.kv) << " " << dtype_name(e.dtype) << " hd " << e.head_dim;
+  }
+}
+
+}  // namespace
+}  // namespace muh
