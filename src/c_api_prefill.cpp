@@ -205,11 +205,41 @@ extern "C" int muh_paged_prefill_variant(int dtype, int layout, const void* q, c
   return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
 }
 
-extern "C" int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total_q, int max_seqlen_q,
-                                                int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
-                                                int page_size, int num_pages, int max_blocks_per_seq, int causal,
-                                                int force_target, void* stream, size_t* workspace_bytes) {
-  const char* fn = "muh_paged_prefill_workspace_size";
+extern "C" int muh_paged_prefill_quant(int dtype, int layout, const void* q, const void* k_cache,
+                                       const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
+                                       const int* block_table, const int* seqused_k, int batch, int total_q,
+                                       int max_seqlen_q, int max_seqlen_k, int num_q_heads, int num_kv_heads,
+                                       int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                                       float softmax_scale, int causal, void* workspace, size_t workspace_bytes,
+                                       int force_target, int debug_checks, void* stream, const muh_variant* variant,
+                                       const muh_kv_quant* kv) {
+  const char* fn = "muh_paged_prefill_quant";
+  muh::PrefillParams p;
+  if (muh::Status s = paged_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
+                                  head_dim, page_size, num_pages, max_blocks_per_seq, causal, fn, &p);
+      !s.ok())
+    return muh::capi::report(s);
+  muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
+  p.variant = muh::capi::variant_of(variant);
+  if (kv != nullptr) {  // (null: the cache holds dtype, MUH_KV_QUANT_AUTO)
+    if (muh::Status s = muh::capi::kv_dtype_of(kv->kv_dtype, std::string(fn) + ": ", "kv.kv_dtype", &p.kv.dtype);
+        !s.ok())
+      return muh::capi::report(s);
+    p.kv.k_scale = kv->k_scale;
+    p.kv.v_scale = kv->v_scale;
+  }
+  return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
+}
+
+namespace {
+
+// muh_paged_prefill_workspace_size{,_quant}: the plan is made for the cache's element type (an fp8
+// cache runs the sm80 agent's row, never the sm90 agent's, so its tail split, and with it the
+// workspace, may differ from a 16-bit cache's). The scales do not enter the plan.
+int paged_workspace_size(const char* fn, int dtype, int layout, int batch, int total_q, int max_seqlen_q,
+                         int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim, int page_size,
+                         int num_pages, int max_blocks_per_seq, int causal, int force_target, void* stream,
+                         int kv_dtype, size_t* workspace_bytes) {
   if (workspace_bytes == nullptr)
     return muh::capi::report(muh::invalid_argument(std::string(fn) + ": workspace_bytes must not be null"));
   *workspace_bytes = 0;
@@ -218,5 +248,28 @@ extern "C" int muh_paged_prefill_workspace_size(int dtype, int layout, int batch
                                   head_dim, page_size, num_pages, max_blocks_per_seq, causal, fn, &p);
       !s.ok())
     return muh::capi::report(s);
+  if (muh::Status s = muh::capi::kv_dtype_of(kv_dtype, std::string(fn) + ": ", "kv_dtype", &p.kv.dtype); !s.ok())
+    return muh::capi::report(s);
   return workspace_size(p, force_target, stream, workspace_bytes);
+}
+
+}  // namespace
+
+extern "C" int muh_paged_prefill_workspace_size(int dtype, int layout, int batch, int total_q, int max_seqlen_q,
+                                                int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                                                int page_size, int num_pages, int max_blocks_per_seq, int causal,
+                                                int force_target, void* stream, size_t* workspace_bytes) {
+  return paged_workspace_size("muh_paged_prefill_workspace_size", dtype, layout, batch, total_q, max_seqlen_q,
+                              max_seqlen_k, num_q_heads, num_kv_heads, head_dim, page_size, num_pages,
+                              max_blocks_per_seq, causal, force_target, stream, MUH_KV_AUTO, workspace_bytes);
+}
+
+extern "C" int muh_paged_prefill_workspace_size_quant(int dtype, int layout, int batch, int total_q,
+                                                      int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                                      int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                                      int max_blocks_per_seq, int causal, int force_target,
+                                                      void* stream, size_t* workspace_bytes, int kv_dtype) {
+  return paged_workspace_size("muh_paged_prefill_workspace_size_quant", dtype, layout, batch, total_q, max_seqlen_q,
+                              max_seqlen_k, num_q_heads, num_kv_heads, head_dim, page_size, num_pages,
+                              max_blocks_per_seq, causal, force_target, stream, kv_dtype, workspace_bytes);
 }

@@ -218,6 +218,34 @@ int muh_reshape_and_cache(int dtype, int layout, const void* key, const void* va
  * caches hold dtype), "fp8" / "fp8_e4m3" and "fp8_e5m2" (1-byte codes). */
 enum muh_kv_dtype { MUH_KV_AUTO = 0, MUH_KV_FP8_E4M3 = 1, MUH_KV_FP8_E5M2 = 2 };
 
+/* muh_paged_prefill_variant() over a cache of element type kv (null: MUH_KV_QUANT_AUTO; the
+ * struct above). An fp8 cache holds 1-byte codes in `layout`: MUH_KV_NHD [num_pages, page_size,
+ * num_kv_heads, head_dim], MUH_KV_VLLM key [num_pages, num_kv_heads, head_dim/16, page_size, 16]
+ * (x = 16) and value [num_pages, num_kv_heads, head_dim, page_size], page_size then a multiple of
+ * 16. It needs dtype MUH_FP16 or MUH_BF16 (q and out; MUH_FP32 is MUH_INVALID_ARGUMENT) and no
+ * attention variant (variant null or MUH_VARIANT_NONE; another is MUH_UNSUPPORTED), and runs on
+ * the sm80 agent's rows (never the sm90 agent's). k_scale multiplies the logits with
+ * softmax_scale, v_scale the output. The plan depends on the cache's element type: size the
+ * workspace with muh_paged_prefill_workspace_size_quant() of the same kv_dtype. */
+int muh_paged_prefill_quant(int dtype, int layout, const void* q, const void* k_cache,
+                            const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
+                            const int* block_table, const int* seqused_k, int batch, int total_q,
+                            int max_seqlen_q, int max_seqlen_k, int num_q_heads, int num_kv_heads,
+                            int head_dim, int page_size, int num_pages, int max_blocks_per_seq,
+                            float softmax_scale, int causal, void* workspace,
+                            size_t workspace_bytes, int force_target, int debug_checks,
+                            void* stream, const muh_variant* variant, const muh_kv_quant* kv);
+
+/* muh_paged_prefill_workspace_size() for a cache of element type kv_dtype (a muh_kv_dtype):
+ * what muh_paged_prefill_quant() with that kv->kv_dtype can use. MUH_KV_AUTO is
+ * muh_paged_prefill_workspace_size(). */
+int muh_paged_prefill_workspace_size_quant(int dtype, int layout, int batch, int total_q,
+                                           int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                           int num_kv_heads, int head_dim, int page_size,
+                                           int num_pages, int max_blocks_per_seq, int causal,
+                                           int force_target, void* stream,
+                                           size_t* workspace_bytes, int kv_dtype);
+
 /* muh_reshape_and_cache into caches of element type kv_dtype (a muh_kv_dtype). MUH_KV_AUTO is
  * muh_reshape_and_cache (the scales are not read). With an fp8 kind, dtype is MUH_FP16 or
  * MUH_BF16 (MUH_FP32: MUH_UNSUPPORTED), k_scale and v_scale are finite and > 0, and each cache

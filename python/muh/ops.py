@@ -9,16 +9,20 @@
   (a cache of the query's dtype) or an fp8 cache — 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3', 'fp8_e5m2':
   uint8 (or the kind's float8) codes, x = 16, dequantised by ``k_scale`` / ``v_scale`` (a CUDA
   tensor scale is read to the host: a sync per call, refused under CUDA-graph capture);
-  block-sparse attention raises NotImplementedError. fp8 is for this paged decode only: the
-  prefill drop-ins refuse it.
+  block-sparse attention raises NotImplementedError. The paged prefill drop-ins read fp8 caches
+  too (below), without attention variants.
 * ``flash_attn_varlen_func``: FlashAttention's ``flash_attn_varlen_func``, its positional order,
   defaults and return convention; what muh cannot honour raises NotImplementedError naming it.
 * ``paged_decode``: one query token per sequence over an NHD cache
   ``[num_pages, page_size, num_kv_heads, head_dim]``, split as muh's decode plan decides.
 * ``flash_attn_varlen_func(..., block_table=, seqused_k=, out=)``: prefill whose K/V are read
-  from a paged cache through a block table (vLLM V1's chunked prefill / prefix reuse call).
+  from a paged cache through a block table (vLLM V1's chunked prefill / prefix reuse call); a
+  torch.float8_e4m3fn / float8_e5m2 cache is an fp8 cache, dequantised by ``k_descale`` /
+  ``v_descale`` (vLLM's fork's keywords, per-tensor).
 * ``context_attention_fwd``: vLLM 0.6.3's chunked prefill over a cached prefix
-  (``vllm/attention/ops/prefix_prefill.py``), argument for argument.
+  (``vllm/attention/ops/prefix_prefill.py``), argument for argument; ``kv_cache_dtype`` and
+  ``k_scale`` / ``v_scale`` as ``paged_attention_v1``'s (floats, or later vLLM's tensors: the
+  ``.tensor_scales`` overload).
 * ``reshape_and_cache`` / ``reshape_and_cache_flash`` (the cache writes, vLLM's layout and NHD)
   and ``merge_attn_states`` (two partials merged by their LSE), vLLM's ``_custom_ops`` signatures.
 
@@ -70,19 +74,20 @@ _FP8_KV_CACHE_DTYPES = {"fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m
                         "fp8_e5m2": torch.float8_e5m2, "e5m2": torch.float8_e5m2}
 
 
-def _check_cache_dtypes(op, kv_cache_dtype, fp8, key_cache, value_cache, ref, ref_name, fp32_text):
+def _check_cache_dtypes(op, kv_cache_dtype, fp8, key_cache, value_cache, ref, ref_name, fp32_text,
+                        names=("key_cache", "value_cache")):
     """The caches' dtype under kv_cache_dtype (fp8: its torch.float8 kind, None for 'auto'): 'auto'
     — ref's dtype (ref_name: "the query's", "key's"); fp8 — uint8 or that float8, and ref not
-    float32 (fp32_text says why)."""
+    float32 (fp32_text says why). names: the op's names of the two caches."""
     if fp8 is None:
         if key_cache.dtype != ref.dtype or value_cache.dtype != ref.dtype:
-            raise NotImplementedError(f"muh.{op}: key_cache/value_cache dtype must be {ref_name} ({ref.dtype}) "
+            raise NotImplementedError(f"muh.{op}: {names[0]}/{names[1]} dtype must be {ref_name} ({ref.dtype}) "
                                       f"with kv_cache_dtype='{kv_cache_dtype}' (an fp8 cache is uint8 or float8 "
                                       "with kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
         return
     if ref.dtype == torch.float32:
         raise NotImplementedError(f"muh.{op}: {fp32_text}")
-    for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
+    for name, cache in zip(names, (key_cache, value_cache)):
         _check(cache.dtype in (torch.uint8, fp8), op, f"{name} must be uint8 or {fp8} with "
                f"kv_cache_dtype='{kv_cache_dtype}', got {cache.dtype}")
 
@@ -185,13 +190,43 @@ def _paged_decode_fake(q, k_cache, v_cache, block_table, seq_lens, max_seq_len=-
     return out, lse
 
 
+_FP8_TORCH_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def _check_descale(op, name, t):
+    """flash_attn_varlen_func's k_descale / v_descale: one value (a 0-dim or 1-element tensor, or
+    one value expanded: every stride 0, as vLLM's layer._k_scale.expand(...))."""
+    if t is None:
+        return
+    if t.numel() > 1 and any(s != 0 for s in t.stride()):
+        raise NotImplementedError(f"muh.{op}: {name} of shape {tuple(t.shape)} holds more than one value: muh "
+                                  "takes per-tensor descales only (one value: a 0-dim or 1-element tensor, a "
+                                  "float, or one value expanded, as vLLM's layer._k_scale.expand(...))")
+    _check(t.numel() >= 1, op, f"{name} must hold one value (a 0-dim or 1-element tensor), got shape "
+           f"{tuple(t.shape)}")
+
+
 @torch.library.register_fake("muh::paged_prefill")
 def _paged_prefill_fake(out, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
                         max_seqlen_k, softmax_scale=None, causal=False, return_lse=False, window_left=-1,
-                        window_right=-1, softcap=0.0, alibi_slopes=None, s_aux=None):
+                        window_right=-1, softcap=0.0, alibi_slopes=None, s_aux=None, k_descale=None,
+                        v_descale=None):
     op = "flash_attn_varlen_func"
     _check(q.dim() == 3, op, f"q must be 3-D [total_q, num_heads, head_dim], got shape {tuple(q.shape)}")
     _check(out.shape == q.shape, op, f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
+    if k_cache.dtype in _FP8_TORCH_DTYPES:  # an fp8 cache (python/src/torch_ops.cpp, paged_prefill)
+        _check(v_cache.dtype == k_cache.dtype, op, f"v (the value cache) must be {k_cache.dtype} as k (the key "
+               f"cache) is (one fp8 kind for both caches), got {v_cache.dtype}")
+        if q.dtype == torch.float32:
+            raise NotImplementedError(f"muh.{op}: q is float32 with an fp8 KV cache: muh reads an fp8 KV cache "
+                                      "with a float16 or bfloat16 query only")
+        for name, given in (("alibi_slopes", alibi_slopes is not None), ("s_aux", s_aux is not None),
+                            ("softcap", softcap != 0.0), ("window_size", window_left != -1 or window_right != -1)):
+            if given:
+                raise NotImplementedError(f"muh.{op}: {name} with an fp8 KV cache is not supported: muh's paged "
+                                          "prefill reads an fp8 cache without attention variants")
+        _check_descale(op, "k_descale", k_descale)
+        _check_descale(op, "v_descale", v_descale)
     _check(k_cache.dim() in (4, 5), op, "k (the key cache) must be 4-D [num_pages, page_size, num_kv_heads, "
            f"head_dim] (NHD) or 5-D in vLLM's layout, got shape {tuple(k_cache.shape)}")
     _check(block_table.dtype == torch.int32 and seqused_k.dtype == torch.int32 and cu_seqlens_q.dtype == torch.int32,
@@ -200,25 +235,36 @@ def _paged_prefill_fake(out, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block
             else q.new_empty((0,), dtype=torch.float32))
 
 
+@torch.library.register_fake("muh::context_attention_fwd.tensor_scales")
 @torch.library.register_fake("muh::context_attention_fwd")
 def _context_attention_fwd_fake(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc, b_seq_len,
                                 b_ctx_len, max_input_len, k_scale=1.0, v_scale=1.0, alibi_slopes=None,
                                 sliding_window=None, sm_scale=None) -> None:
     op = "context_attention_fwd"
+    fp8 = _FP8_KV_CACHE_DTYPES.get(kv_cache_dtype)
+    if fp8 is None and kv_cache_dtype not in ("auto", "same"):
+        raise NotImplementedError(
+            f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported (muh takes 'auto', 'fp8' "
+            "(= 'fp8_e4m3'), 'fp8_e4m3' and 'fp8_e5m2')")
+    _check(sliding_window is None or sliding_window >= 0, op,
+           f"sliding_window must be >= 0 (None or 0: no window), got {sliding_window}")
+    if fp8 is not None and alibi_slopes is not None:
+        raise NotImplementedError(f"muh.{op}: alibi_slopes with kv_cache_dtype='{kv_cache_dtype}' is not supported: "
+                                  "muh's prefill reads an fp8 KV cache without attention variants")
+    if fp8 is not None and sliding_window:
+        raise NotImplementedError(f"muh.{op}: sliding_window={sliding_window} with kv_cache_dtype='{kv_cache_dtype}' "
+                                  "is not supported: muh's prefill reads an fp8 KV cache without attention variants")
     if alibi_slopes is not None:  # ALiBi (muh/variant.hpp): fp32 [num_heads]
         _check(alibi_slopes.dim() == 1 and alibi_slopes.dtype == torch.float32
                and alibi_slopes.shape[0] == q.shape[1], op,
                f"alibi_slopes must be float32 [num_heads = {q.shape[1]}], got {alibi_slopes.dtype} "
                f"{tuple(alibi_slopes.shape)}")
-    _check(sliding_window is None or sliding_window >= 0, op,
-           f"sliding_window must be >= 0 (None or 0: no window), got {sliding_window}")
-    if kv_cache_dtype != "auto":
-        raise NotImplementedError(f"muh.{op}: kv_cache_dtype='{kv_cache_dtype}' is not supported: an fp8 KV "
-                                  "cache is supported for paged decode only (paged_attention_v1/v2), muh's "
-                                  "prefill has no fp8 kernel; pass 'auto' with a cache of q's dtype")
     _check(o.shape == q.shape, op, f"o must have q's shape {tuple(q.shape)}, got {tuple(o.shape)}")
     _check(k_cache.dim() == 5, op, "k_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, block_size, x] "
            f"(vLLM's layout), got shape {tuple(k_cache.shape)}")
+    _check_cache_dtypes(op, kv_cache_dtype, fp8, k_cache, v_cache, q, "q's",
+                        f"q is float32 with kv_cache_dtype='{kv_cache_dtype}': muh reads an fp8 KV cache with a "
+                        "float16 or bfloat16 query only", names=("k_cache", "v_cache"))
 
 
 # ---- Python entry points -------------------------------------------------------------------------
@@ -275,7 +321,8 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                            deterministic: bool = False, return_attn_probs: bool = False,
                            block_table: Optional[torch.Tensor] = None, *,
                            seqused_k: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None,
-                           s_aux: Optional[torch.Tensor] = None
+                           s_aux: Optional[torch.Tensor] = None, k_descale: Optional[Scale] = None,
+                           v_descale: Optional[Scale] = None
                            ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """FlashAttention's ``flash_attn_varlen_func``: its positional order, defaults and return
     convention. q [total_q, num_heads, head_dim], k/v [total_k, num_kv_heads, head_dim] (GQA when
@@ -292,6 +339,16 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     vLLM's fork: the tensor to write (q's shape and dtype); else a new one. The signature is
     FlashAttention's, defaults included: a paged call that gives seqused_k passes
     cu_seqlens_k=None.
+
+    An fp8 paged cache: k and v of dtype torch.float8_e4m3fn or torch.float8_e5m2 (vLLM views its
+    uint8 cache so), in either layout (vLLM's key cache then [num_pages, num_kv_heads,
+    head_dim/16, page_size, 16], page_size a multiple of 16), read as code * k_descale /
+    code * v_descale — keyword-only as in vLLM's fork, each None (1.0), a float or a tensor of one
+    value (0-dim, one element, or one value expanded, as vLLM's ``layer._k_scale.expand(...)``;
+    distinct values per sequence or head raise NotImplementedError: muh's scales are per tensor).
+    A CUDA tensor is read to the host (a sync per call, refused under CUDA-graph capture). q is
+    float16 or bfloat16; no attention variant. For a cache of q's dtype the descales are not
+    read, as FlashAttention 3 applies them to fp8 inputs only.
 
     Attention variants (muh/variant.hpp), as FlashAttention and vLLM's fork name them:
     ``window_size=(left, right)`` a sliding window (-1 = unbounded; causal caps right at 0),
@@ -313,6 +370,8 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         _refuse(op, seqused_k is not None,
                 "seqused_k without block_table (contiguous k/v with unused tail rows) is not supported; "
                 "pass cu_seqlens_k")
+        _refuse(op, k.dtype in _FP8_TORCH_DTYPES or v.dtype in _FP8_TORCH_DTYPES,
+                f"k/v of dtype {k.dtype}/{v.dtype}: muh reads fp8 K/V from a paged cache only (pass block_table)")
         if cu_seqlens_k is None:
             raise TypeError(f"{op}: cu_seqlens_k is required unless block_table and seqused_k are given")
         res, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -329,9 +388,12 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 raise TypeError(f"{op}: a paged call needs seqused_k (or cu_seqlens_k, whose lengths it takes)")
             seqused_k = cu_seqlens_k[1:] - cu_seqlens_k[:-1]
         res = out if out is not None else torch.empty_like(q)
+        # The op takes the descales as tensors (None = 1.0): a float becomes a CPU one (no sync).
+        descales = [None if d is None or isinstance(d, torch.Tensor) else torch.tensor(float(d), dtype=torch.float32)
+                    for d in (k_descale, v_descale)]
         lse = torch.ops.muh.paged_prefill(res, q, k, v, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
                                           max_seqlen_k, softmax_scale, bool(causal), bool(return_attn_probs),
-                                          *variant)
+                                          *variant, *descales)
     if not return_attn_probs:
         return res
     return res, lse, q.new_empty((0,))
@@ -347,15 +409,25 @@ def context_attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: 
     prefill over a cached prefix. q/k/v [num_tokens, heads, head_size] are the chunks' new tokens
     (sequence b's at b_start_loc[b] .., b_seq_len[b] − b_ctx_len[b] of them), k_cache / v_cache
     vLLM's 5-D / 4-D cache holding the prefixes, b_loc the block table, b_ctx_len the prefix
-    lengths; writes o. sm_scale (a later vLLM's keyword) defaults to 1/sqrt(head_size). k_scale /
-    v_scale (floats, or later vLLM's tensors) only scale an fp8 cache: unused with 'auto'.
+    lengths; writes o. sm_scale (a later vLLM's keyword) defaults to 1/sqrt(head_size).
+    kv_cache_dtype as paged_attention_v1's: 'auto' (a cache of q's dtype; k_scale / v_scale unused)
+    or 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3', 'fp8_e5m2': uint8 (or the kind's float8) caches of codes,
+    x = 16, read as code * k_scale / code * v_scale — only the prefix comes from the cache, the
+    chunk's k/v are q's dtype. The scales are floats (vLLM 0.6.3) or one-element tensors (later
+    vLLM; a CUDA one is read to the host: a sync per call, refused under CUDA-graph capture).
     alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: a key is seen while the query's
-    position minus its own is < sliding_window) are the attention variants (muh/variant.hpp); an
-    fp8 cache raises NotImplementedError (muh reads fp8 caches in paged decode only:
-    paged_attention_v1/v2)."""
-    torch.ops.muh.context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
-                                        b_seq_len, b_ctx_len, max_input_len, 1.0, 1.0, alibi_slopes,
-                                        sliding_window, sm_scale)
+    position minus its own is < sliding_window) are the attention variants (muh/variant.hpp), with
+    'auto' only: with an fp8 cache they raise NotImplementedError."""
+    args = (q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc, b_seq_len, b_ctx_len, max_input_len)
+    if isinstance(k_scale, torch.Tensor) or isinstance(v_scale, torch.Tensor):
+        # Later vLLM's tensor scales: the .tensor_scales overload (a float beside one becomes a CPU tensor).
+        k_scale, v_scale = (s if isinstance(s, torch.Tensor) else torch.tensor(float(s), dtype=torch.float32)
+                            for s in (k_scale, v_scale))
+        torch.ops.muh.context_attention_fwd.tensor_scales(*args, k_scale, v_scale, alibi_slopes, sliding_window,
+                                                          sm_scale)
+    else:
+        torch.ops.muh.context_attention_fwd.default(*args, float(k_scale), float(v_scale), alibi_slopes,
+                                                    sliding_window, sm_scale)
 
 
 def paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,

@@ -12,19 +12,24 @@
 //   paged_decode               NHD cache [pages, page_size, kv_heads, d], muh's own decode plan.
 //   paged_prefill              varlen prefill whose K/V come from a paged cache (NHD or vLLM's
 //                              layout) through a block table: flash_attn_varlen_func(block_table=).
-//   context_attention_fwd      vLLM 0.6.3's chunked prefill over a cached prefix (prefix_prefill.py).
+//                              A torch.float8_e4m3fn / float8_e5m2 cache is an fp8 cache, its
+//                              per-tensor scales k_descale / v_descale (vLLM's fork's names).
+//   context_attention_fwd      vLLM 0.6.3's chunked prefill over a cached prefix (prefix_prefill.py);
+//                              kv_cache_dtype 'auto' or an fp8 cache as paged_attention_v1/v2's
+//                              (the .tensor_scales overload: later vLLM's tensor k_scale / v_scale).
 //
-// An fp8 KV cache is read by the paged decode only (paged_attention_v1/v2): the prefill paths
-// (flash_attn_varlen_func with block_table, context_attention_fwd) have no fp8 kernel and raise
-// NotImplementedError for it.
+// An fp8 KV cache (muh/kv_quant.hpp) is read by the paged decode and by the paged prefill (the sm80
+// agent's rows, sm_80+ GPUs), with fp16 / bf16 queries and without an attention variant in prefill
+// (window, softcap, sinks, ALiBi there raise NotImplementedError naming the argument).
 //
 // Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
 // NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
 // The ops launch on torch's current stream, allocate only through torch's caching allocator and
-// never synchronise, so they can be captured in a CUDA graph — with one exception: an fp8
-// paged_attention_v1/v2 given k_scale / v_scale as CUDA tensors (the .tensor_scales overloads)
-// reads them to the host, a sync per call that capture refuses (torch_ops_common.hpp's
-// kv_quant_of()). Their fake (meta) implementations, for torch.compile, are in muh/ops.py.
+// never synchronise, so they can be captured in a CUDA graph — with one exception: an fp8 call
+// given its scales as CUDA tensors (paged_attention_v1/v2's and context_attention_fwd's
+// .tensor_scales overloads, flash_attn_varlen_func's k_descale / v_descale) reads them to the
+// host, a sync per call that capture refuses (torch_ops_common.hpp's kv_scale()). Their fake
+// (meta) implementations, for torch.compile, are in muh/ops.py.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -457,27 +462,64 @@ struct PagedCache {
   int64_t num_pages = 0, page_size = 0, num_kv_heads = 0;
 };
 
-PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
-                       const char* kname, const char* vname) {
-  a.cuda(k_cache, kname);
-  a.cuda(v_cache, vname);
+// The fp8 kind a cache's torch dtype names (torch.float8_e4m3fn / float8_e5m2), else `same`.
+KVDType fp8_kind_of(at::ScalarType t) {
+  if (t == at::kFloat8_e4m3fn) return KVDType::fp8_e4m3;
+  if (t == at::kFloat8_e5m2) return KVDType::fp8_e5m2;
+  return KVDType::same;
+}
+
+// The caches' element type for a call over `kv` (muh/kv_quant.hpp). context_attention_fwd names it
+// by kv_cache_dtype (vLLM's string, passed here): the rule of paged_attention_v1/v2
+// (check_kv_cache_dtype: 'auto' = q's dtype; fp8 = uint8 or the kind's torch.float8).
+// flash_attn_varlen_func has no such argument (kv_cache_dtype empty here): its kind is its caches'
+// torch.float8 dtype (fp8_kind_of), a uint8 cache does not say which kind it holds.
+void check_paged_cache_dtype(const Args& a, const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                             const char* kname, const char* vname, KVDType kv, std::string_view kv_cache_dtype) {
+  if (!kv_cache_dtype.empty()) {
+    check_kv_cache_dtype(a, k_cache, kname, q, "q", kv, kv_cache_dtype);
+    check_kv_cache_dtype(a, v_cache, vname, q, "q", kv, kv_cache_dtype);
+    return;
+  }
+  if (is_fp8(kv)) {
+    MUH_ARG_CHECK(v_cache.scalar_type() == k_cache.scalar_type(), a.op, vname, " must be ", k_cache.scalar_type(),
+                  " as ", kname, " is (one fp8 kind for both caches), got ", v_cache.scalar_type());
+    return;
+  }
+  MUH_NOT_IMPLEMENTED_CHECK(k_cache.scalar_type() != at::kByte && v_cache.scalar_type() != at::kByte, "muh.", a.op,
+                            ": ", kname, "/", vname, " dtype ", k_cache.scalar_type(), "/", v_cache.scalar_type(),
+                            ": a uint8 cache does not say which fp8 kind it holds; pass it as "
+                            "cache.view(torch.float8_e4m3fn) or cache.view(torch.float8_e5m2)");
   MUH_NOT_IMPLEMENTED_CHECK(k_cache.scalar_type() == q.scalar_type() && v_cache.scalar_type() == q.scalar_type(),
                             "muh.", a.op, ": ", kname, "/", vname, " dtype ", k_cache.scalar_type(), "/",
                             v_cache.scalar_type(), " differs from the query's ", q.scalar_type(),
-                            " (muh's prefill has no fp8/quantised KV cache: an fp8 cache is supported for "
-                            "paged decode only, paged_attention_v1/v2)");
+                            " (muh's paged prefill reads a cache of q's dtype, or an fp8 one as "
+                            "torch.float8_e4m3fn / torch.float8_e5m2 with k_descale / v_descale)");
+}
+
+// kv: the call's cache element type (an fp8 cache holds 1-byte codes: x = 16 in vLLM's layout);
+// kv_cache_dtype: check_paged_cache_dtype's.
+PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                       const char* kname, const char* vname, KVDType kv, std::string_view kv_cache_dtype) {
+  a.cuda(k_cache, kname);
+  a.cuda(v_cache, vname);
+  check_paged_cache_dtype(a, q, k_cache, v_cache, kname, vname, kv, kv_cache_dtype);
+  MUH_NOT_IMPLEMENTED_CHECK(!is_fp8(kv) || q.scalar_type() != at::kFloat, "muh.", a.op, ": q is float32 with an ",
+                            kv_dtype_name(kv), " KV cache: muh reads an fp8 KV cache with a float16 or bfloat16 "
+                            "query only");
   a.contiguous(k_cache, kname);
   a.contiguous(v_cache, vname);
   const int64_t d = q.size(2);
   PagedCache c;
   if (k_cache.dim() == 5) {
-    const int64_t x = 16 / q.element_size();
+    // x = 16 bytes / the cache's element size: 16 for an fp8 cache (as vLLM's cache write).
+    const int64_t x = 16 / kv_elem_size(kv, static_cast<int>(q.element_size()));
     c.layout = KVLayout::vllm;
     c.num_pages = k_cache.size(0);
     c.num_kv_heads = k_cache.size(1);
     c.page_size = k_cache.size(3);
     a.size(k_cache, kname, 2, d / x, "head_dim / x");
-    a.size(k_cache, kname, 4, x, "x = 16 / element size");
+    a.size(k_cache, kname, 4, x, "x = 16 / the cache's element size");
     a.dim(v_cache, vname, 4, "[num_blocks, num_kv_heads, head_dim, block_size] (vLLM's layout, as the 5-D key cache)");
     a.size(v_cache, vname, 0, c.num_pages, "num_blocks, as the key cache");
     a.size(v_cache, vname, 1, c.num_kv_heads, "num_kv_heads, as the key cache");
@@ -497,20 +539,49 @@ PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_c
   return c;
 }
 
+// An fp8 call's descale (flash_attn_varlen_func's k_descale / v_descale, vLLM's fork's names):
+// None → 1; else one value — a 0-dim or 1-element tensor, or one value expanded to any shape (every
+// stride 0: vLLM passes layer._k_scale.expand(batch, num_kv_heads)) — read to the host as
+// kv_scale() reads a tensor scale (a sync for a CUDA tensor, refused under capture). muh's fp8
+// cache has per-tensor scales: distinct values per sequence or head raise NotImplementedError.
+float descale_of(const Args& a, const std::optional<at::Tensor>& t, const char* name) {
+  if (!t.has_value()) return 1.f;
+  MUH_ARG_CHECK(t->defined(), a.op, name, " is undefined");
+  bool one_value = t->numel() == 1;
+  if (t->numel() > 1) {
+    one_value = true;
+    for (const int64_t s : t->strides()) one_value = one_value && s == 0;
+  }
+  MUH_NOT_IMPLEMENTED_CHECK(one_value || t->numel() == 0, "muh.", a.op, ": ", name, " of shape ", t->sizes(),
+                            " (strides ", t->strides(), ") holds more than one value: muh takes per-tensor "
+                            "descales only (one value: a 0-dim or 1-element tensor, a float, or one value "
+                            "expanded, as vLLM's layer._k_scale.expand(...))");
+  // (numel 0: kv_scale() says it must hold one value.)
+  const float v = kv_scale(a, t->numel() > 1 ? t->as_strided(at::IntArrayRef{}, at::IntArrayRef{}) : *t, name);
+  MUH_ARG_CHECK(std::isfinite(v) && v > 0.f, a.op, name, " must be finite and > 0 (as a float32), got ",
+                static_cast<double>(v));
+  return v;
+}
+
 // ---- Prefill over a paged KV cache (vLLM V1's flash_attn_varlen_func(..., block_table=)) ----------
-// Writes out; returns lse [num_heads, total_q] (or an empty tensor).
+// Writes out; returns lse [num_heads, total_q] (or an empty tensor). A torch.float8_e4m3fn /
+// float8_e5m2 cache is an fp8 one (muh/kv_quant.hpp), dequantised by k_descale / v_descale
+// (descale_of); for a cache of q's dtype they are not read (as FlashAttention 3 applies them to
+// fp8 inputs only).
 at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tensor& k_cache,
                          const at::Tensor& v_cache, const at::Tensor& cu_seqlens_q, const at::Tensor& seqused_k,
                          const at::Tensor& block_table, int64_t max_seqlen_q, int64_t max_seqlen_k,
                          std::optional<double> softmax_scale, bool causal, bool return_lse, int64_t window_left,
                          int64_t window_right, double softcap, const std::optional<at::Tensor>& alibi_slopes,
-                         const std::optional<at::Tensor>& s_aux) {
+                         const std::optional<at::Tensor>& s_aux, const std::optional<at::Tensor>& k_descale,
+                         const std::optional<at::Tensor>& v_descale) {
   const Args a{"flash_attn_varlen_func", q_in.device()};
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[total_q, num_heads, head_dim]");
   const DType t = a.element(q_in, "q");
   const at::Tensor q = a.rows(q_in, "q");
-  const PagedCache c = paged_cache(a, q, k_cache, v_cache, "k (the key cache)", "v (the value cache)");
+  const KVDType kv = fp8_kind_of(k_cache.scalar_type());
+  const PagedCache c = paged_cache(a, q, k_cache, v_cache, "k (the key cache)", "v (the value cache)", kv, "");
   a.cuda(out, "out");
   a.dtype(out, "out", q.scalar_type());
   MUH_ARG_CHECK(out.sizes() == q.sizes(), a.op, "out must have q's shape ", q.sizes(), ", got ", out.sizes());
@@ -527,8 +598,20 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   const float scale = a.scale(softmax_scale, "softmax_scale");
   const int64_t hq = q.size(1);
   const Variant variant = a.variant(window_left, window_right, softcap, alibi_slopes, s_aux, hq);
+  if (is_fp8(kv)) {
+    // muh's fp8 prefill instances are of the plain kind only (prefill_check.cpp).
+    const char* arg = variant.use_alibi ? "alibi_slopes" : variant.use_sinks ? "s_aux"
+                      : variant.softcap != 0.f ? "softcap" : "window_size";
+    MUH_NOT_IMPLEMENTED_CHECK(variant_kind(variant) == VariantKind::plain, "muh.", a.op, ": ", arg,
+                              " with an fp8 KV cache (", kv_dtype_name(kv), ") is not supported: muh's paged "
+                              "prefill reads an fp8 cache without attention variants (variant: ",
+                              describe_variant(variant), ")");
+  }
   at::Tensor lse = return_lse ? at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat))
                               : at::empty({0}, q.options().dtype(at::kFloat));
+  const c10::cuda::CUDAGuard guard(q.device());
+  KVQuant kvq;  // (a cache of q's dtype: the descales are not read)
+  if (is_fp8(kv)) kvq = KVQuant{kv, descale_of(a, k_descale, "k_descale"), descale_of(a, v_descale, "v_descale")};
   if (batch == 0 || q.size(0) == 0) return lse;
 
   PrefillParams shape;
@@ -547,11 +630,11 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   shape.softmax_scale = scale;
   shape.causal = causal;
   shape.variant = variant;
-  const PrefillParams p = make_paged_prefill(
+  PrefillParams p = make_paged_prefill(
       shape, c.layout, k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr<int>(),
       seqused_k.data_ptr<int>(), a.to_int(c.page_size, "page_size"), a.to_int(c.num_pages, "num_pages"),
       a.to_int(block_table.size(1), "max_blocks_per_seq"));
-  const c10::cuda::CUDAGuard guard(q.device());
+  p.kv = kvq;
   const RunOptions ro = run_options(q, a.op);
   run_prefill(a.op, p, q, ro);
   check_after_launch(a.op, ro);
@@ -572,24 +655,39 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 // position i' when i' − j < sliding_window, i.e. window_size left = sliding_window − 1) are the
 // attention variants (muh/variant.hpp) of both parts: the chunk's positions are relative to the
 // chunk (the same distances), the prefix part's queries sit after all its keys
-// (Variant::queries_after_keys: i' = ctx_len + i). An fp8 cache (kv_cache_dtype != 'auto') raises
-// NotImplementedError: muh reads fp8 caches in paged decode only (paged_attention_v1/v2).
+// (Variant::queries_after_keys: i' = ctx_len + i).
+// kv_cache_dtype as paged_attention_v1/v2's (check_kv_cache_dtype): 'auto' — the cache holds q's
+// dtype, k_scale / v_scale are not read; 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3', 'fp8_e5m2' — uint8 (or
+// the kind's torch.float8) codes, x = 16, dequantised by k_scale / v_scale: floats (vLLM 0.6.3, the
+// default overload) or one-element tensors (later vLLM, .tensor_scales; a CUDA one is read to the
+// host: kv_scale()). Only the prefix part reads the cache (its PrefillParams::kv); the chunk's k, v
+// are q's dtype as in vLLM. An fp8 cache with alibi_slopes or a sliding_window raises
+// NotImplementedError (muh's fp8 prefill has no attention variant).
 // The chunk lengths are taken from b_start_loc (the offsets vLLM passes); b_seq_len is checked for
 // its shape only — a b_seq_len ≠ b_ctx_len + chunk length is not detected (it lives on the device).
+// ScaleArg: double (the default overload) or const at::Tensor& (.tensor_scales), as
+// paged_attention_v1's.
+template <class ScaleArg>
 void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, at::Tensor& o,
                            c10::string_view kv_cache_dtype, const at::Tensor& k_cache, const at::Tensor& v_cache,
                            const at::Tensor& b_loc, const at::Tensor& b_start_loc, const at::Tensor& b_seq_len,
-                           const at::Tensor& b_ctx_len, int64_t max_input_len, double /*k_scale*/,
-                           double /*v_scale*/, const std::optional<at::Tensor>& alibi_slopes,
-                           std::optional<int64_t> sliding_window, std::optional<double> sm_scale) {
+                           const at::Tensor& b_ctx_len, int64_t max_input_len, ScaleArg k_scale, ScaleArg v_scale,
+                           const std::optional<at::Tensor>& alibi_slopes, std::optional<int64_t> sliding_window,
+                           std::optional<double> sm_scale) {
   const Args a{"context_attention_fwd", q_in.device()};
-  MUH_NOT_IMPLEMENTED_CHECK(std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()) == "auto", "muh.",
-                            a.op, ": kv_cache_dtype='", std::string_view(kv_cache_dtype.data(), kv_cache_dtype.size()),
-                            "' is not supported: an fp8 KV cache is supported for paged decode only "
-                            "(paged_attention_v1/v2), muh's prefill has no fp8 kernel; pass 'auto' with a "
-                            "cache of q's dtype");
+  const std::string_view kv_name(kv_cache_dtype.data(), kv_cache_dtype.size());
+  const KVDType kv = kv_dtype_of(a.op, kv_name);
   MUH_ARG_CHECK(!sliding_window.has_value() || *sliding_window >= 0, a.op, "sliding_window must be >= 0 "
                 "(None or 0: no window), got ", sliding_window.value_or(0));
+  // muh's fp8 prefill instances are of the plain kind only (prefill_check.cpp): said up front,
+  // naming the argument, rather than by the prefix part's plan.
+  MUH_NOT_IMPLEMENTED_CHECK(!is_fp8(kv) || !alibi_slopes.has_value(), "muh.", a.op, ": alibi_slopes with "
+                            "kv_cache_dtype='", kv_name, "' is not supported: muh's prefill reads an fp8 KV cache "
+                            "without attention variants (ALiBi runs with kv_cache_dtype='auto')");
+  MUH_NOT_IMPLEMENTED_CHECK(!is_fp8(kv) || sliding_window.value_or(0) == 0, "muh.", a.op, ": sliding_window=",
+                            sliding_window.value_or(0), " with kv_cache_dtype='", kv_name, "' is not supported: "
+                            "muh's prefill reads an fp8 KV cache without attention variants (a window runs with "
+                            "kv_cache_dtype='auto')");
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[num_tokens, num_heads, head_size]");
   const DType t = a.element(q_in, "q");
@@ -605,7 +703,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   const at::Tensor k = a.rows(k_in, "k"), v = a.rows(v_in, "v");
   MUH_ARG_CHECK(k_cache.dim() == 5, a.op, "k_cache must be 5-D [num_blocks, num_kv_heads, head_size/x, block_size, x] "
                 "(vLLM's layout), got shape ", k_cache.sizes());
-  const PagedCache c = paged_cache(a, q, k_cache, v_cache, "k_cache", "v_cache");
+  const PagedCache c = paged_cache(a, q, k_cache, v_cache, "k_cache", "v_cache", kv, kv_name);
   a.size(k, "k", 1, c.num_kv_heads, "num_kv_heads, as k_cache");
   a.cuda(o, "o");
   a.dtype(o, "o", q.scalar_type());
@@ -626,9 +724,10 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   const int64_t window = sliding_window.value_or(0);
   const Variant variant = a.variant(window > 0 ? window - 1 : -1, -1, 0.0, alibi_slopes, std::nullopt, q.size(1),
                                     "sliding_window - 1");
+  const c10::cuda::CUDAGuard guard(q.device());
+  const KVQuant kvq = kv_quant_of(a, kv, kv_name, k_scale, v_scale);  // a CUDA tensor scale: a sync (see there)
   if (batch == 0 || q.size(0) == 0) return;
 
-  const c10::cuda::CUDAGuard guard(q.device());
   const RunOptions ro = run_options(q, a.op);
   // vLLM 0.6.3 passes query_start_loc, [batch + 1]; its kernel reads only the first batch entries
   // and derives each chunk's length from b_seq_len − b_ctx_len. With [batch], the chunks are packed
@@ -678,6 +777,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   prefix = make_paged_prefill(prefix, KVLayout::vllm, k_cache.data_ptr(), v_cache.data_ptr(), b_loc.data_ptr<int>(),
                               b_ctx_len.data_ptr<int>(), a.to_int(c.page_size, "block_size"),
                               a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
+  prefix.kv = kvq;  // the cache's element type and scales: only the prefix part reads the cache
   run_prefill(a.op, prefix, q, ro);
 
   MergeStatesParams m;
@@ -826,8 +926,16 @@ TORCH_LIBRARY(muh, m) {
       "paged_prefill(Tensor! out, Tensor q, Tensor k_cache, Tensor v_cache, Tensor cu_seqlens_q, "
       "Tensor seqused_k, Tensor block_table, SymInt max_seqlen_q, SymInt max_seqlen_k, "
       "float? softmax_scale=None, bool causal=False, bool return_lse=False, int window_left=-1, "
-      "int window_right=-1, float softcap=0.0, Tensor? alibi_slopes=None, Tensor? s_aux=None) -> Tensor");
-  // vLLM 0.6.3's signature, and the later keyword sm_scale.
+      "int window_right=-1, float softcap=0.0, Tensor? alibi_slopes=None, Tensor? s_aux=None, "
+      "Tensor? k_descale=None, Tensor? v_descale=None) -> Tensor");
+  // vLLM 0.6.3's signature, and the later keyword sm_scale; .tensor_scales: later vLLM's tensor
+  // k_scale / v_scale (first, as paged_attention's: a 0-dim tensor would also convert to a float).
+  // muh.ops.context_attention_fwd picks the overload by the scales' type.
+  m.def(
+      "context_attention_fwd.tensor_scales(Tensor q, Tensor k, Tensor v, Tensor! o, str kv_cache_dtype, "
+      "Tensor k_cache, Tensor v_cache, Tensor b_loc, Tensor b_start_loc, Tensor b_seq_len, Tensor b_ctx_len, "
+      "int max_input_len, Tensor k_scale, Tensor v_scale, Tensor? alibi_slopes=None, "
+      "int? sliding_window=None, float? sm_scale=None) -> ()");
   m.def(
       "context_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor! o, str kv_cache_dtype, Tensor k_cache, "
       "Tensor v_cache, Tensor b_loc, Tensor b_start_loc, Tensor b_seq_len, Tensor b_ctx_len, "
@@ -845,7 +953,8 @@ TORCH_LIBRARY(muh, m) {
 // instead of the dispatcher's "could not run ... with arguments from the CPU backend".
 TORCH_LIBRARY_IMPL(muh, CUDA, m) {
   m.impl("paged_prefill", &muh::torch_ops::paged_prefill);
-  m.impl("context_attention_fwd", &muh::torch_ops::context_attention_fwd);
+  m.impl("context_attention_fwd", &muh::torch_ops::context_attention_fwd<double>);
+  m.impl("context_attention_fwd.tensor_scales", &muh::torch_ops::context_attention_fwd<const at::Tensor&>);
   m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1<double>);
   m.impl("paged_attention_v1.tensor_scales", &muh::torch_ops::paged_attention_v1<const at::Tensor&>);
   m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2<double>);
@@ -855,7 +964,8 @@ TORCH_LIBRARY_IMPL(muh, CUDA, m) {
 }
 TORCH_LIBRARY_IMPL(muh, CPU, m) {
   m.impl("paged_prefill", &muh::torch_ops::paged_prefill);
-  m.impl("context_attention_fwd", &muh::torch_ops::context_attention_fwd);
+  m.impl("context_attention_fwd", &muh::torch_ops::context_attention_fwd<double>);
+  m.impl("context_attention_fwd.tensor_scales", &muh::torch_ops::context_attention_fwd<const at::Tensor&>);
   m.impl("paged_attention_v1", &muh::torch_ops::paged_attention_v1<double>);
   m.impl("paged_attention_v1.tensor_scales", &muh::torch_ops::paged_attention_v1<const at::Tensor&>);
   m.impl("paged_attention_v2", &muh::torch_ops::paged_attention_v2<double>);
@@ -866,6 +976,6 @@ TORCH_LIBRARY_IMPL(muh, CPU, m) {
 TORCH_LIBRARY_IMPL(muh, Autograd, m) {
   for (const char* op : {"paged_attention_v1", "paged_attention_v1.tensor_scales", "paged_attention_v2",
                          "paged_attention_v2.tensor_scales", "flash_attn_varlen", "paged_decode",
-                         "paged_prefill", "context_attention_fwd"})
+                         "paged_prefill", "context_attention_fwd", "context_attention_fwd.tensor_scales"})
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&muh::torch_ops::inference_only>());
 }

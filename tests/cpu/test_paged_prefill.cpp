@@ -7,8 +7,8 @@
 //     paged-vLLM call walks past the sm75 agent's row (with the trace saying why); paged plans
 //     never split the tail;
 //   * bad input: every shape error a clear Status from plan_prefill(), prefill() and
-//     muh_paged_prefill() before any CUDA call, and the debug_checks' table checks
-//     (check_paged_tables_host) on host tables.
+//     muh_paged_prefill() (muh_paged_prefill_quant(): the fp8 cache's rules too) before any
+//     CUDA call, and the debug_checks' table checks (check_paged_tables_host) on host tables.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -373,6 +373,81 @@ TEST(PagedPrefillBadInput, CAbiSaysWhy) {
                                              p.num_q_heads, p.num_kv_heads, p.head_dim, 16, 1, 1, 1, -1, nullptr, &ws),
             0);  // 100 keys > 1 block of 16
   EXPECT_NE(std::string(muh_last_error()).find("block table covers"), std::string::npos) << muh_last_error();
+}
+
+// muh_paged_prefill_quant() and muh_paged_prefill_workspace_size_quant(): the cache's element type
+// and scales are checked with the shape, before any CUDA call (the fake pointers are never read).
+TEST(PagedPrefillBadInput, CAbiQuantSaysWhy) {
+  const PrefillParams p = good_paged();
+  auto call = [&](int dtype, int layout, int page_size, int max_blocks, const muh_variant* variant,
+                  const muh_kv_quant* kv) {
+    return muh_paged_prefill_quant(dtype, layout, p.q, p.k_cache, p.v_cache, p.out, p.lse, p.cu_seqlens_q,
+                                   p.block_table, p.seqused_k, p.batch, p.total_q, p.max_seqlen_q, p.max_seqlen_k,
+                                   p.num_q_heads, p.num_kv_heads, p.head_dim, page_size, p.num_pages, max_blocks, 0.f,
+                                   1, nullptr, 0, -1, 0, nullptr, variant, kv);
+  };
+  auto says = [](const char* what) { return std::string(muh_last_error()).find(what) != std::string::npos; };
+  const int dt = p.dtype == DType::fp32 ? MUH_FP16 : static_cast<int>(p.dtype);  // a 16-bit q
+  muh_kv_quant kv = MUH_KV_QUANT_AUTO;
+  kv.kv_dtype = 7;
+  EXPECT_EQ(call(dt, MUH_KV_NHD, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("kv.kv_dtype 7")) << muh_last_error();
+  EXPECT_TRUE(says("muh_paged_prefill_quant")) << muh_last_error();
+  kv.kv_dtype = -1;
+  EXPECT_EQ(call(dt, MUH_KV_NHD, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT);
+  for (int t : {MUH_KV_FP8_E4M3, MUH_KV_FP8_E5M2}) {
+    kv = MUH_KV_QUANT_AUTO;
+    kv.kv_dtype = t;
+    kv.k_scale = 0.f;
+    EXPECT_EQ(call(dt, MUH_KV_NHD, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT) << t;
+    EXPECT_TRUE(says("k_scale")) << muh_last_error();
+    kv.k_scale = 1.f;
+    kv.v_scale = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(call(dt, MUH_KV_VLLM, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT) << t;
+    EXPECT_TRUE(says("v_scale")) << muh_last_error();
+    kv.v_scale = 2.f;
+    EXPECT_EQ(call(MUH_FP32, MUH_KV_NHD, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT) << t;
+    EXPECT_TRUE(says("fp32")) << muh_last_error();
+    // 8 slots a page is a valid 16-bit vLLM page (16 bytes of fp16), not an fp8 one (16 codes).
+    EXPECT_EQ(call(dt, MUH_KV_VLLM, 8, 16, nullptr, &kv), MUH_INVALID_ARGUMENT) << t;
+    EXPECT_TRUE(says("multiple of 16")) << muh_last_error();
+    muh_variant v = MUH_VARIANT_NONE;
+    v.softcap = 30.f;
+    EXPECT_EQ(call(dt, MUH_KV_NHD, 16, 8, &v, &kv), MUH_UNSUPPORTED) << t;
+    EXPECT_TRUE(says("variant")) << muh_last_error();
+  }
+  // The ABI's own checks come first, kv or not (null kv: MUH_KV_QUANT_AUTO).
+  EXPECT_EQ(call(dt, 5, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("layout 5")) << muh_last_error();
+  EXPECT_EQ(call(dt, 5, 16, 8, nullptr, nullptr), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("layout 5")) << muh_last_error();
+  // A cache of q's type reads no scale: MUH_KV_QUANT_AUTO with a k_scale of 0 passes the checks.
+  PrefillParams same = p;
+  same.kv.k_scale = 0.f;
+  EXPECT_TRUE(detail::check_prefill_shape(same, "prefill: ").ok()) << detail::check_prefill_shape(same, "").message();
+
+  auto size = [&](int dtype, int layout, int page_size, int max_blocks, int kv_dtype, size_t* ws) {
+    return muh_paged_prefill_workspace_size_quant(dtype, layout, p.batch, p.total_q, p.max_seqlen_q, p.max_seqlen_k,
+                                                  p.num_q_heads, p.num_kv_heads, p.head_dim, page_size, p.num_pages,
+                                                  max_blocks, 0, -1, nullptr, ws, kv_dtype);
+  };
+  size_t ws = 7;
+  EXPECT_EQ(size(dt, MUH_KV_NHD, 16, 8, 3, &ws), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("kv_dtype 3")) << muh_last_error();
+  EXPECT_TRUE(says("muh_paged_prefill_workspace_size_quant")) << muh_last_error();
+  EXPECT_EQ(ws, 0u);
+  EXPECT_EQ(size(MUH_FP32, MUH_KV_NHD, 16, 8, MUH_KV_FP8_E4M3, &ws), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("fp32")) << muh_last_error();
+  EXPECT_EQ(size(dt, MUH_KV_VLLM, 8, 16, MUH_KV_FP8_E5M2, &ws), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("multiple of 16")) << muh_last_error();
+  EXPECT_EQ(size(dt, MUH_KV_NHD, 16, 8, MUH_KV_FP8_E4M3, nullptr), MUH_INVALID_ARGUMENT);
+  EXPECT_TRUE(says("workspace_bytes")) << muh_last_error();
+  // A good fp8 shape passes every check; without a GPU (or without the instance) the call may then
+  // stop at the device or the build, never at the cache type.
+  if (size(dt, MUH_KV_VLLM, 16, 8, MUH_KV_FP8_E4M3, &ws) != MUH_OK) {
+    EXPECT_FALSE(says("kv_dtype")) << muh_last_error();
+    EXPECT_FALSE(says("multiple of 16")) << muh_last_error();
+  }
 }
 
 // The debug_checks' checks of the device tables, on host copies (prefill() runs them after a

@@ -43,10 +43,23 @@ def test_context_attention_fwd_checks_the_variants(kw, match):
         ops.context_attention_fwd(*_ctx_args(), **kw)
 
 
-def test_context_attention_fwd_refuses_fp8_and_cpu_tensors():
+def test_context_attention_fwd_fp8_gate_and_cpu_tensors():
+    # An fp8 kv_cache_dtype is taken (the prefix part reads the fp8 cache) and goes on to the
+    # tensors' checks; unknown strings, and fp8 with a variant, are refused before them. Both
+    # overloads (float and tensor scales).
     a = list(_ctx_args())
+    for kind in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+        a[4] = kind
+        for scale in (0.5, torch.tensor(0.5)):
+            with pytest.raises(ValueError, match="q must be a CUDA tensor"):
+                ops.context_attention_fwd(*a, k_scale=scale, v_scale=2.0)
     a[4] = "fp8"
-    with pytest.raises(NotImplementedError, match=r"kv_cache_dtype='fp8'.*paged decode only \(paged_attention_v1/v2\)"):
+    with pytest.raises(NotImplementedError, match="alibi_slopes with kv_cache_dtype='fp8'"):
+        ops.context_attention_fwd(*a, alibi_slopes=torch.ones(4))
+    with pytest.raises(NotImplementedError, match="sliding_window=64 with kv_cache_dtype='fp8'"):
+        ops.context_attention_fwd(*a, sliding_window=64)
+    a[4] = "int8"
+    with pytest.raises(NotImplementedError, match="kv_cache_dtype='int8' is not supported"):
         ops.context_attention_fwd(*a)
     with pytest.raises(ValueError, match="q must be a CUDA tensor"):
         ops.context_attention_fwd(*_ctx_args(), sliding_window=None)  # None and 0 mean no window

@@ -102,8 +102,8 @@ def test_context_attention_fwd_sm_scale_and_refusals():
         ops.context_attention_fwd(*args, alibi_slopes=torch.ones(3, device="cuda"))
     with pytest.raises(ValueError, match="sliding_window must be >= 0"):
         ops.context_attention_fwd(*args, sliding_window=-8)
-    # fp8 caches are read by the paged decode only (paged_attention_v1/v2), not by this prefill.
-    with pytest.raises(NotImplementedError, match=r"kv_cache_dtype='fp8'.*paged decode only"):
+    # An fp8 kv_cache_dtype needs a cache of 1-byte codes (the fp8 tests below read one).
+    with pytest.raises(ValueError, match="k_cache must be uint8 or"):
         ops.context_attention_fwd(q, k, v, o, "fp8", *args[5:])
     with pytest.raises(ValueError, match="k_cache must be 5-D"):
         ops.context_attention_fwd(q, k, v, o, "auto", cache.v_cache, cache.v_cache, *args[7:])
@@ -189,9 +189,9 @@ def test_flash_attn_varlen_paged_refusals():
     with pytest.raises(ValueError, match="out must have q's shape"):
         ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu, None, 5, 20, block_table=cache.block_table,
                                    seqused_k=cache.seq_lens, out=q[:3].clone())
-    # An fp8 (uint8) cache: read by the paged decode only (paged_attention_v1/v2), not by the prefill.
+    # A uint8 cache does not say its fp8 kind (no kv_cache_dtype here): a torch.float8 view does.
     k8 = torch.zeros(cache.k_cache.shape, dtype=torch.uint8, device="cuda")
-    with pytest.raises(NotImplementedError, match="paged decode only"):
+    with pytest.raises(NotImplementedError, match="does not say which fp8 kind"):
         ops.flash_attn_varlen_func(q, k8, k8, cu, None, 5, 20, block_table=cache.block_table, seqused_k=cache.seq_lens)
 
 
