@@ -17,6 +17,10 @@
 // the portable agent on 16 SMs takes ~0.1 s a call there (issue 17's 32k and 100k prefixes are
 // bench/paged_prefill.py's, on the whole GPU). Results: a table on stdout, paged-seed-<device>-
 // <date>.csv / .json under --out; max |paged − dense| per cell says both computed the same thing.
+// --kv-dtype fp8_e4m3 | fp8_e5m2: a third call per cell (the device's agent, whole GPU), the same
+// paged attention over an fp8 cache holding the K/V's codes (scales 1; the sm80 agent's row, the
+// only one that reads fp8: prefill_agent_reads_kv), timed beside the other two; its max |fp8 −
+// dense| is the codes' rounding, not a bug.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -58,10 +62,11 @@ struct Where {
 // One sequence's q, its keys contiguous (dense) and in a vLLM-layout paged cache (pages shuffled).
 struct Pool {
   bench::DeviceMemory q, k, v, k_cache, v_cache, out_dense, out_paged, table, used, cu_q, cu_k, ws;
+  bench::DeviceMemory k_codes, v_codes, out_fp8;  // --kv-dtype: the same cache as fp8 codes (x = 16)
   int blocks = 0;
 };
 
-void fill_pool(Pool& pool) {
+void fill_pool(Pool& pool, KVDType fp8) {
   const int blocks = (kMaxKeys + kPage - 1) / kPage;
   pool.blocks = blocks;
   std::mt19937 rng(20261202);
@@ -94,6 +99,21 @@ void fill_pool(Pool& pool) {
   up(pool.k_cache, kc.data(), kc.size() * 2, "k_cache");
   up(pool.v_cache, vc.data(), vc.size() * 2, "v_cache");
   up(pool.table, table.data(), table.size() * 4, "block_table");
+  if (is_fp8(fp8)) {  // vLLM's fp8 layout: key [blocks, 1, D/16, page, 16], value [blocks, 1, D, page]
+    std::vector<std::uint8_t> kq(std::size_t(blocks) * page_elems, 0), vq(kq.size(), 0);
+    for (int n = 0; n < kMaxKeys; ++n) {
+      const std::size_t page = std::size_t(table[n / kPage]) * page_elems;
+      const int slot = n % kPage;
+      for (int d = 0; d < kHeadDim; ++d) {
+        kq[page + (std::size_t(d / 16) * kPage + slot) * 16 + d % 16] =
+            float_to_fp8(__half2float(k[std::size_t(n) * kHeadDim + d]), fp8);
+        vq[page + std::size_t(d) * kPage + slot] = float_to_fp8(__half2float(v[std::size_t(n) * kHeadDim + d]), fp8);
+      }
+    }
+    up(pool.k_codes, kq.data(), kq.size(), "k_cache (fp8)");
+    up(pool.v_codes, vq.data(), vq.size(), "v_cache (fp8)");
+    pool.out_fp8.reset(q.size() * 2);
+  }
   pool.out_dense.reset(q.size() * 2);
   pool.out_paged.reset(q.size() * 2);
   pool.used.reset(4);
@@ -102,19 +122,20 @@ void fill_pool(Pool& pool) {
 }
 
 struct Row {
-  std::string where, agent, dense_policy, paged_policy;
+  std::string where, agent, dense_policy, paged_policy, fp8_policy;
   int sms = 0, q_heads = 0, prefix = 0, chunk = 0;
   double dense_us = 0, paged_us = 0, max_diff = 0;
+  double fp8_us = 0, fp8_diff = 0;  // --kv-dtype (0: not run)
   double flops() const {
     const double keys = double(chunk) * prefix + double(chunk) * (chunk + 1) / 2;  // causal, bottom-right
     return 4.0 * kHeadDim * q_heads * keys;
   }
 };
 
-double max_abs_diff(const Pool& pool, std::size_t n) {
+double max_abs_diff(const bench::DeviceMemory& x, const bench::DeviceMemory& y, std::size_t n) {
   std::vector<__half> a(n), b(n);
-  bench::cuda_check(cudaMemcpy(a.data(), pool.out_dense.p, n * 2, cudaMemcpyDeviceToHost), "out");
-  bench::cuda_check(cudaMemcpy(b.data(), pool.out_paged.p, n * 2, cudaMemcpyDeviceToHost), "out");
+  bench::cuda_check(cudaMemcpy(a.data(), x.p, n * 2, cudaMemcpyDeviceToHost), "out");
+  bench::cuda_check(cudaMemcpy(b.data(), y.p, n * 2, cudaMemcpyDeviceToHost), "out");
   double m = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double d = std::fabs(double(__half2float(a[i])) - double(__half2float(b[i])));
@@ -141,7 +162,7 @@ double time_call(const PrefillParams& p, const Where& w, int target, Pool& pool,
 }
 
 Row run_cell(Pool& pool, const Where& w, int target, int hq, int prefix, int chunk, bench::L2Flusher& flusher,
-             int iters) {
+             int iters, KVDType fp8) {
   const int keys = prefix + chunk;
   const int cu_q[2] = {0, chunk}, cu_k[2] = {0, keys};
   bench::cuda_check(cudaMemcpy(pool.cu_q.p, cu_q, 8, cudaMemcpyHostToDevice), "cu_seqlens_q");
@@ -174,13 +195,22 @@ Row run_cell(Pool& pool, const Where& w, int target, int hq, int prefix, int chu
   r.chunk = chunk;
   r.dense_us = time_call(d, w, target, pool, flusher, iters, &r.dense_policy);
   r.paged_us = time_call(pg, w, target, pool, flusher, iters, &r.paged_policy);
+  if (is_fp8(fp8) && target < 0 && w.name == "whole-gpu") {
+    PrefillParams p8 = pg;
+    p8.k_cache = pool.k_codes.p;
+    p8.v_cache = pool.v_codes.p;
+    p8.kv = KVQuant{fp8, 1.f, 1.f};
+    p8.out = pool.out_fp8.p;
+    r.fp8_us = time_call(p8, w, target, pool, flusher, iters, &r.fp8_policy);
+  }
   bench::cuda_check(cudaStreamSynchronize(w.stream), "sync");
-  r.max_diff = max_abs_diff(pool, std::size_t(chunk) * hq * kHeadDim);
+  r.max_diff = max_abs_diff(pool.out_dense, pool.out_paged, std::size_t(chunk) * hq * kHeadDim);
+  if (r.fp8_us > 0) r.fp8_diff = max_abs_diff(pool.out_dense, pool.out_fp8, std::size_t(chunk) * hq * kHeadDim);
   return r;
 }
 
 struct Options {
-  std::string out, emulate;
+  std::string out, emulate, kv_dtype = "auto";
   int iters = 30;
 };
 
@@ -190,7 +220,7 @@ void write_results(const std::vector<Row>& rows, const std::string& dir, const s
   std::ofstream csv(base + ".csv");
   if (!csv) throw std::runtime_error("cannot write " + base + ".csv");
   csv << "where,sms,agent,q_heads,prefix,chunk,dense_policy,paged_policy,dense_us,paged_us,dense_over_paged,"
-         "paged_tflops,max_abs_diff\n";
+         "paged_tflops,max_abs_diff,fp8_policy,fp8_us,paged_over_fp8,fp8_max_abs_diff\n";
   nlohmann::json j;
   j["device"] = device;
   j["date"] = bench::utc_date();
@@ -198,11 +228,14 @@ void write_results(const std::vector<Row>& rows, const std::string& dir, const s
   for (const Row& r : rows) {
     csv << r.where << ',' << r.sms << ',' << r.agent << ',' << r.q_heads << ',' << r.prefix << ',' << r.chunk << ','
         << r.dense_policy << ',' << r.paged_policy << ',' << r.dense_us << ',' << r.paged_us << ','
-        << r.dense_us / r.paged_us << ',' << r.flops() / (r.paged_us * 1e-6) / 1e12 << ',' << r.max_diff << '\n';
+        << r.dense_us / r.paged_us << ',' << r.flops() / (r.paged_us * 1e-6) / 1e12 << ',' << r.max_diff << ','
+        << r.fp8_policy << ',' << r.fp8_us << ',' << (r.fp8_us > 0 ? r.paged_us / r.fp8_us : 0.0) << ',' << r.fp8_diff
+        << '\n';
     j["rows"].push_back({{"where", r.where}, {"sms", r.sms}, {"agent", r.agent}, {"q_heads", r.q_heads},
                          {"prefix", r.prefix}, {"chunk", r.chunk}, {"dense_policy", r.dense_policy},
                          {"paged_policy", r.paged_policy}, {"dense_us", r.dense_us}, {"paged_us", r.paged_us},
-                         {"max_abs_diff", r.max_diff}});
+                         {"max_abs_diff", r.max_diff}, {"fp8_policy", r.fp8_policy}, {"fp8_us", r.fp8_us},
+                         {"fp8_max_abs_diff", r.fp8_diff}});
   }
   std::ofstream(base + ".json") << j.dump(2) << '\n';
   std::printf("wrote %s.csv / .json\n", base.c_str());
@@ -228,22 +261,30 @@ void run(const Options& o) {
     const EmulatedRun e = emulate_bi_v100(green, "muh bench paged: --emulate bi-v100: ", wheres[0].hw.name);
     wheres.push_back(Where{"green-16sm", e.stream, e.hw});
   }
+  const KVDType fp8 = parse_kv_dtype(o.kv_dtype).value_or(KVDType::same);
   Pool pool;
-  fill_pool(pool);
+  fill_pool(pool, fp8);
   bench::L2Flusher flusher;
   std::vector<Row> rows;
   std::printf("%-10s %3s %-12s %5s %6s %5s %10s %10s %8s %8s %9s  %s\n", "where", "sms", "agent", "heads", "prefix",
               "chunk", "dense us", "paged us", "d/p", "TFLOP/s", "max diff", "paged policy");
+  if (is_fp8(fp8)) std::printf("  (fp8 rows: the same call over an %s cache, its time, paged/fp8, max |fp8 - dense|)\n",
+                               o.kv_dtype.c_str());
   for (const Where& w : wheres)
     for (int target : {-1, 0}) {
       if (w.name == "whole-gpu" && target == 0) continue;  // the portable agent: emulated only
       for (int hq : kQHeads)
         for (int prefix : kPrefixes)
           for (int chunk : kChunks) {
-            Row r = run_cell(pool, w, target, hq, prefix, chunk, flusher, target == 0 ? std::max(10, o.iters / 3) : o.iters);
+            Row r = run_cell(pool, w, target, hq, prefix, chunk, flusher, target == 0 ? std::max(10, o.iters / 3) : o.iters,
+                             fp8);
             std::printf("%-10s %3d %-12s %3d/1 %6d %5d %10.1f %10.1f %8.3f %8.1f %9.2e  %s\n", r.where.c_str(), r.sms,
                         r.agent.c_str(), r.q_heads, r.prefix, r.chunk, r.dense_us, r.paged_us, r.dense_us / r.paged_us,
                         r.flops() / (r.paged_us * 1e-6) / 1e12, r.max_diff, r.paged_policy.c_str());
+            if (r.fp8_us > 0)
+              std::printf("%-10s %3s %-12s %5s %6s %5s %10s %10.1f %8.3f %8.1f %9.2e  %s\n", "  fp8", "", "", "", "", "",
+                          "", r.fp8_us, r.paged_us / r.fp8_us, r.flops() / (r.fp8_us * 1e-6) / 1e12, r.fp8_diff,
+                          r.fp8_policy.c_str());
             std::fflush(stdout);
             rows.push_back(std::move(r));
           }
@@ -266,6 +307,9 @@ void add_bench_paged(CLI::App& bench) {
   cmd->add_option("--emulate", opt->emulate,
                   "bi-v100: also the cells on a 16-SM green partition, portable agent (target 0) and the device's")
       ->check(CLI::IsMember({"bi-v100"}));
+  cmd->add_option("--kv-dtype", opt->kv_dtype,
+                  "fp8_e4m3 or fp8_e5m2: also each whole-GPU cell over an fp8 cache of the same K/V (auto: not)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}));
   cmd->callback([opt] { run(*opt); });
 }
 

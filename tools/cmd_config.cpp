@@ -715,25 +715,42 @@ std::vector<std::string> variant_lines(const Variant& v, DType t, int hd, const 
   return l;
 }
 
-// Which decode kernels a call over a cache of element type kv takes (muh/kv_quant.hpp).
-std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& x) {
+// Which decode and paged-prefill kernels a call over a cache of element type kv takes on hw
+// (muh/kv_quant.hpp).
+std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& x, const HardwareCapability& hw) {
   if (!is_fp8(kv)) return {"auto: the cache holds q's dtype (--kv-dtype fp8_e4m3 / fp8_e5m2 names an fp8 cache)"};
   const std::string name(kv_dtype_name(kv));
-  std::vector<std::string> l = {name + ": 1-byte codes, k_scale / v_scale per tensor; decode only (prefill refuses it)"};
-  const DecodeSelection& d = x.cfg.decode_selection;
+  const std::string file = name.substr(4) + "_" + std::string(dtype_name(t)) + "_hd" + std::to_string(hd) + ".cu";
+  std::vector<std::string> l = {name + ": 1-byte codes, k_scale / v_scale per tensor; paged decode and paged prefill"};
   if (t == DType::fp32) {
     l.push_back("refused: an fp8 cache is read with fp16 or bf16 q (invalid_argument)");
-  } else if (!d.ok() || d.policy.agent != Agent::sm80) {
-    l.push_back("unsupported here: the decode row is the " + std::string(agent_name(d.policy.agent)) +
+    return l;
+  }
+  const DecodeSelection& d = x.cfg.decode_selection;
+  if (!d.ok() || d.policy.agent != Agent::sm80) {
+    l.push_back("decode: unsupported here: the decode row is the " + std::string(agent_name(d.policy.agent)) +
                 " agent's; the sm80 agent's rows (sm_80 and newer) widen fp8 codes");
   } else if (!is_fp8_instance(kv, t, hd)) {
-    l.push_back("not compiled in this build (rebuild with MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS including it)");
+    l.push_back("decode: not compiled in this build (rebuild with MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS including it)");
   } else {
-    l.push_back("decode: the same row and plan, instances/decode_fp8_" + name.substr(4) + "_" +
-                std::string(dtype_name(t)) + "_hd" + std::to_string(hd) + ".cu: the codes widened to " +
+    l.push_back("decode: the same row and plan, instances/decode_fp8_" + file + ": the codes widened to " +
                 (t == DType::bf16 ? "fp16 (bf16 q runs fp16 MMAs, its queries scaled by a power of two)"
                                   : std::string("fp16")) +
                 " in shared memory; copies by " + (d.policy.tma ? "TMA boxes where the layout allows" : "cp.async"));
+  }
+  // Paged prefill: the walk for an fp8 cache (prefill_agent_reads_kv: the sm80 agent only), NHD pages.
+  SelectOptions so{-1, KVSource::paged_nhd};
+  so.kv_dtype = kv;
+  const PrefillSelection p = choose_prefill(hw, t, hd, so);
+  if (!p.ok()) {
+    l.push_back("paged prefill: no row (" + describe(p) + "): unsupported");
+  } else if (!MUH_PAGED_PREFILL || !is_fp8_instance(kv, t, hd)) {
+    l.push_back("paged prefill: " + target_name(p.target) +
+                "'s row, not compiled in this build (MUH_PAGED_PREFILL, MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS)");
+  } else {
+    l.push_back("paged prefill: " + target_name(p.target) + "'s row (" + describe(p) + "), instances/prefill_paged_fp8_" +
+                file + ": the codes land by cp.async in the upper half of each row of the 16-bit ring and are "
+                "widened there; no attention variant");
   }
   return l;
 }
@@ -757,7 +774,7 @@ void run(const Options& o) {
     if (o.explain) {
       rules.push_back(explain_config(r, t, x.cfg, x.prefill_inst, x.decode_inst));
       rules.back().add("instantiation.variant", variant_lines(variant, t, r.head_dim, x));
-      rules.back().add("instantiation.kv_cache", kv_cache_lines(*kv, t, r.head_dim, x));
+      rules.back().add("instantiation.kv_cache", kv_cache_lines(*kv, t, r.head_dim, x, r.hw));
     }
   }
   if (o.json) {
