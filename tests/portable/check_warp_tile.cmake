@@ -35,8 +35,8 @@ endif()
 # the intrinsics, warpSize and masks but not for lane arithmetic (their 32s are tile sizes and
 # head-dim multiples, e.g. tuning/policy.hpp's validate()).
 if(NOT DEFINED HOST_FILES)
-  set(HOST_FILES muh/tuning/policy.hpp muh/dtype.hpp muh/paged_kv.hpp muh/host_device.hpp muh/input_errors.hpp
-                 muh/status.hpp muh/variant.hpp)
+  set(HOST_FILES muh/tuning/policy.hpp muh/dtype.hpp muh/paged_kv.hpp muh/kv_quant.hpp muh/host_device.hpp
+                 muh/input_errors.hpp muh/status.hpp muh/variant.hpp)
 endif()
 
 set(intrinsic_patterns
