@@ -510,11 +510,28 @@ inline bool sweep_fp32_on(int target) {
   return decode_policy(target, DType::bf16, 128).agent == Agent::portable;
 }
 
+// The dispatch targets a decode sweep runs: the compiled ones, less an arch-specific target
+// (sm_90a) whose decode rows are those of its base arch, itself compiled — the same policies and
+// kernel code (the Hopper agent is prefill's; tuning/selectors.hpp's decode_row gives sm_90a sm_90's
+// rows), which the sweeps otherwise ran twice, once as t90 and once as t91.
+inline std::vector<int> decode_sweep_targets() {
+  std::vector<int> v;
+  const int* first = compiled_targets::values;
+  const int* last = compiled_targets::values + compiled_targets::size;
+  for (const int* it = first; it != last; ++it) {
+    const int target = *it;
+    bool same_as_base = target_is_arch_specific(target) && std::find(first, last, target_arch(target)) != last;
+    for (const auto& [t, d] : kCompiledInstances)
+      same_as_base = same_as_base && decode_policy(target, t, d) == decode_policy(target_arch(target), t, d);
+    if (!same_as_base) v.push_back(target);
+  }
+  return v;
+}
+
 // Every (target, dtype, head_dim, layout, shape) of the sweep over this build's instances.
 inline std::vector<DecodeCase> decode_sweep_cases(bool quick, unsigned seed) {
   std::vector<DecodeCase> v;
-  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti) {
-    const int target = compiled_targets::values[ti];
+  for (const int target : decode_sweep_targets()) {
     for (const auto& [t, d] : kCompiledInstances) {
       if (t == DType::fp32 && !sweep_fp32_on(target)) continue;
       for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
@@ -532,8 +549,7 @@ inline std::vector<DecodeCase> decode_sweep_cases(bool quick, unsigned seed) {
 // cache there is refused, check_kv_quant).
 inline std::vector<DecodeCase> decode_fp8_sweep_cases(bool quick, unsigned seed) {
   std::vector<DecodeCase> v;
-  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti) {
-    const int target = compiled_targets::values[ti];
+  for (const int target : decode_sweep_targets()) {
     for (const auto& e : kCompiledFp8Instances) {
       if (e.head_dim == 0 || decode_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
       for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})

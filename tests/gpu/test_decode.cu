@@ -60,9 +60,8 @@ check::DecodeCase case_at(int target, int q_heads = check::DecodeCase{}.num_q_he
   return c;
 }
 
-std::vector<int> all_targets() {
-  return std::vector<int>(compiled_targets::values, compiled_targets::values + compiled_targets::size);
-}
+// The compiled targets less sm_90a, whose decode rows are sm_90's (check::decode_sweep_targets).
+std::vector<int> all_targets() { return check::decode_sweep_targets(); }
 
 std::string layout_name(KVLayout l) { return l == KVLayout::nhd ? "nhd" : "vllm"; }
 

@@ -76,8 +76,7 @@ void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
 // Every compiled target whose decode row for the instance is the sm80 agent's.
 std::vector<Param> all_params() {
   std::vector<Param> v;
-  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti) {
-    const int target = compiled_targets::values[ti];
+  for (const int target : check::decode_sweep_targets()) {  // (sm_90a's rows are sm_90's: run once)
     for (const auto& e : kCompiledFp8Instances) {
       if (e.head_dim == 0 || decode_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
