@@ -115,6 +115,8 @@ def main():
     ap.add_argument("--tag", default="h200-" + datetime.date.today().isoformat())
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--quick", action="store_true", help="the seed's 4/1 cells at 8k and 32k only")
+    ap.add_argument("--serving", action="store_true",
+                    help="the serving cells only (with --quick: the quick seed cells, then the serving cells)")
     ap.add_argument("--mixed", action="store_true", help="the mixed-batch cells (bench/mixed_batch.py)")
     ap.add_argument("--lib", default=os.environ.get("MUH_LIB", ""), help="libmuh.so for --mixed (C ABI)")
     ap.add_argument("--flashinfer", action="store_true", help="add FlashInfer's paged prefill (flashinfer_peer.py)")
@@ -130,8 +132,9 @@ def main():
         mixed_batch.run(args)
         return
     cells = SEED_CELLS + SERVING_CELLS
-    if args.quick:
-        cells = [c for c in SEED_CELLS if c["hq"] == 4 and c["prefix"] in (8192, 32768)]
+    if args.quick or args.serving:
+        cells = [c for c in SEED_CELLS if c["hq"] == 4 and c["prefix"] in (8192, 32768)] if args.quick else []
+        cells += SERVING_CELLS if args.serving else []
     fi_backends = [b for b in args.fi_backends.split(",") if b] if args.flashinfer else []
     if fi_backends:
         import flashinfer_peer as fp

@@ -5,6 +5,9 @@
 // bitwise equal), against the CPU reference. One row per (target, dtype, head_dim, layout). A
 // forced row whose agent has no copy for a layout (the sm75 agent on vLLM pages) is refused by
 // the selection; the row then says so and checks what the unforced selection runs instead.
+// Then the fp8 KV caches (muh/kv_quant.hpp): every compiled fp8 instance on every target whose row
+// is the sm80 agent's (the one that reads fp8 codes), both layouts, the same shapes (vLLM pages a
+// multiple of 16 slots), k_scale 0.5 and v_scale 2, against the reference on the dequantised cache.
 #include <cuda_runtime_api.h>
 
 #include <iterator>
@@ -59,7 +62,11 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
   const int cc = hw.compute_capability;
   const std::vector<std::size_t> cases = case_indices(opt.quick);
   const std::vector<int> targets = verify_targets(opt, cc, "paged", &rows);
-  const int total = int(targets.size() * std::size(kCompiledInstances) * 2 * cases.size());
+  int fp8_rows = 0;
+  for (int target : targets)
+    for (const auto& e : kCompiledFp8Instances)
+      fp8_rows += e.head_dim > 0 && prefill_policy(target, e.dtype, e.head_dim).agent == Agent::sm80 ? 2 : 0;
+  const int total = int((targets.size() * std::size(kCompiledInstances) * 2 + fp8_rows) * cases.size());
   int done = 0;
   for (int target : targets) {
     for (const auto& [t, d] : kCompiledInstances) {
@@ -102,6 +109,32 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
       }
     }
   }
+  for (int target : targets)
+    for (const auto& e : kCompiledFp8Instances) {
+      if (e.head_dim == 0 || prefill_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
+      for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
+        VerifyRow row{"paged", describe(target, e.dtype, e.head_dim, layout) + " [" + std::string(kv_dtype_name(e.kv)) +
+                                   "]",
+                      0, 0, 0, true, ""};
+        double worst_ratio = -1;
+        for (std::size_t c : cases) {
+          check::PagedPrefillCase pc = check::paged_prefill_cases()[c];
+          if (progress) progress(++done, total, row.policy + " " + pc.name);
+          if (layout == KVLayout::vllm && pc.page_size % 16 != 0) continue;  // (refused: check_prefill_kv_quant)
+          pc.kv = KVQuant{e.kv, 0.5f, 2.f};
+          const auto pi = check::make_paged_prefill_inputs(pc, layout, e.dtype, e.head_dim, opt.seed + 16 + unsigned(c));
+          const check::PrefillResult r = check::run_paged_prefill_case(*pi, target, nullptr, nullptr, opt.stream);
+          ++row.shapes;
+          keep_worst(row, worst_ratio, r.max_err, r.tol);
+          if (!(r.status.ok() && r.pass && r.deterministic && r.nonfinite == 0)) {
+            row.pass = false;
+            row.note += pc.name + ": " + (r.status.ok() ? (r.deterministic ? r.note : "two runs differ bitwise")
+                                                        : r.status.message()) + " ";
+          }
+        }
+        rows.push_back(std::move(row));
+      }
+    }
   return rows;
 }
 
