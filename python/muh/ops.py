@@ -389,7 +389,7 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             seqused_k = cu_seqlens_k[1:] - cu_seqlens_k[:-1]
         res = out if out is not None else torch.empty_like(q)
         # The op takes the descales as tensors (None = 1.0): a float becomes a CPU one (no sync).
-        descales = [None if d is None or isinstance(d, torch.Tensor) else torch.tensor(float(d), dtype=torch.float32)
+        descales = [d if d is None or isinstance(d, torch.Tensor) else torch.tensor(float(d), dtype=torch.float32)
                     for d in (k_descale, v_descale)]
         lse = torch.ops.muh.paged_prefill(res, q, k, v, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
                                           max_seqlen_k, softmax_scale, bool(causal), bool(return_attn_probs),
