@@ -38,7 +38,10 @@
 // reading rows through the block table — cp.async per row for NHD pages and vLLM key pages, V
 // tiles kept dim-major for vLLM's token-minor value pages (sm80_load_v_dim_major) — and
 // the next tile's block-table entries prefetched into L1. A split paged launch's tail runs
-// prefill_sm80_paged_tail_kernel (below).
+// prefill_sm80_paged_tail_kernel (below). Over an fp8 cache (muh/kv_quant.hpp; kKV) the copies
+// land 1-byte codes in the ring and the barrier ring widens each tile in place before its GEMM
+// (prefill_sm80_pipeline.cuh, prefill_sm80_tile.cuh); k_scale is in the softmax scale, v_scale
+// multiplies O in the epilogue.
 //
 // Tiles, warps and stages come from the policy (Getter); nothing in the body depends on a
 // particular head dim or dtype beyond the template parameters.

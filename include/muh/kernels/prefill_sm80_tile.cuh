@@ -259,8 +259,9 @@ __device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, in
 // upper half of the row's own 16-bit bytes (code row r of a tile of COLS columns at byte
 // 2·r·COLS + COLS); sm80_widen_codes then widens every row in place into the buffer's 16-bit
 // layout, which the tile math reads unchanged. So the rows, their shared memory and the plan are
-// those of a 16-bit cache. (Prefill multiplies block_m query rows by every key it loads: widening
-// costs ~1 instruction per 2 codes, the MMAs block_m flops per code.)
+// those of a 16-bit cache. Measured (H100, the seed's cells, fp16 hd 256 vLLM pages;
+// bench/results/h100-2026-12-06-fp8-prefill/): 1.22–1.34× the 16-bit cache's time on the same row —
+// this pass and its CTA barrier, and no ping-pong over fp8 (kPingPong below).
 
 // K or NHD V codes, rows n0 .. n0 + ROWS − 1 of the sequence into the buffer at byte address buf
 // (rows >= valid zero-filled, their block-table entries not read): NHD chunk c (16 codes) of row n
