@@ -4,7 +4,9 @@
 //     T4 and the BI-V100 profile (sm75 and portable agents) have no row;
 //   * the plan records the cache type, never runs the persistent schedule (the sm90 agent's),
 //     and prefill() refuses a plan made for another cache type before any CUDA call;
-//   * bad input: every fp8 rule a clear Status from plan_prefill() and prefill().
+//   * bad input: every fp8 rule a clear Status from plan_prefill() and prefill();
+//   * a mixed batch over an fp8 cache: both parts carry the cache type (the decode part's
+//     DecodeParams::kv with the scales, the prefill part's plan on the sm80 agent).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,6 +16,7 @@
 #include "muh/build_config.hpp"
 #include "muh/hardware.hpp"
 #include "muh/instances.hpp"
+#include "muh/mixed_plan.hpp"
 #include "muh/select.hpp"
 
 namespace muh {
@@ -186,6 +189,43 @@ TEST(PagedPrefillFp8BadInput, EveryRuleIsAClearStatusBeforeAnyLaunch) {
   p.page_size = 8;
   p.max_blocks_per_seq = 16;
   EXPECT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan).ok());
+}
+
+// Four decodes at 300-1000 keys, then a 64-token chunk over 40 cached keys: forced split, the
+// decodes go to paged_decode() and the chunk to the paged prefill, both over the fp8 cache; one
+// launch, the whole batch on the prefill's sm80 agent.
+TEST(PagedPrefillFp8Mixed, BothPartsCarryTheCacheType) {
+  const std::vector<int> q = {1, 1, 1, 1, 64}, kv = {300, 1000, 17, 512, 104};
+  std::vector<int> cu = {0};
+  for (int x : q) cu.push_back(cu.back() + x);
+  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
+    PrefillParams p = good_fp8(layout);
+    p.batch = int(q.size());
+    p.total_q = cu.back();
+    p.max_seqlen_q = 64;
+    p.max_seqlen_k = 1000;
+    p.max_blocks_per_seq = 1000 / 16 + 1;
+    p.num_pages = p.batch * p.max_blocks_per_seq;
+    MixedPlanOptions split;
+    split.force_split = 1;
+    MixedPlan plan;
+    const Status s = plan_mixed(p, cu.data(), kv.data(), presets::h200, split, &plan);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(plan.has_decode() && plan.has_prefill()) << describe(plan);
+    EXPECT_EQ(plan.prefill.kv_dtype, KVDType::fp8_e4m3);
+    EXPECT_EQ(plan.prefill.policy.agent, Agent::sm80);
+    const DecodeParams d = mixed_decode_part(p, plan);
+    EXPECT_EQ(d.kv.dtype, KVDType::fp8_e4m3);
+    EXPECT_EQ(d.kv.k_scale, 0.5f);
+    EXPECT_EQ(d.kv.v_scale, 2.f);
+    EXPECT_EQ(mixed_prefill_part(p, plan, nullptr).kv.dtype, KVDType::fp8_e4m3);
+    MixedPlanOptions single;
+    single.force_split = 0;
+    MixedPlan one;
+    ASSERT_TRUE(plan_mixed(p, cu.data(), kv.data(), presets::h200, single, &one).ok());
+    EXPECT_EQ(one.prefill.kv_dtype, KVDType::fp8_e4m3);
+    EXPECT_EQ(one.prefill.policy.agent, Agent::sm80);
+  }
 }
 
 }  // namespace
