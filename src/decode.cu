@@ -77,22 +77,11 @@ using DecodeInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout
 // The fp8 KV-cache instances (kernels/decode_instance.cuh), looked up by (fp8 type, dtype, head_dim).
 using DecodeFp8InstanceFn = Status (*)(const kernels::decode::DecodeArgs&, const kernels::VariantArgs*, KVLayout, int,
                                        int, cudaStream_t, int*);
-struct Fp8InstanceEntry {
-  KVDType kv;
-  DType dtype;
-  int head_dim;
-  DecodeFp8InstanceFn fn;
-};
 #define MUH_DECODE_FP8_INSTANCE_ENTRY(k, t, d) \
-  Fp8InstanceEntry{KVDType::k, DType::t, d, &decode_fp8_instance<KVDType::k, DType::t, d>},
-constexpr Fp8InstanceEntry kDecodeFp8Instances[] = {
+  Fp8InstanceEntry<DecodeFp8InstanceFn>{KVDType::k, DType::t, d, &decode_fp8_instance<KVDType::k, DType::t, d>},
+constexpr Fp8InstanceEntry<DecodeFp8InstanceFn> kDecodeFp8Instances[] = {
     MUH_FOR_EACH_FP8_INSTANCE(MUH_DECODE_FP8_INSTANCE_ENTRY){KVDType::same, DType::fp32, 0, nullptr}};  // (sentinel)
 #undef MUH_DECODE_FP8_INSTANCE_ENTRY
-DecodeFp8InstanceFn find_fp8_instance(KVDType kv, DType t, int head_dim) {
-  for (const auto& e : kDecodeFp8Instances)
-    if (e.kv == kv && e.dtype == t && e.head_dim == head_dim && e.fn != nullptr) return e.fn;
-  return nullptr;
-}
 
 #define MUH_DECODE_INSTANCE_ENTRY(t, d) InstanceEntry<DecodeInstanceFn>{DType::t, d, &decode_instance<DType::t, d>},
 constexpr InstanceEntry<DecodeInstanceFn> kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
@@ -213,7 +202,7 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
   if (flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
   const kernels::decode::DecodeArgs a = detail::make_decode_args(p, plan, workspace);
   if (is_fp8(p.kv.dtype)) {
-    const auto fn = detail::find_fp8_instance(p.kv.dtype, p.dtype, p.head_dim);
+    const auto fn = find_fp8_instance(detail::kDecodeFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
     if (fn == nullptr)  // (check_decode_call refused it already)
       return {StatusCode::not_compiled, "paged_decode: this fp8 KV-cache instance is not compiled"};
     if (plan.variant == VariantKind::general) {

@@ -87,22 +87,12 @@ MUH_FOR_EACH_FP8_INSTANCE(MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE)
 #undef MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE
 using PrefillPagedFp8InstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
                                              const kernels::PrefillTail&, int, int, cudaStream_t);
-struct PrefillFp8InstanceEntry {
-  KVDType kv;
-  DType dtype;
-  int head_dim;
-  PrefillPagedFp8InstanceFn fn;
-};
-#define MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY(k, t, d) \
-  PrefillFp8InstanceEntry{KVDType::k, DType::t, d, &prefill_paged_fp8_instance<KVDType::k, DType::t, d>},
-constexpr PrefillFp8InstanceEntry kPrefillPagedFp8Instances[] = {
+#define MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY(k, t, d)                                    \
+  Fp8InstanceEntry<PrefillPagedFp8InstanceFn>{KVDType::k, DType::t, d,                   \
+                                              &prefill_paged_fp8_instance<KVDType::k, DType::t, d>},
+constexpr Fp8InstanceEntry<PrefillPagedFp8InstanceFn> kPrefillPagedFp8Instances[] = {
     MUH_FOR_EACH_FP8_INSTANCE(MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY){KVDType::same, DType::fp32, 0, nullptr}};  // (sentinel)
 #undef MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY
-PrefillPagedFp8InstanceFn find_paged_fp8_instance(KVDType kv, DType t, int head_dim) {
-  for (const auto& e : kPrefillPagedFp8Instances)
-    if (e.kv == kv && e.dtype == t && e.head_dim == head_dim && e.fn != nullptr) return e.fn;
-  return nullptr;
-}
 #endif
 
 #if MUH_VARIANT_GENERAL
@@ -309,7 +299,7 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     a.input_errors = opt.input_errors;  // the kernels' guard flags (cu_seqlens_q, seqused_k, block ids)
     if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
     if (is_fp8(p.kv.dtype)) {  // (check_prefill_call refused an fp8 instance not compiled)
-      const auto fn = detail::find_paged_fp8_instance(p.kv.dtype, p.dtype, p.head_dim);
+      const auto fn = find_fp8_instance(detail::kPrefillPagedFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
       if (fn == nullptr) return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
       return fn(a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), plan.target,
                 hw.compute_capability, opt.stream);

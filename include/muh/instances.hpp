@@ -81,6 +81,24 @@ constexpr Fn find_instance(const InstanceEntry<Fn> (&table)[N], DType t, int hea
   return nullptr;
 }
 
+// The same for the fp8 KV-cache instances (src/decode.cu, src/prefill.cu, one row per
+// MUH_FOR_EACH_FP8_INSTANCE entry, then a sentinel {same, fp32, 0, nullptr} that keeps the table
+// non-empty): nullptr when (kv, dtype, head_dim) is not compiled.
+template <class Fn>
+struct Fp8InstanceEntry {
+  KVDType kv;
+  DType dtype;
+  int head_dim;
+  Fn fn;
+};
+
+template <class Fn, std::size_t N>
+constexpr Fn find_fp8_instance(const Fp8InstanceEntry<Fn> (&table)[N], KVDType kv, DType t, int head_dim) {
+  for (const auto& e : table)
+    if (e.kv == kv && e.dtype == t && e.head_dim == head_dim && e.fn != nullptr) return e.fn;
+  return nullptr;
+}
+
 // "fp16/128, bf16/128, ..." for messages.
 inline std::string describe_compiled_instances() {
   std::string s;
