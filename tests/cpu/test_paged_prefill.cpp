@@ -27,6 +27,7 @@
 #include "muh/muh.h"
 #include "muh/reference.hpp"
 #include "muh/select.hpp"
+#include "paged_call.hpp"
 #include "random_inputs.hpp"
 
 namespace muh {
@@ -171,22 +172,7 @@ TEST(PagedPrefillReference, ChunkedEqualsWhole) {
 alignas(64) unsigned char g_fake[1024];
 
 PrefillParams good_paged(KVLayout layout = KVLayout::nhd) {
-  PrefillParams p;
-  p.dtype = kCompiledInstances[0].dtype;
-  p.head_dim = kCompiledInstances[0].head_dim;
-  p.q = g_fake;
-  p.out = g_fake + 64;
-  p.lse = reinterpret_cast<float*>(g_fake + 128);
-  p.cu_seqlens_q = reinterpret_cast<const int*>(g_fake + 192);
-  p.batch = 2;
-  p.total_q = 8;
-  p.max_seqlen_q = 5;
-  p.max_seqlen_k = 100;
-  p.num_q_heads = 6;
-  p.num_kv_heads = 1;
-  p.causal = true;
-  return make_paged_prefill(p, layout, g_fake + 256, g_fake + 320, reinterpret_cast<const int*>(g_fake + 384),
-                            reinterpret_cast<const int*>(g_fake + 448), 16, 64, 8);
+  return cpu_test::paged_call(g_fake, layout, kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim);
 }
 
 // On Hopper the sm90 agent reads paged NHD K/V (TMA boxes of pages); vLLM's layout walks on to the

@@ -18,6 +18,7 @@
 #include "muh/instances.hpp"
 #include "muh/mixed_plan.hpp"
 #include "muh/select.hpp"
+#include "paged_call.hpp"
 
 namespace muh {
 namespace {
@@ -69,25 +70,11 @@ TEST(PagedPrefillFp8Selection, NoRowWithoutTheSm80Agent) {
             NoRow::forced_does_not_fit);
 }
 
-// A valid paged fp8 call of a compiled (dtype, head_dim): 2 sequences, 6 q heads / 1 kv head.
+// A valid paged fp8 call (paged_call.hpp's shape: 2 sequences, 6 q heads / 1 kv head), fp16 hd 128.
 PrefillParams good_fp8(KVLayout layout = KVLayout::nhd, KVDType kv = KVDType::fp8_e4m3) {
-  PrefillParams p;
-  p.dtype = DType::fp16;
-  p.head_dim = 128;
-  p.q = g_fake;
-  p.out = g_fake + 64;
-  p.lse = reinterpret_cast<float*>(g_fake + 128);
-  p.cu_seqlens_q = reinterpret_cast<const int*>(g_fake + 192);
-  p.batch = 2;
-  p.total_q = 8;
-  p.max_seqlen_q = 5;
-  p.max_seqlen_k = 100;
-  p.num_q_heads = 6;
-  p.num_kv_heads = 1;
-  p.causal = true;
+  PrefillParams p = cpu_test::paged_call(g_fake, layout, DType::fp16, 128);
   p.kv = KVQuant{kv, 0.5f, 2.f};
-  return make_paged_prefill(p, layout, g_fake + 256, g_fake + 320, reinterpret_cast<const int*>(g_fake + 384),
-                            reinterpret_cast<const int*>(g_fake + 448), 16, 64, 8);
+  return p;
 }
 
 TEST(PagedPrefillFp8Plan, RecordsTheCacheTypeOnTheSm80Agent) {
