@@ -31,25 +31,29 @@ muh::Status plan_on_stream(const muh::PrefillParams& p, const int* cu_host, cons
   return muh::plan_mixed(p, cu_host, kv_host, hw, o, plan);
 }
 
-}  // namespace
-
-extern "C" int muh_paged_attention(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
-                                   void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
-                                   const int* seqused_k, const int* cu_seqlens_q_host, const int* seqused_k_host,
-                                   int batch, int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
-                                   int num_kv_heads, int head_dim, int page_size, int num_pages,
-                                   int max_blocks_per_seq, float softmax_scale, int causal, void* workspace,
-                                   size_t workspace_bytes, int force_target, int force_split, int cuda_graph,
-                                   int graph_num_decodes, int debug_checks, void* stream) {
+// muh_paged_attention{,_quant} once the cache's element type is known: the inputs first (no
+// device needed), then the plan on the stream's profile, then the run.
+int run_mixed(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache, void* out, float* lse,
+              const int* cu_seqlens_q, const int* block_table, const int* seqused_k, const int* cu_seqlens_q_host,
+              const int* seqused_k_host, int batch, int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+              int num_kv_heads, int head_dim, int page_size, int num_pages, int max_blocks_per_seq, float softmax_scale,
+              int causal, void* workspace, size_t workspace_bytes, int force_target, int force_split, int cuda_graph,
+              int graph_num_decodes, int debug_checks, void* stream, const muh_kv_quant* kv, const char* fn) {
   muh::PrefillParams p;
   muh::MixedPlanOptions o;
   if (muh::Status s = mixed_shape(dtype, layout, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads, num_kv_heads,
                                   head_dim, page_size, num_pages, max_blocks_per_seq, causal, force_target, force_split,
-                                  lse != nullptr, cuda_graph, graph_num_decodes, "muh_paged_attention", &p, &o);
+                                  lse != nullptr, cuda_graph, graph_num_decodes, fn, &p, &o);
       !s.ok())
     return muh::capi::report(s);
   muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
-  // The inputs first (no device needed), then the plan on the stream's profile, then the run.
+  if (kv != nullptr) {  // (null: the cache holds dtype, MUH_KV_QUANT_AUTO)
+    if (muh::Status s = muh::capi::kv_dtype_of(kv->kv_dtype, std::string(fn) + ": ", "kv.kv_dtype", &p.kv.dtype);
+        !s.ok())
+      return muh::capi::report(s);
+    p.kv.k_scale = kv->k_scale;
+    p.kv.v_scale = kv->v_scale;
+  }
   if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
   muh::MixedPlan plan;
   if (muh::Status s = plan_on_stream(p, cu_seqlens_q_host, seqused_k_host, o, stream, &plan); !s.ok())
@@ -60,13 +64,14 @@ extern "C" int muh_paged_attention(int dtype, int layout, const void* q, const v
   return muh::capi::report(muh::paged_attention(p, plan, workspace, workspace_bytes, opt));
 }
 
-extern "C" int muh_paged_attention_workspace_size(int dtype, int layout, const int* cu_seqlens_q_host,
-                                                  const int* seqused_k_host, int batch, int total_q, int max_seqlen_q,
-                                                  int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
-                                                  int page_size, int num_pages, int max_blocks_per_seq, int causal,
-                                                  int with_lse, int force_target, int force_split, int cuda_graph,
-                                                  int graph_num_decodes, void* stream, size_t* workspace_bytes) {
-  const char* fn = "muh_paged_attention_workspace_size";
+// muh_paged_attention_workspace_size{,_quant}: the plan is made for the cache's element type (an
+// fp8 cache's prefill part runs the sm80 agent's row, so its workspace may differ); the scales do
+// not enter it.
+int mixed_workspace_size(int dtype, int layout, const int* cu_seqlens_q_host, const int* seqused_k_host, int batch,
+                         int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads, int num_kv_heads,
+                         int head_dim, int page_size, int num_pages, int max_blocks_per_seq, int causal, int with_lse,
+                         int force_target, int force_split, int cuda_graph, int graph_num_decodes, void* stream,
+                         size_t* workspace_bytes, int kv_dtype, const char* fn) {
   if (workspace_bytes == nullptr)
     return muh::capi::report(muh::invalid_argument(std::string(fn) + ": workspace_bytes must not be null"));
   *workspace_bytes = 0;
@@ -77,8 +82,71 @@ extern "C" int muh_paged_attention_workspace_size(int dtype, int layout, const i
                                   with_lse, cuda_graph, graph_num_decodes, fn, &p, &o);
       !s.ok())
     return muh::capi::report(s);
+  if (muh::Status s = muh::capi::kv_dtype_of(kv_dtype, std::string(fn) + ": ", "kv_dtype", &p.kv.dtype); !s.ok())
+    return muh::capi::report(s);
   muh::MixedPlan plan;
   const muh::Status s = plan_on_stream(p, cu_seqlens_q_host, seqused_k_host, o, stream, &plan);
   if (s.ok()) *workspace_bytes = plan.workspace_bytes;
   return muh::capi::report(s);
+}
+
+}  // namespace
+
+extern "C" int muh_paged_attention(int dtype, int layout, const void* q, const void* k_cache, const void* v_cache,
+                                   void* out, float* lse, const int* cu_seqlens_q, const int* block_table,
+                                   const int* seqused_k, const int* cu_seqlens_q_host, const int* seqused_k_host,
+                                   int batch, int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                   int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                   int max_blocks_per_seq, float softmax_scale, int causal, void* workspace,
+                                   size_t workspace_bytes, int force_target, int force_split, int cuda_graph,
+                                   int graph_num_decodes, int debug_checks, void* stream) {
+  return run_mixed(dtype, layout, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k,
+                   cu_seqlens_q_host, seqused_k_host, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads,
+                   num_kv_heads, head_dim, page_size, num_pages, max_blocks_per_seq, softmax_scale, causal, workspace,
+                   workspace_bytes, force_target, force_split, cuda_graph, graph_num_decodes, debug_checks, stream,
+                   nullptr, "muh_paged_attention");
+}
+
+extern "C" int muh_paged_attention_quant(int dtype, int layout, const void* q, const void* k_cache,
+                                         const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
+                                         const int* block_table, const int* seqused_k, const int* cu_seqlens_q_host,
+                                         const int* seqused_k_host, int batch, int total_q, int max_seqlen_q,
+                                         int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                                         int page_size, int num_pages, int max_blocks_per_seq, float softmax_scale,
+                                         int causal, void* workspace, size_t workspace_bytes, int force_target,
+                                         int force_split, int cuda_graph, int graph_num_decodes, int debug_checks,
+                                         void* stream, const muh_kv_quant* kv) {
+  return run_mixed(dtype, layout, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k,
+                   cu_seqlens_q_host, seqused_k_host, batch, total_q, max_seqlen_q, max_seqlen_k, num_q_heads,
+                   num_kv_heads, head_dim, page_size, num_pages, max_blocks_per_seq, softmax_scale, causal, workspace,
+                   workspace_bytes, force_target, force_split, cuda_graph, graph_num_decodes, debug_checks, stream, kv,
+                   "muh_paged_attention_quant");
+}
+
+extern "C" int muh_paged_attention_workspace_size(int dtype, int layout, const int* cu_seqlens_q_host,
+                                                  const int* seqused_k_host, int batch, int total_q, int max_seqlen_q,
+                                                  int max_seqlen_k, int num_q_heads, int num_kv_heads, int head_dim,
+                                                  int page_size, int num_pages, int max_blocks_per_seq, int causal,
+                                                  int with_lse, int force_target, int force_split, int cuda_graph,
+                                                  int graph_num_decodes, void* stream, size_t* workspace_bytes) {
+  return mixed_workspace_size(dtype, layout, cu_seqlens_q_host, seqused_k_host, batch, total_q, max_seqlen_q,
+                              max_seqlen_k, num_q_heads, num_kv_heads, head_dim, page_size, num_pages,
+                              max_blocks_per_seq, causal, with_lse, force_target, force_split, cuda_graph,
+                              graph_num_decodes, stream, workspace_bytes, MUH_KV_AUTO,
+                              "muh_paged_attention_workspace_size");
+}
+
+extern "C" int muh_paged_attention_workspace_size_quant(int dtype, int layout, const int* cu_seqlens_q_host,
+                                                        const int* seqused_k_host, int batch, int total_q,
+                                                        int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                                        int num_kv_heads, int head_dim, int page_size, int num_pages,
+                                                        int max_blocks_per_seq, int causal, int with_lse,
+                                                        int force_target, int force_split, int cuda_graph,
+                                                        int graph_num_decodes, void* stream, size_t* workspace_bytes,
+                                                        int kv_dtype) {
+  return mixed_workspace_size(dtype, layout, cu_seqlens_q_host, seqused_k_host, batch, total_q, max_seqlen_q,
+                              max_seqlen_k, num_q_heads, num_kv_heads, head_dim, page_size, num_pages,
+                              max_blocks_per_seq, causal, with_lse, force_target, force_split, cuda_graph,
+                              graph_num_decodes, stream, workspace_bytes, kv_dtype,
+                              "muh_paged_attention_workspace_size_quant");
 }

@@ -246,6 +246,31 @@ int muh_paged_prefill_workspace_size_quant(int dtype, int layout, int batch, int
                                            int force_target, void* stream,
                                            size_t* workspace_bytes, int kv_dtype);
 
+/* muh_paged_attention() (a mixed batch) over a cache of element type kv (null:
+ * MUH_KV_QUANT_AUTO), as muh_paged_prefill_quant() reads one: both parts — the paged decode of the
+ * leading q_len-1 rows and the paged prefill — read the fp8 codes with kv's scales. Size the
+ * workspace with muh_paged_attention_workspace_size_quant() of the same kv_dtype. */
+int muh_paged_attention_quant(int dtype, int layout, const void* q, const void* k_cache,
+                              const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
+                              const int* block_table, const int* seqused_k,
+                              const int* cu_seqlens_q_host, const int* seqused_k_host, int batch,
+                              int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                              int num_kv_heads, int head_dim, int page_size, int num_pages,
+                              int max_blocks_per_seq, float softmax_scale, int causal,
+                              void* workspace, size_t workspace_bytes, int force_target,
+                              int force_split, int cuda_graph, int graph_num_decodes,
+                              int debug_checks, void* stream, const muh_kv_quant* kv);
+
+/* muh_paged_attention_workspace_size() for a cache of element type kv_dtype (a muh_kv_dtype). */
+int muh_paged_attention_workspace_size_quant(int dtype, int layout, const int* cu_seqlens_q_host,
+                                             const int* seqused_k_host, int batch, int total_q,
+                                             int max_seqlen_q, int max_seqlen_k, int num_q_heads,
+                                             int num_kv_heads, int head_dim, int page_size,
+                                             int num_pages, int max_blocks_per_seq, int causal,
+                                             int with_lse, int force_target, int force_split,
+                                             int cuda_graph, int graph_num_decodes, void* stream,
+                                             size_t* workspace_bytes, int kv_dtype);
+
 /* muh_reshape_and_cache into caches of element type kv_dtype (a muh_kv_dtype). MUH_KV_AUTO is
  * muh_reshape_and_cache (the scales are not read). With an fp8 kind, dtype is MUH_FP16 or
  * MUH_BF16 (MUH_FP32: MUH_UNSUPPORTED), k_scale and v_scale are finite and > 0, and each cache

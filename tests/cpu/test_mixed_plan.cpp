@@ -514,5 +514,35 @@ TEST(MixedPlanBadInput, CAbiSaysWhy) {
   EXPECT_NE(std::string(muh_last_error()).find("workspace_bytes"), std::string::npos) << muh_last_error();
 }
 
+// The fp8 form: the cache type and its scales checked before any device call, as the paged
+// prefill's (muh_paged_prefill_quant); the workspace size planned for the type.
+TEST(MixedPlanBadInput, CAbiQuantSaysWhy) {
+  const Batch b = make_batch({1, 8}, {64, 64}, 32, 8, DType::fp16);
+  const PrefillParams& p = b.p;
+  auto call = [&](int dtype, const muh_kv_quant* kv) {
+    return muh_paged_attention_quant(dtype, MUH_KV_VLLM, p.q, p.k_cache, p.v_cache, p.out, nullptr, p.cu_seqlens_q,
+                                     p.block_table, p.seqused_k, b.cu.data(), b.used.data(), p.batch, p.total_q,
+                                     p.max_seqlen_q, p.max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim,
+                                     p.page_size, p.num_pages, p.max_blocks_per_seq, 0.f, 1, nullptr, 0, -1, -1, 0, 0,
+                                     0, nullptr, kv);
+  };
+  const int dt = static_cast<int>(p.dtype);
+  const muh_kv_quant bad_type{7, 1.f, 1.f}, zero_scale{MUH_KV_FP8_E4M3, 0.f, 1.f}, good{MUH_KV_FP8_E4M3, 0.5f, 2.f};
+  EXPECT_EQ(call(dt, &bad_type), MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("kv.kv_dtype 7"), std::string::npos) << muh_last_error();
+  EXPECT_EQ(call(dt, &zero_scale), MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("k_scale"), std::string::npos) << muh_last_error();
+  EXPECT_EQ(call(static_cast<int>(DType::fp32), &good), MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("not fp32"), std::string::npos) << muh_last_error();
+  size_t bytes = 1;
+  EXPECT_EQ(muh_paged_attention_workspace_size_quant(dt, MUH_KV_VLLM, b.cu.data(), b.used.data(), p.batch, p.total_q,
+                                                     p.max_seqlen_q, p.max_seqlen_k, p.num_q_heads, p.num_kv_heads,
+                                                     p.head_dim, p.page_size, p.num_pages, p.max_blocks_per_seq, 1, 0,
+                                                     -1, -1, 0, 0, nullptr, &bytes, 3),
+            MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("kv_dtype 3"), std::string::npos) << muh_last_error();
+  EXPECT_EQ(bytes, 0u);
+}
+
 }  // namespace
 }  // namespace muh
