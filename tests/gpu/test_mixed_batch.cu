@@ -10,6 +10,8 @@
 // Then a CUDA graph: one capture of a plan for maxima, replayed with three length sets (each
 // checked against its own reference), and a replay that breaks the decodes-first contract is
 // flagged by the rebase kernel's guard. And the C ABI (muh_paged_attention) against the C++ call.
+// The per-case test runs over an e4m3 cache too (k_scale 0.5, v_scale 2; where the fp8 instance is
+// compiled and the device has the sm80 agent): both parts read the codes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "gpu_test_util.hpp"
 #include "muh/attention.hpp"
+#include "muh/build_config.hpp"
 #include "muh/input_errors.hpp"
 #include "muh/instances.hpp"
 #include "muh/mixed_plan.hpp"
@@ -53,22 +56,29 @@ struct Param {
   int c;  // index into cases(), or -1 for kNotFirst
   DType dtype;
   KVLayout layout;
+  KVDType kv = KVDType::same;  // the cache's element type (fp8_e4m3: codes, k_scale 0.5, v_scale 2)
 };
 
 std::vector<Param> params() {
   std::vector<Param> v;
-  for (int c = -1; c < int(cases().size()); ++c)
-    for (DType t : {DType::fp16, DType::bf16})
-      if (is_compiled_instance(t, kHeadDim))
-        for (KVLayout l : {KVLayout::nhd, KVLayout::vllm}) v.push_back({c, t, l});
+  for (KVDType kv : {KVDType::same, KVDType::fp8_e4m3})
+    for (int c = -1; c < int(cases().size()); ++c)
+      for (DType t : {DType::fp16, DType::bf16})
+        if (is_fp8(kv) ? is_fp8_instance(kv, t, kHeadDim) && MUH_PAGED_PREFILL : is_compiled_instance(t, kHeadDim))
+          for (KVLayout l : {KVLayout::nhd, KVLayout::vllm}) v.push_back({c, t, l, kv});
   return v;
 }
 
-const check::PagedPrefillCase& case_of(const Param& p) { return p.c < 0 ? kNotFirst : cases()[p.c]; }
+check::PagedPrefillCase case_of(const Param& p) {
+  check::PagedPrefillCase c = p.c < 0 ? kNotFirst : cases()[p.c];
+  if (is_fp8(p.kv)) c.kv = KVQuant{p.kv, 0.5f, 2.f};
+  return c;
+}
 
 std::string param_name(const ::testing::TestParamInfo<Param>& i) {
   return case_of(i.param).name + "_" + std::string(dtype_name(i.param.dtype)) +
-         (i.param.layout == KVLayout::vllm ? "_vllm" : "_nhd");
+         (i.param.layout == KVLayout::vllm ? "_vllm" : "_nhd") +
+         (is_fp8(i.param.kv) ? "_" + std::string(kv_dtype_name(i.param.kv)) : std::string());
 }
 
 // One run of `plan` on the case's device buffers, outputs pre-filled with NaN: out as floats.
@@ -100,7 +110,8 @@ class MixedBatch : public ::testing::TestWithParam<Param> {};
 TEST_P(MixedBatch, MatchesTheReference) {
   MUH_REQUIRE_GPU();
   const Param& prm = GetParam();
-  const check::PagedPrefillCase& c = case_of(prm);
+  if (is_fp8(prm.kv) && testing::device_cc() < 80) GTEST_SKIP() << "an fp8 cache needs the sm80 agent (sm_80 and newer)";
+  const check::PagedPrefillCase c = case_of(prm);
   const auto pi = check::make_paged_prefill_inputs(c, prm.layout, prm.dtype, kHeadDim, 1234u + prm.c);
   check::PagedPrefillDevice dev(*pi);
   ASSERT_TRUE(dev.status.ok()) << dev.status.message();
