@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Next session's call A (written at the end of session 7, not yet run; carry ["devrun7", "devrun7v"];
-# ~6 min). Pack p7 = 840d7d5's library (its install prefix, `muh`, nine GPU test binaries; sm_90
+# ~6 min). Pack p7 = 253e7ff's library (its install prefix, `muh`, nine GPU test binaries; sm_90
 # SASS, targets 0;90;90a, hd 64/128/256, fp16/bf16, fp8 e4m3/e5m2 at hd 128/256), built on the CPU
 # machine; v2lib = session 5's library (devrun7v). What session 7 could not run (its device time
 # went on 14 start attempts that got no machine):
@@ -8,7 +8,7 @@
 #      refusal's message (the fp8 GPU tests' refusals and scales test);
 #   2. muh verify --quick with its new fp8 paged-prefill rows;
 #   3. the decode suites after check::decode_sweep_targets (each kernel once: no t91 cases), and
-#      the mixed batches (their decode part now carries PrefillParams::kv);
+#      the mixed batches (their decode part now carries PrefillParams::kv; 28 new e4m3 cases);
 #   4. ncu on hd 256 16k non-causal: v2lib against p7 (the sm90 kernel 3-7 % below session 5's
 #      at hd 256, cause open: h100-2026-12-06-sm90-persistent/README.md).
 set -u
