@@ -34,6 +34,14 @@ Status kv_dtype_of(int kv_dtype, const std::string& who, const char* name, KVDTy
   return Status::Ok();
 }
 
+Status kv_quant_of(const muh_kv_quant* q, const std::string& who, KVQuant* kv) {
+  if (q == nullptr) return Status::Ok();
+  MUH_TRY(kv_dtype_of(q->kv_dtype, who, "kv.kv_dtype", &kv->dtype));
+  kv->k_scale = q->k_scale;
+  kv->v_scale = q->v_scale;
+  return Status::Ok();
+}
+
 }  // namespace muh::capi
 
 extern "C" const char* muh_last_error(void) { return muh::capi::g_last_error.c_str(); }

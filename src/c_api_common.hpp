@@ -37,4 +37,8 @@ void set_paged_pointers(PrefillParams* p, const void* q, const void* k_cache, co
 // A muh_variant (null: no variant) as a muh::Variant; the values are checked with the call.
 Variant variant_of(const muh_variant* v);
 
+// A muh_kv_quant (null: MUH_KV_QUANT_AUTO, *kv left as it is) as a muh::KVQuant: its kv_dtype
+// range-checked (kv_dtype_of, named "kv.kv_dtype"), its scales copied (checked with the call).
+Status kv_quant_of(const muh_kv_quant* q, const std::string& who, KVQuant* kv);
+
 }  // namespace muh::capi

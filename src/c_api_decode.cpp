@@ -118,12 +118,8 @@ extern "C" int muh_paged_decode_quant(int dtype, int layout, const void* q, cons
   p.max_blocks_per_seq = max_blocks_per_seq;
   p.softmax_scale = softmax_scale;
   p.variant = capi::variant_of(variant);
-  if (kv != nullptr) {
-    s = capi::kv_dtype_of(kv->kv_dtype, "paged_decode: ", "kv.kv_dtype", &p.kv.dtype);
-    if (!s.ok()) return capi::report(s);
-    p.kv.k_scale = kv->k_scale;
-    p.kv.v_scale = kv->v_scale;
-  }
+  s = capi::kv_quant_of(kv, "paged_decode: ", &p.kv);
+  if (!s.ok()) return capi::report(s);
   s = detail::check_decode_call(p);  // every input error before any CUDA call
   if (!s.ok()) return capi::report(s);
   DecodePlan plan;

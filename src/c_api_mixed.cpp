@@ -47,13 +47,8 @@ int run_mixed(int dtype, int layout, const void* q, const void* k_cache, const v
       !s.ok())
     return muh::capi::report(s);
   muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
-  if (kv != nullptr) {  // (null: the cache holds dtype, MUH_KV_QUANT_AUTO)
-    if (muh::Status s = muh::capi::kv_dtype_of(kv->kv_dtype, std::string(fn) + ": ", "kv.kv_dtype", &p.kv.dtype);
-        !s.ok())
-      return muh::capi::report(s);
-    p.kv.k_scale = kv->k_scale;
-    p.kv.v_scale = kv->v_scale;
-  }
+  if (muh::Status s = muh::capi::kv_quant_of(kv, std::string(fn) + ": ", &p.kv); !s.ok())
+    return muh::capi::report(s);
   if (muh::Status s = muh::detail::check_prefill_call(p); !s.ok()) return muh::capi::report(s);
   muh::MixedPlan plan;
   if (muh::Status s = plan_on_stream(p, cu_seqlens_q_host, seqused_k_host, o, stream, &plan); !s.ok())

@@ -221,13 +221,8 @@ extern "C" int muh_paged_prefill_quant(int dtype, int layout, const void* q, con
     return muh::capi::report(s);
   muh::capi::set_paged_pointers(&p, q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, seqused_k, softmax_scale);
   p.variant = muh::capi::variant_of(variant);
-  if (kv != nullptr) {  // (null: the cache holds dtype, MUH_KV_QUANT_AUTO)
-    if (muh::Status s = muh::capi::kv_dtype_of(kv->kv_dtype, std::string(fn) + ": ", "kv.kv_dtype", &p.kv.dtype);
-        !s.ok())
-      return muh::capi::report(s);
-    p.kv.k_scale = kv->k_scale;
-    p.kv.v_scale = kv->v_scale;
-  }
+  if (muh::Status s = muh::capi::kv_quant_of(kv, std::string(fn) + ": ", &p.kv); !s.ok())
+    return muh::capi::report(s);
   return run_call(p, force_target, workspace, workspace_bytes, stream, debug_checks != 0);
 }
 
