@@ -29,4 +29,16 @@ inline PrefillParams paged_call(unsigned char* fake, KVLayout layout, DType dtyp
                             reinterpret_cast<const int*>(fake + 448), 16, 64, 8);
 }
 
+// The same call made long: one sequence of 4000 queries over 4000 keys (250 blocks), 32 q / 8 kv
+// heads — 1024 q tiles of 128 rows, more than any profile's slots (the sm90 agent's persistent
+// schedule; a contiguous non-causal call of it splits its tail).
+inline void make_long(PrefillParams* p) {
+  p->batch = 1;
+  p->total_q = p->max_seqlen_q = 4000;
+  p->max_seqlen_k = 4000;
+  p->max_blocks_per_seq = 250;
+  p->num_q_heads = 32;
+  p->num_kv_heads = 8;
+}
+
 }  // namespace muh::cpu_test

@@ -228,12 +228,7 @@ TEST(PagedPrefillPlan, NeverSplitsAndKeepsTheShape) {
   PrefillParams p = good_paged();
   // A shape the contiguous plan splits (non-causal, equal lengths, many tiles).
   p.causal = false;
-  p.batch = 1;
-  p.total_q = p.max_seqlen_q = 4000;
-  p.max_seqlen_k = 4000;
-  p.max_blocks_per_seq = 250;
-  p.num_q_heads = 32;
-  p.num_kv_heads = 8;
+  cpu_test::make_long(&p);
   PrefillPlan plan;
   ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan).ok());
   EXPECT_FALSE(plan.split.split());

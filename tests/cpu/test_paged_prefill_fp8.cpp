@@ -81,12 +81,7 @@ TEST(PagedPrefillFp8Plan, RecordsTheCacheTypeOnTheSm80Agent) {
   for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
     PrefillParams p = good_fp8(layout);
     // Many q tiles: the 16-bit NHD plan would take the persistent schedule where sm_90a is compiled.
-    p.batch = 1;
-    p.total_q = p.max_seqlen_q = 4000;
-    p.max_seqlen_k = 4000;
-    p.max_blocks_per_seq = 250;
-    p.num_q_heads = 32;
-    p.num_kv_heads = 8;
+    cpu_test::make_long(&p);
     PrefillPlan plan;
     ASSERT_TRUE(plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan).ok());
     EXPECT_EQ(plan.kv_dtype, KVDType::fp8_e4m3);
