@@ -11,7 +11,7 @@ values)."""
 
 import pytest
 
-from gpu_helpers import PagedBatch, assert_close_to_reference, ops, pick, torch
+from gpu_helpers import PagedBatch, assert_close_to_reference, ops, pick, run_fp8, torch
 from test_paged_dropins import _cu, _reference
 
 FP8_KINDS = {"fp8": (torch.float8_e4m3fn, 448.0), "fp8_e4m3": (torch.float8_e4m3fn, 448.0),
@@ -22,16 +22,6 @@ K_SCALE, V_SCALE = 0.5, 2.0
 def skip_unless_fp8():
     if torch.cuda.get_device_capability() < (8, 0):
         pytest.skip("muh reads an fp8 KV cache on sm_80+ GPUs only")
-
-
-def run_fp8(fn):
-    """Skips where this build has no fp8 prefill instance for the case (MUH_KV_FP8 pruned)."""
-    try:
-        return fn()
-    except NotImplementedError as e:
-        if "is not compiled into this build" in str(e):
-            pytest.skip(str(e))
-        raise
 
 
 def quantize(x, kind, scale):

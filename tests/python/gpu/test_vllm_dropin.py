@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpu_helpers import assert_close_to_reference, capture_graph, pick, sdpa, torch
+from gpu_helpers import assert_close_to_reference, capture_graph, pick, run_fp8, sdpa, torch
 
 import vllm_style_decode as script
 
@@ -147,16 +147,6 @@ def fp8_scales(how):
         return (torch.tensor(K_SCALE, dtype=torch.float32, device="cuda"),          # 0-dim
                 torch.tensor([V_SCALE], dtype=torch.float32, device="cuda"))        # 1 element
     return (torch.tensor([K_SCALE], dtype=torch.float32), torch.tensor(V_SCALE, dtype=torch.float32))  # CPU
-
-
-def run_fp8(fn):
-    """Skips where this build has no fp8 decode instance for the case (MUH_KV_FP8 pruned)."""
-    try:
-        return fn()
-    except NotImplementedError as e:
-        if "is not compiled into this build" in str(e):
-            pytest.skip(str(e))
-        raise
 
 
 @pytest.mark.parametrize("scales", ["float", "tensor", "tensor-cpu"])
