@@ -337,52 +337,72 @@ TEST(PagedPrefillBadTables, DebugChecksRefuseAndLaunchNothing) {
 // Without debug checks the kernels guard the tables themselves (kernels/prefill_kv.cuh,
 // paged_sequence_ok): a block id outside [0, num_pages) in the part of a row a sequence reads, or
 // a seqused_k outside [0, max_seqlen_k], makes that sequence write nothing and flags the kind;
-// the other sequence of the batch is computed as in a valid call (bitwise). Both layouts.
+// the other sequence of the batch is computed as in a valid call (bitwise). Both layouts; a
+// 16-bit cache, and an fp8 one where an fp8 instance is compiled and the device has the sm80 agent
+// (its kernels run the same guard before their code copies).
 TEST(PagedPrefillGuard, BadDeviceTablesAreFlaggedReadNothingAndSpareTheOtherSequence) {
   MUH_REQUIRE_GPU();
-  const auto& [t, d] = kCompiledInstances[0];
-  // keys 24 and 8, page 16: sequence 0 reads block_table[0..1], sequence 1 block_table[2].
-  const check::PagedPrefillCase c{"guard", {20, 3}, {4, 5}, 4, 1, 16};
-  struct Mut {
-    InputError kind;
-    void (*f)(check::PagedPrefillInputs&);
+  struct Cache {
+    KVDType kv;
+    DType t;
+    int d;
   };
-  const Mut muts[] = {
-      {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[1] = pi.num_pages; }},
-      {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[0] = -1; }},
-      {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[1] = 1 << 30; }},
-      {InputError::seq_len, [](check::PagedPrefillInputs& pi) { pi.seqused_k[0] = pi.in->max_k + 1; }},
-      {InputError::seq_len, [](check::PagedPrefillInputs& pi) { pi.seqused_k[0] = -1; }},
-  };
-  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
-    std::vector<float> good, lse;
-    {
-      auto pi = check::make_paged_prefill_inputs(c, layout, t, d, 3);
-      check::PagedPrefillDevice dev(*pi);
-      ASSERT_TRUE(dev.status.ok());
-      MUH_CUDA_CHECK(dev.fresh_outputs());
-      ASSERT_TRUE(prefill(dev.params(*pi)).ok());
-      MUH_CUDA_CHECK(cudaDeviceSynchronize());
-      MUH_CUDA_CHECK(check::read_outputs(dev, t, &good, &lse));
-    }
-    const std::size_t seq0 = std::size_t(4) * c.num_q_heads * d;  // sequence 0's rows of out
-    for (const Mut& m : muts) {
-      auto pi = check::make_paged_prefill_inputs(c, layout, t, d, 3);
-      m.f(*pi);
-      check::PagedPrefillDevice dev(*pi);
-      ASSERT_TRUE(dev.status.ok());
-      MUH_CUDA_CHECK(dev.fresh_outputs());
-      std::uint32_t mask = 0;
-      ASSERT_TRUE(read_input_errors(nullptr, &mask).ok());  // clear what earlier tests left
-      const Status s = prefill(dev.params(*pi));            // no debug checks: the kernels' guard
-      ASSERT_TRUE(s.ok()) << s.message();
-      ASSERT_TRUE(read_input_errors(nullptr, &mask).ok());
-      EXPECT_EQ(mask, input_error_bit(m.kind)) << describe_input_errors(mask);
-      std::vector<float> out;
-      MUH_CUDA_CHECK(check::read_outputs(dev, t, &out, &lse));
-      for (std::size_t i = 0; i < seq0; ++i) ASSERT_TRUE(std::isnan(out[i])) << "the bad sequence wrote out[" << i << "]";
-      for (std::size_t i = seq0; i < out.size(); ++i)
-        ASSERT_EQ(std::memcmp(&out[i], &good[i], sizeof(float)), 0) << "the good sequence differs at out[" << i << "]";
+  std::vector<Cache> caches = {{KVDType::same, kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim}};
+  if (device_cc() >= 80 && MUH_PAGED_PREFILL)
+    for (const auto& e : kCompiledFp8Instances)
+      if (e.head_dim > 0) {
+        caches.push_back({e.kv, e.dtype, e.head_dim});
+        break;
+      }
+  for (const Cache& cache : caches) {
+    const DType t = cache.t;
+    const int d = cache.d;
+    SCOPED_TRACE(std::string(kv_dtype_name(cache.kv)) + " cache, " + std::string(dtype_name(t)) + " hd " +
+                 std::to_string(d));
+    // keys 24 and 8, page 16: sequence 0 reads block_table[0..1], sequence 1 block_table[2].
+    check::PagedPrefillCase c{"guard", {20, 3}, {4, 5}, 4, 1, 16};
+    if (is_fp8(cache.kv)) c.kv = KVQuant{cache.kv, 0.5f, 2.f};
+    struct Mut {
+      InputError kind;
+      void (*f)(check::PagedPrefillInputs&);
+    };
+    const Mut muts[] = {
+        {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[1] = pi.num_pages; }},
+        {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[0] = -1; }},
+        {InputError::block_id, [](check::PagedPrefillInputs& pi) { pi.block_table[1] = 1 << 30; }},
+        {InputError::seq_len, [](check::PagedPrefillInputs& pi) { pi.seqused_k[0] = pi.in->max_k + 1; }},
+        {InputError::seq_len, [](check::PagedPrefillInputs& pi) { pi.seqused_k[0] = -1; }},
+    };
+    for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
+      std::vector<float> good, lse;
+      {
+        auto pi = check::make_paged_prefill_inputs(c, layout, t, d, 3);
+        check::PagedPrefillDevice dev(*pi);
+        ASSERT_TRUE(dev.status.ok());
+        MUH_CUDA_CHECK(dev.fresh_outputs());
+        ASSERT_TRUE(prefill(dev.params(*pi)).ok());
+        MUH_CUDA_CHECK(cudaDeviceSynchronize());
+        MUH_CUDA_CHECK(check::read_outputs(dev, t, &good, &lse));
+      }
+      const std::size_t seq0 = std::size_t(4) * c.num_q_heads * d;  // sequence 0's rows of out
+      for (const Mut& m : muts) {
+        auto pi = check::make_paged_prefill_inputs(c, layout, t, d, 3);
+        m.f(*pi);
+        check::PagedPrefillDevice dev(*pi);
+        ASSERT_TRUE(dev.status.ok());
+        MUH_CUDA_CHECK(dev.fresh_outputs());
+        std::uint32_t mask = 0;
+        ASSERT_TRUE(read_input_errors(nullptr, &mask).ok());  // clear what earlier tests left
+        const Status s = prefill(dev.params(*pi));            // no debug checks: the kernels' guard
+        ASSERT_TRUE(s.ok()) << s.message();
+        ASSERT_TRUE(read_input_errors(nullptr, &mask).ok());
+        EXPECT_EQ(mask, input_error_bit(m.kind)) << describe_input_errors(mask);
+        std::vector<float> out;
+        MUH_CUDA_CHECK(check::read_outputs(dev, t, &out, &lse));
+        for (std::size_t i = 0; i < seq0; ++i) ASSERT_TRUE(std::isnan(out[i])) << "the bad sequence wrote out[" << i << "]";
+        for (std::size_t i = seq0; i < out.size(); ++i)
+          ASSERT_EQ(std::memcmp(&out[i], &good[i], sizeof(float)), 0) << "the good sequence differs at out[" << i << "]";
+      }
     }
   }
 }
