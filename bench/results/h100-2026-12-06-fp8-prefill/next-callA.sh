@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Next session's call A (written at the end of session 7, not yet run; carry ["devrun7", "devrun7v"];
-# ~6 min). Pack p7 = 253e7ff's library (its install prefix, `muh`, nine GPU test binaries; sm_90
+# ~6 min). Pack p7 = 040869a's library (its install prefix, `muh`, nine GPU test binaries; sm_90
 # SASS, targets 0;90;90a, hd 64/128/256, fp16/bf16, fp8 e4m3/e5m2 at hd 128/256), built on the CPU
 # machine; v2lib = session 5's library (devrun7v). What session 7 could not run (its device time
 # went on 14 start attempts that got no machine):
@@ -8,7 +8,8 @@
 #      refusal's message (the fp8 GPU tests' refusals and scales test);
 #   2. muh verify --quick with its new fp8 paged-prefill rows;
 #   3. the decode suites after check::decode_sweep_targets (each kernel once: no t91 cases), and
-#      the mixed batches (their decode part now carries PrefillParams::kv; 28 new e4m3 cases);
+#      the mixed batches (their decode part now carries PrefillParams::kv; 28 new e4m3 cases), and
+#      the paged-prefill input guard over an fp8 cache under memcheck (bad ids read nothing);
 #   4. ncu on hd 256 16k non-causal: v2lib against p7 (the sm90 kernel 3-7 % below session 5's
 #      at hd 256, cause open: h100-2026-12-06-sm90-persistent/README.md).
 set -u
@@ -27,6 +28,7 @@ run() {  # run NAME TIMEOUT CMD...: one line with the gtest / sanitizer summarie
 }
 run fp8_refusals 60 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*t91_*:*t0_*:*Scales*'
 run mixed 90 $P/muh_gpu_mixed_batch_tests
+run guard_memcheck 90 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_tests --gtest_filter='*Guard*'
 run decode_fp8 100 $P/muh_gpu_decode_fp8_tests
 run decode_variants 100 $P/muh_gpu_decode_variants_tests
 run verify 120 $P/muh verify --quick
