@@ -155,12 +155,9 @@ int log2_int(int x) {
   return s;
 }
 
-// The scale of q·k as the kernels apply it: the softmax scale, times an fp8 cache's k_scale
-// (muh/kv_quant.hpp; its v_scale is applied to the output, DecodeArgs::v_scale) — for both the
-// kernels' scale_log2 (make_decode_args) and the variant hooks' raw-score constants.
-float qk_scale(const DecodeParams& p) {
-  return effective_softmax_scale(p.softmax_scale, p.head_dim) * (is_fp8(p.kv.dtype) ? p.kv.k_scale : 1.f);
-}
+// params.hpp's qk_scale of the call — for both the kernels' scale_log2 (make_decode_args) and the
+// variant hooks' raw-score constants (v_scale: DecodeArgs::v_scale).
+float qk_scale(const DecodeParams& p) { return muh::qk_scale(p.softmax_scale, p.head_dim, p.kv); }
 
 // The general variant kind's kernel argument of a call: its window sides are bounded by every
 // length the kernels accept (the block table's reach; a seq_len may exceed max_seq_len).

@@ -30,10 +30,8 @@ inline kernels::PrefillArgs make_prefill_args(const PrefillParams& p) {
   a.num_kv_heads = p.num_kv_heads;
   a.group = p.num_q_heads / p.num_kv_heads;
   a.max_seqlen_q = p.max_seqlen_q;
-  // An fp8 cache's k_scale is folded into the scale of q·k: the kernels multiply q by the codes
-  // (kernels/prefill_sm80_pipeline.cuh widens them exactly), and lse comes out in the true scores'
-  // units. (scale · 1 for a cache of q's type: the same bits as before.)
-  a.scale = effective_softmax_scale(p.softmax_scale, p.head_dim) * (is_fp8(p.kv.dtype) ? p.kv.k_scale : 1.f);
+  // An fp8 cache's k_scale folded in (params.hpp's qk_scale): lse comes out in the true scores' units.
+  a.scale = qk_scale(p.softmax_scale, p.head_dim, p.kv);
   a.scale_log2 = a.scale * kernels::kLog2e;
   a.causal = p.causal;
   a.total_k = p.total_k;

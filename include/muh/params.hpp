@@ -131,4 +131,11 @@ inline float effective_softmax_scale(float softmax_scale, int head_dim) {
   return softmax_scale > 0.f ? softmax_scale : 1.f / std::sqrt(static_cast<float>(head_dim));
 }
 
+// The scale of q·k as the kernels apply it, decode's and prefill's alike: the softmax scale,
+// times an fp8 cache's k_scale (muh/kv_quant.hpp: the kernels multiply q by the codes; v_scale
+// is applied to the output). A cache of q's type: the softmax scale times 1, the same bits.
+inline float qk_scale(float softmax_scale, int head_dim, const KVQuant& kv) {
+  return effective_softmax_scale(softmax_scale, head_dim) * (is_fp8(kv.dtype) ? kv.k_scale : 1.f);
+}
+
 }  // namespace muh
