@@ -544,14 +544,14 @@ inline std::vector<DecodeCase> decode_sweep_cases(bool quick, unsigned seed) {
 }
 
 // The fp8 KV-cache cases (muh/kv_quant.hpp): every compiled fp8 instance on every compiled target
-// whose decode row is the sm80 agent's (the one that reads fp8), over the same shapes, with
+// (both decode agents read fp8), over the same shapes, with
 // k_scale 0.5 and v_scale 2 (vLLM-layout shapes with pages under 16 tokens are left out: an fp8
 // cache there is refused, check_kv_quant).
 inline std::vector<DecodeCase> decode_fp8_sweep_cases(bool quick, unsigned seed) {
   std::vector<DecodeCase> v;
   for (const int target : decode_sweep_targets()) {
     for (const auto& e : kCompiledFp8Instances) {
-      if (e.head_dim == 0 || decode_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
+      if (e.head_dim == 0) continue;
       for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
         for (const DecodeShape& sh : decode_shapes()) {
           if ((quick && !sh.quick) || (sh.nhd_only && layout != KVLayout::nhd)) continue;

@@ -236,12 +236,8 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   const DecodeSelection sel = choose_decode(hw, p.dtype, p.head_dim, SelectOptions{opt.force_target});
   MUH_TRY(selection_status(sel, w, hw));
   const DecodePolicy& pol = sel.policy;
-  // An fp8 cache is widened on the sm80 agent's load path (kernels/decode_sm80.cuh); the portable
-  // agent reads 16-bit and fp32 caches only.
-  if (is_fp8(p.kv.dtype) && pol.agent != Agent::sm80)
-    return unsupported(w + "an " + std::string(kv_dtype_name(p.kv.dtype)) +
-                       " KV cache is read by the sm80 agent's rows only; target " + std::to_string(sel.target) +
-                       "'s row is the " + std::string(agent_name(pol.agent)) + " agent's");
+  // (An fp8 cache is read by both decode agents: the sm80 agent widens the codes in shared memory,
+  // the portable one in registers as it uses them.)
 
   DecodePlan r;
   r.target = sel.target;

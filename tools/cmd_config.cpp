@@ -727,11 +727,13 @@ std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& 
     return l;
   }
   const DecodeSelection& d = x.cfg.decode_selection;
-  if (!d.ok() || d.policy.agent != Agent::sm80) {
-    l.push_back("decode: unsupported here: the decode row is the " + std::string(agent_name(d.policy.agent)) +
-                " agent's; the sm80 agent's rows (sm_80 and newer) widen fp8 codes");
+  if (!d.ok()) {
+    l.push_back("decode: no row (" + describe(d) + ")");
   } else if (!is_fp8_instance(kv, t, hd)) {
     l.push_back("decode: not compiled in this build (rebuild with MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS including it)");
+  } else if (d.policy.agent == Agent::portable) {
+    l.push_back("decode: the same row and plan, instances/decode_fp8_" + file +
+                ": the portable agent widens each code to fp32 in registers as it uses it (8-byte V loads)");
   } else {
     l.push_back("decode: the same row and plan, instances/decode_fp8_" + file + ": the codes widened to " +
                 (t == DType::bf16 ? "fp16 (bf16 q runs fp16 MMAs, its queries scaled by a power of two)"

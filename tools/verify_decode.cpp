@@ -1,7 +1,7 @@
 // verify_decode.cpp — the decode part of `muh verify`: every compiled decode policy the present
 // device can run, forced, over the shapes of check/decode_case.hpp (the very check of
 // tests/gpu/test_decode.cu), against the CPU reference; then the same over every compiled fp8 KV
-// cache the sm80 agent's rows read (decode_fp8_sweep_cases). One row per (target, dtype,
+// cache on every target (decode_fp8_sweep_cases). One row per (target, dtype,
 // head_dim, cache type), each covering both KV layouts and every shape family.
 #include <cuda_runtime_api.h>
 

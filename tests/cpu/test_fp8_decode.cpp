@@ -1,7 +1,7 @@
 // test_fp8_decode.cpp — the decode over an fp8 KV cache (muh/kv_quant.hpp) on the CPU: which
 // calls are taken (fp16 / bf16 q, positive finite scales, the vLLM layout at page_size >= 16) and
-// refused with a Status naming the argument before any CUDA call, which agent's rows run it (the
-// sm80 agent's; a portable row is unsupported), that the plan records the cache's type and is the
+// refused with a Status naming the argument before any CUDA call, which agent's rows run it (both
+// decode agents': the sm80 agent's and the portable one's), that the plan records the cache's type and is the
 // 16-bit cache's plan otherwise (so the workspace a caller sized without the type still fits), and
 // the C ABI's range check of the type.
 #include <gtest/gtest.h>
@@ -84,25 +84,39 @@ TEST(Fp8DecodeCheck, Fp32QueriesAnUnknownTypeAndSmallVllmPagesAreRefused) {
   EXPECT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
 }
 
-// The sm80 agent widens the codes; a portable row (forced, or a device without the sm80 agent's
-// rows) is unsupported, and says which agent it is.
-TEST(Fp8DecodePlan, RunsOnTheSm80AgentsRowsOnly) {
+// Both decode agents read an fp8 cache: the device's row (the sm80 agent's on an H200 and an A100),
+// a forced portable row, and the T4's and the BI-V100 profile's rows (the portable agent's) plan it,
+// each with the 16-bit cache's row for the same target.
+TEST(Fp8DecodePlan, RunsOnEveryDecodeAgentsRows) {
   for (KVDType kv : {KVDType::fp8_e4m3, KVDType::fp8_e5m2}) {
     DecodeParams p = fp8_params(kv);
-    DecodePlan plan;
-    for (const HardwareCapability* hw : {&presets::h200, &presets::a100}) {
-      if (!is_compiled_target(80) && !is_compiled_target(90)) continue;  // (no sm80-agent row in this build)
-      if (hw == &presets::a100 && !is_compiled_target(80)) continue;
-      ASSERT_TRUE(plan_on(p, *hw, -1, &plan).ok()) << hw->name;
-      EXPECT_EQ(plan.policy.agent, Agent::sm80) << hw->name;
+    p.dtype = DType::fp16;  // (every profile below has a decode row for fp16)
+    DecodePlan plan, same;
+    struct Case {
+      const HardwareCapability* hw;
+      int target;
+    };
+    for (const Case c : {Case{&presets::h200, -1}, Case{&presets::a100, -1}, Case{&presets::h200, 0},
+                         Case{&presets::t4, -1}, Case{&presets::bi_v100, -1}}) {
+      if (c.target == 0 && !is_compiled_target(0)) continue;
+      const Status s = plan_on(p, *c.hw, c.target, &plan);
+      ASSERT_TRUE(s.ok()) << c.hw->name << " target " << c.target << ": " << s.message();
       EXPECT_EQ(plan.kv_dtype, kv);
+      DecodeParams p16 = p;
+      p16.kv = KVQuant{};
+      ASSERT_TRUE(plan_on(p16, *c.hw, c.target, &same).ok());
+      EXPECT_EQ(plan.target, same.target) << c.hw->name;
+      EXPECT_EQ(plan.policy.agent, same.policy.agent) << c.hw->name;
+      if (c.target == 0) EXPECT_EQ(plan.policy.agent, Agent::portable);
     }
-    const Status forced = plan_on(p, presets::h200, 0, &plan);
-    EXPECT_EQ(forced.code(), StatusCode::unsupported);
-    EXPECT_NE(forced.message().find("portable"), std::string::npos) << forced.message();
-    const Status t4 = plan_on(p, presets::t4, -1, &plan);
-    if (decode_policy(75, p.dtype, p.head_dim).agent != Agent::sm80) {
-      EXPECT_EQ(t4.code(), StatusCode::unsupported) << t4.message();
+    // The sm80 agent's rows where the build has them; the T4 and the BI-V100 the portable agent's.
+    ASSERT_TRUE(plan_on(p, presets::t4, -1, &plan).ok());
+    EXPECT_EQ(plan.policy.agent, Agent::portable);
+    ASSERT_TRUE(plan_on(p, presets::bi_v100, -1, &plan).ok());
+    EXPECT_EQ(plan.policy.agent, Agent::portable);
+    if (is_compiled_target(90)) {
+      ASSERT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
+      EXPECT_EQ(plan.policy.agent, Agent::sm80);
     }
   }
 }

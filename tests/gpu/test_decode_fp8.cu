@@ -1,7 +1,6 @@
 // test_decode_fp8.cu — paged decode over an fp8 KV cache (muh/kv_quant.hpp): every compiled fp8
-// instance (e4m3 / e5m2 × fp16 / bf16 q × head dim) on every compiled target whose decode row is
-// the sm80 agent's (the agent that widens the codes; tests/cpu/test_fp8_decode.cpp checks that a
-// portable row refuses the call),
+// instance (e4m3 / e5m2 × fp16 / bf16 q × head dim) on every compiled target — the sm80 agent's
+// rows (codes widened in shared memory) and the portable agent's (widened in registers) —
 // forced, both layouts, query heads on the MMA's columns (GQA 4) and rows (GQA 12), against the
 // CPU reference on the dequantised cache (code · scale) with check/decode_case.hpp's tolerance
 // (2× a naive same-precision implementation over the same dequantised values: widening the codes
@@ -73,12 +72,12 @@ std::string param_name(const Param& p) {
 }
 void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
 
-// Every compiled target whose decode row for the instance is the sm80 agent's.
+// Every compiled target (both decode agents read fp8).
 std::vector<Param> all_params() {
   std::vector<Param> v;
   for (const int target : check::decode_sweep_targets()) {  // (sm_90a's rows are sm_90's: run once)
     for (const auto& e : kCompiledFp8Instances) {
-      if (e.head_dim == 0 || decode_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
+      if (e.head_dim == 0) continue;
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
         for (int h = 0; h < 2; ++h)
           for (std::size_t s = 0; s < shapes().size(); ++s) {

@@ -67,11 +67,11 @@ std::pair<DType, int> a_16bit_instance() {
   return {kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim};
 }
 
-// An fp8 KV-cache instance (muh/kv_quant.hpp) whose decode row on `target` is the sm80 agent's —
-// the one that reads fp8 — or none ({same, fp32, 0}).
-CompiledFp8Instance an_fp8_instance(int target) {
+// An fp8 KV-cache instance (muh/kv_quant.hpp; both decode agents read one), or none ({same, fp32,
+// 0}).
+CompiledFp8Instance an_fp8_instance() {
   for (const auto& e : kCompiledFp8Instances)
-    if (e.head_dim > 0 && decode_policy(target, e.dtype, e.head_dim).agent == Agent::sm80) return e;
+    if (e.head_dim > 0) return e;
   return {KVDType::same, DType::fp32, 0};
 }
 
@@ -115,10 +115,10 @@ std::vector<GuardDecodeCase> guard_decode_cases() {
   for (int t : compiled_target_list())  // graphs: one bad kind of each family per target
     for (DecodeBad b : {DecodeBad::block_num_pages, DecodeBad::seq_len_past_table})
       v.push_back({t, KVLayout::nhd, 16, 3, b, true});
-  // An fp8 cache, on the targets whose row reads one (page 16: the vLLM layout's fp8 minimum; the
-  // sm_90 rows' TMA copies then take the guarded page as the cp.asyncs do).
+  // An fp8 cache, on every target (page 16: the vLLM layout's fp8 minimum; the sm_90 rows' TMA
+  // copies then take the guarded page as the cp.asyncs do, the portable agent's loads as its own).
   for (int t : compiled_target_list())
-    if (const CompiledFp8Instance e = an_fp8_instance(t); e.head_dim > 0)
+    if (const CompiledFp8Instance e = an_fp8_instance(); e.head_dim > 0)
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
         for (int splits : {1, 3})
           for (DecodeBad b : {DecodeBad::block_minus_one, DecodeBad::block_num_pages, DecodeBad::block_2p30,
@@ -136,7 +136,7 @@ TEST_P(DecodeGuard, BadSequenceDroppedFlaggedOthersExact) {
   auto [t, d] = a_16bit_instance();
   check::DecodeCase c;
   if (is_fp8(g.kv)) {
-    const CompiledFp8Instance e = an_fp8_instance(g.target);
+    const CompiledFp8Instance e = an_fp8_instance();
     t = e.dtype;
     d = e.head_dim;
     c.kv = g.kv;

@@ -29,6 +29,7 @@ if(NOT DEFINED FILES)
       muh/kernels/online_softmax.hpp     # the (m, l) state and its merge
       muh/kernels/input_guard.cuh        # the flag stores of the device-side input guard
       muh/kernels/fast_div.hpp           # n / page_size by multiply and shift
+      muh/kernels/fp8_widen.cuh          # fp8 KV-cache codes widened (the decode agent's fp8 caches)
       muh/kernels/warp_tile.cuh)         # the tiles (exempt)
 endif()
 # Headers from outside kernels/ that the agent includes: host-side tables and types, checked for

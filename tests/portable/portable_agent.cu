@@ -2,8 +2,8 @@
 // for a second CUDA compiler: clang's CUDA front end (tests/portable/CMakeLists.txt compiles it
 // to PTX for sm_80 in the CPU label). The BI-V100's toolchain is clang-based; what only nvcc
 // accepts (an nvcc extension, a header nvcc pre-includes) fails here first.
-// The kernels: prefill (contiguous and paged, both layouts), decode for both KV layouts, and the
-// V2 merge the decode agent ends with.
+// The kernels: prefill (contiguous and paged, both layouts), decode for both KV layouts (a 16-bit
+// and an e4m3 cache), and the V2 merge the decode agent ends with.
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_portable.cuh"
 #include "muh/kernels/prefill_portable.cuh"
@@ -20,6 +20,7 @@ struct DecodeRow {
   constexpr DecodePolicy operator()() const { return tuning::portable::decode(kT, kD); }
 };
 using DecodeTr = decode::PortableTraits<DecodeRow, kT, kD>;
+using DecodeFp8Tr = decode::PortableTraits<DecodeRow, kT, kD, true, KVDType::fp8_e4m3>;  // an fp8 cache
 }  // namespace
 
 template __global__ void prefill_portable_kernel<PrefillRow, kT, kD>(const PrefillArgs);
@@ -33,6 +34,9 @@ template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd,
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm, 4>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd, 8>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm, 8>(const decode::DecodeArgs, int*);
+// Decode over an e4m3 cache (the codes widened by kernels/fp8_widen.cuh's plain path), both layouts.
+template __global__ void decode::decode_portable_kernel<DecodeFp8Tr, KVLayout::nhd, 4>(const decode::DecodeArgs, int*);
+template __global__ void decode::decode_portable_kernel<DecodeFp8Tr, KVLayout::vllm, 4>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_merge_kernel<storage_t<kT>, kD>(const decode::DecodeArgs);
 
 }  // namespace muh::kernels

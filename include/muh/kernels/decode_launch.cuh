@@ -24,15 +24,14 @@ namespace muh::kernels::decode {
 // The attention kernel a policy runs (per KV layout), its block size and dynamic shared memory
 // (the policy footprint, which each agent's traits static_assert).
 // kGuard: the input guard (decode_common.cuh); false only for the guard's A/B benchmark.
-// KV: the cache's element type (muh/kv_quant.hpp); fp8 runs on the sm80 agent only.
+// KV: the cache's element type (muh/kv_quant.hpp); an fp8 cache is read with fp16 / bf16 q.
 template <class Getter, DType DT, int D, bool kGuard = true, KVDType KV = KVDType::same>
 struct DecodeKernel {
   static constexpr DecodePolicy policy = Getter{}();
   static_assert(validate(policy, DT, D), "decode policy row does not fit its profile's shared memory");
   static_assert(policy.agent == Agent::portable || (policy.agent == Agent::sm80 && DT != DType::fp32),
                 "decode agents: portable (every dtype) and sm80 (fp16/bf16)");
-  static_assert(!is_fp8(KV) || (policy.agent == Agent::sm80 && DT != DType::fp32),
-                "an fp8 cache is read by the sm80 agent, with fp16 / bf16 q");
+  static_assert(!is_fp8(KV) || DT != DType::fp32, "an fp8 cache is read with fp16 / bf16 q");
   static constexpr int threads = policy.num_warps * 32;
   static constexpr int smem_bytes = decode_smem_bytes(policy, DT, D);
 
@@ -53,9 +52,9 @@ struct DecodeKernel {
         return cols ? pick(&decode_sm80_kernel<Tr, KVLayout::nhd, true>, &decode_sm80_kernel<Tr, KVLayout::vllm, true>)
                     : pick(&decode_sm80_kernel<Tr, KVLayout::nhd, false>, &decode_sm80_kernel<Tr, KVLayout::vllm, false>);
     } else if constexpr (kVariant) {
-      return portable_decode_variant_kernel<PortableTraits<Getter, DT, D, kGuard>>(layout, group);
+      return portable_decode_variant_kernel<PortableTraits<Getter, DT, D, kGuard, KV>>(layout, group);
     } else {
-      return portable_decode_kernel<PortableTraits<Getter, DT, D, kGuard>>(layout, group);
+      return portable_decode_kernel<PortableTraits<Getter, DT, D, kGuard, KV>>(layout, group);
     }
   }
 };
@@ -136,13 +135,13 @@ Status launch_decode_merge(const DecodeArgs& a, int device_cc, cudaStream_t stre
 // the merge over (query heads, sequences). The attention kernel flags bad device-side inputs in
 // input_errors ([kInputErrorWords], muh/input_errors.hpp; nullptr: not flagged, still guarded).
 // Var: PlainVariant (the plain kernels), or GeneralVariant (kernels/variant.cuh: the general
-// kind's kernels, which take var.args as their last parameter). KV: the cache's element type; an
-// fp8 cache with a portable row is unsupported (plan_decode refuses such a plan first).
+// kind's kernels, which take var.args as their last parameter). KV: the cache's element type (an
+// fp8 cache: fp16 / bf16 q; plan_decode refuses fp32 q first).
 template <class Getter, DType DT, int D, bool kGuard, class Var, KVDType KV = KVDType::same>
 Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, int device_cc, cudaStream_t stream,
                           int* input_errors) {
-  if constexpr (is_fp8(KV) && (Getter{}().agent != Agent::sm80 || DT == DType::fp32)) {
-    return Status{StatusCode::unsupported, "paged_decode: an fp8 KV cache is read by the sm80 agent's rows only"};
+  if constexpr (is_fp8(KV) && DT == DType::fp32) {
+    return Status{StatusCode::unsupported, "paged_decode: an fp8 KV cache is read with fp16 or bf16 q"};
   } else {
   using K = DecodeKernel<Getter, DT, D, kGuard, KV>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),

@@ -1,7 +1,9 @@
-// kernels/decode_portable.cuh — the portable decode agent: plain CUDA C++ (no inline PTX, no
-// async copies, no tensor cores), fits 48 KB of shared memory, runs fp16 / bf16 / fp32. It is
-// what the BI-V100 profile (own arch) and the T4 rows run, and what the H200 runs when those
-// targets are forced. Cross-lane operations only through kernels/warp_tile.cuh (32-lane tiles).
+// kernels/decode_portable.cuh — the portable decode agent: plain CUDA C++ (no inline PTX of its
+// own, no async copies, no tensor cores), fits 48 KB of shared memory, runs fp16 / bf16 / fp32
+// caches and fp8 ones (e4m3 / e5m2 codes with fp16 / bf16 q: each code widened to fp32 as it is
+// used, the same arithmetic after it). It is what the BI-V100 profile (own arch) and the T4 rows
+// run, and what the H200 runs when those targets are forced. Cross-lane operations only through
+// kernels/warp_tile.cuh (32-lane tiles).
 //
 // One CTA = one (sequence, KV head, ≤ 16-query-head chunk, partition), as decode_common.cuh
 // schedules it; its query heads are taken kPassRows (8) at a time, each pass one sweep over the
@@ -47,6 +49,7 @@
 
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_variant.cuh"
+#include "muh/kernels/fp8_widen.cuh"
 #include "muh/kernels/variant.cuh"
 #include "muh/kernels/warp_tile.cuh"
 #include "muh/tuning/policy.hpp"
@@ -55,9 +58,14 @@
 
 namespace muh::kernels::decode {
 
-template <class Getter, DType DT, int D, bool kGuardInputs = true>
+template <class Getter, DType DT, int D, bool kGuardInputs = true, KVDType KV = KVDType::same>
 struct PortableTraits {
-  using E = storage_t<DT>;
+  using E = storage_t<DT>;  // q and out
+  // The cache's element: q's type, or an fp8 code (muh/kv_quant.hpp; k_scale is in scale_log2,
+  // v_scale applied to O by combine_and_store).
+  static constexpr KVDType kKV = KV;
+  static constexpr bool kFp8 = is_fp8(KV);
+  using C = std::conditional_t<kFp8, std::uint8_t, E>;
   static constexpr bool kGuard = kGuardInputs;  // the input guard (decode_common.cuh)
   static constexpr int kD = D;
   static constexpr DecodePolicy kPolicy = Getter{}();
@@ -65,9 +73,18 @@ struct PortableTraits {
   static constexpr int kThreads = tile32::kLanes * kWarps;   // num_warps counts 32-lane tiles
   static constexpr int kTile = kPolicy.tile_tokens;          // tokens per tile: one lane each in step 1
   static constexpr int kPassRows = kPortableDecodeRows;      // query heads per pass (8)
-  static constexpr int kVec = 16 / int(sizeof(E));           // elements per 16-byte load
-  static constexpr int kChunks = D / kVec;                   // 16-byte chunks per K (or NHD V) row
+  static constexpr int kQVec = 16 / int(sizeof(E));          // q elements per 16-byte load
+  static constexpr int kQChunks = D / kQVec;
+  static constexpr int kVec = 16 / int(sizeof(C));           // K elements per 16-byte load (vLLM's x)
+  static constexpr int kChunks = D / kVec;                   // 16-byte chunks per K row
   static constexpr int kKChunks = (kChunks + kWarps - 1) / kWarps;  // step 1: chunks per lane and token
+  // Step 3's V load: 16 bytes, but 8 bytes (8 codes) for an fp8 cache, so that a thread's O stays
+  // 8 dims (NHD) and its V registers halve: 16 codes a load would double o[][] (128 floats at 8
+  // heads a pass) for nothing the loads need (8-byte loads of 8 codes move as many bytes a
+  // thread as the 16-bit cache's 16-byte ones of 8 elements).
+  static constexpr int kVVec = kFp8 ? 8 : kVec;              // V elements per load
+  static constexpr int kVChunks = D / kVVec;                 // V loads per NHD row
+  using VLoad = std::conditional_t<kFp8, uint2, uint4>;
   // Shared memory, in bytes (decode_smem_bytes() in tuning/policy.hpp is the same sum).
   static constexpr int kOffQ = 0;                                          // [kPassRows][D] f32 q; after the loop O
   static constexpr int kOffPart = kOffQ + kPassRows * D * 4;               // [kWarps][kPassRows][kTile] f32 slice sums
@@ -80,25 +97,29 @@ struct PortableTraits {
   static_assert(kPolicy.agent == Agent::portable, "portable traits need a portable policy row");
   static_assert(validate(kPolicy, DT, D), "decode policy row does not fit its profile");
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
-  static_assert(kTile <= tile32::kLanes && kTile % kVec == 0, "a tile: one lane per token, whole 16-byte V chunks");
+  static_assert(!kFp8 || DT != DType::fp32, "an fp8 cache is read with fp16 / bf16 q");
+  static_assert(kTile <= tile32::kLanes && kTile % kVec == 0 && kTile % kVVec == 0,
+                "a tile: one lane per token, whole V loads");
   static_assert(kWarps >= kPassRows, "step 2 gives each query head of a pass its own tile");
   static_assert(kTile >= 16, "a window's first tile (16-aligned start) holds a token of the window");
-  static_assert(kThreads >= D && D % kVec == 0 && D % 4 == 0, "step 3 gives each dim (vLLM) a thread");
+  static_assert(kThreads >= D && D % kVec == 0 && D % kQVec == 0 && D % 4 == 0,
+                "step 3 gives each dim (vLLM) a thread");
 };
 
-// Where step 3's thread reads V and what it accumulates. A V chunk is 16 contiguous bytes:
-//   NHD  [page][slot][head][D]: kVec dims of one token. Thread (g, c): chunk column c (dims
-//        c·kVec …), tokens g, g + G, … of the tile: o[row][kVec].
-//   vLLM [page][head][D][page_size]: kVec tokens of one dim (page_size is a multiple of kVec).
+// Where step 3's thread reads V and what it accumulates. A V load is kVVec contiguous elements
+// (16 bytes; 8 for an fp8 cache):
+//   NHD  [page][slot][head][D]: kVVec dims of one token. Thread (g, c): column c (dims
+//        c·kVVec …), tokens g, g + G, … of the tile: o[row][kVVec].
+//   vLLM [page][head][D][page_size]: kVVec tokens of one dim (page_size is a multiple of kVVec).
 //        Thread (g, d): dim d, token groups g, g + G, … of the tile: o[row][1].
 // G = the threads' groups; threads past G · columns (head_dim 96) have no V work.
 template <class Tr, KVLayout L>
 struct PortableVMap {
-  static constexpr int kColumns = L == KVLayout::nhd ? Tr::kChunks : Tr::kD;
+  static constexpr int kColumns = L == KVLayout::nhd ? Tr::kVChunks : Tr::kD;
   static constexpr int kGroups = Tr::kThreads / kColumns;
-  static constexpr int kUnits = L == KVLayout::nhd ? Tr::kTile : Tr::kTile / Tr::kVec;  // per column and tile
+  static constexpr int kUnits = L == KVLayout::nhd ? Tr::kTile : Tr::kTile / Tr::kVVec;  // per column and tile
   static constexpr int kPerThread = (kUnits + kGroups - 1) / kGroups;
-  static constexpr int kOut = L == KVLayout::nhd ? Tr::kVec : 1;  // output elements per query head
+  static constexpr int kOut = L == KVLayout::nhd ? Tr::kVVec : 1;  // output elements per query head
 };
 
 // One 16-byte chunk → its 16 / sizeof(E) elements as floats.
@@ -123,14 +144,60 @@ __device__ __forceinline__ void unpack(const uint4& x, float (&f)[16 / sizeof(E)
   }
 }
 
-// A 4-byte word holding elements elem0 … of a chunk, with the elements at index ≥ n zeroed.
-template <class E>
-__device__ __forceinline__ unsigned zero_past(unsigned word, int elem0, int n) {
-  if constexpr (sizeof(E) == 4) {
-    return elem0 < n ? word : 0u;
+// One load of the cache (16 bytes; an fp8 cache's V: 8) → its elements as floats. fp8 codes are
+// widened exactly through fp16 (kernels/fp8_widen.cuh: a byte permute a pair for e5m2, one cvt a
+// pair for e4m3 on sm_89+, a few integer operations and an HMUL2 before); the scales are applied
+// elsewhere (k_scale in scale_log2, v_scale by combine_and_store).
+template <class Tr, class Load, int N>
+__device__ __forceinline__ void cache_to_float(const Load& x, float (&f)[N]) {
+  if constexpr (Tr::kFp8) {
+    constexpr int kWords = int(sizeof(Load)) / 4;
+    static_assert(N == 4 * kWords, "four codes a word");
+    const unsigned* w = reinterpret_cast<const unsigned*>(&x);
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      const uint2 h = widen_fp8x4<Tr::kKV, __half>(w[i]);
+      const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&h.x));
+      const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&h.y));
+      f[4 * i] = lo.x;
+      f[4 * i + 1] = lo.y;
+      f[4 * i + 2] = hi.x;
+      f[4 * i + 3] = hi.y;
+    }
   } else {
-    return (elem0 < n ? word & 0xffffu : 0u) | (elem0 + 1 < n ? word & 0xffff0000u : 0u);
+    static_assert(sizeof(Load) == 16 && N == 16 / int(sizeof(typename Tr::C)), "a 16-byte load");
+    unpack<typename Tr::C>(x, f);
   }
+}
+
+// A 4-byte word holding elements elem0 … of a load (C: the cache's element), with the elements at
+// index ≥ n zeroed.
+template <class C>
+__device__ __forceinline__ unsigned zero_past(unsigned word, int elem0, int n) {
+  if constexpr (sizeof(C) == 4) {
+    return elem0 < n ? word : 0u;
+  } else if constexpr (sizeof(C) == 2) {
+    return (elem0 < n ? word & 0xffffu : 0u) | (elem0 + 1 < n ? word & 0xffff0000u : 0u);
+  } else {  // four fp8 codes
+    unsigned keep = 0u;
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+      if (elem0 + b < n) keep |= 0xffu << (8 * b);
+    return word & keep;
+  }
+}
+
+// A V load with the elements at index ≥ n zeroed (the range ends inside it).
+template <class C>
+__device__ __forceinline__ uint4 zero_past(const uint4& x, int n) {
+  constexpr int kPerWord = 4 / int(sizeof(C));
+  return make_uint4(zero_past<C>(x.x, 0, n), zero_past<C>(x.y, kPerWord, n), zero_past<C>(x.z, 2 * kPerWord, n),
+                    zero_past<C>(x.w, 3 * kPerWord, n));
+}
+template <class C>
+__device__ __forceinline__ uint2 zero_past(const uint2& x, int n) {
+  constexpr int kPerWord = 4 / int(sizeof(C));
+  return make_uint2(zero_past<C>(x.x, 0, n), zero_past<C>(x.y, kPerWord, n));
 }
 
 // Step 3's p of one token for heads 0 … N−1 of the pass: broadcasts of four (or fewer) floats.
@@ -160,7 +227,7 @@ __device__ __forceinline__ void load_p(const float* pt, float (&p)[N]) {
 template <class Tr, KVLayout L>
 struct PortableTileRegs {
   uint4 k[Tr::kKChunks];
-  uint4 v[PortableVMap<Tr, L>::kPerThread];
+  typename Tr::VLoad v[PortableVMap<Tr, L>::kPerThread];
 };
 
 // Issues this thread's loads of the tile at t0 (nothing waits on them here). All threads of the
@@ -169,11 +236,12 @@ struct PortableTileRegs {
 template <class Tr, KVLayout L>
 __device__ __forceinline__ void portable_load_tile(const DecodeArgs& a, const CtaWork& w, int t0, int warp,
                                                    int lane, int tid, PortableTileRegs<Tr, L>& r, bool& bad_page) {
-  using E = typename Tr::E;
+  using C = typename Tr::C;
+  using VLoad = typename Tr::VLoad;
   using VM = PortableVMap<Tr, L>;
-  constexpr int D = Tr::kD, kVec = Tr::kVec;
-  const E* kc = static_cast<const E*>(a.k_cache);
-  const E* vc = static_cast<const E*>(a.v_cache);
+  constexpr int D = Tr::kD, kVec = Tr::kVec, kVVec = Tr::kVVec;
+  const C* kc = static_cast<const C*>(a.k_cache);
+  const C* vc = static_cast<const C*>(a.v_cache);
   const int* bt = a.block_table + static_cast<std::int64_t>(w.seq) * a.max_blocks;
   const int Hkv = a.num_kv_heads, ps = a.page_size;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -206,24 +274,19 @@ __device__ __forceinline__ void portable_load_tile(const DecodeArgs& a, const Ct
 #pragma unroll
   for (int j = 0; j < VM::kPerThread; ++j) {
     const int u = g + VM::kGroups * j;
-    const int x = min(L == KVLayout::nhd ? u : u * kVec, Tr::kTile - 1);  // the unit's (first) token − t0
+    const int x = min(L == KVLayout::nhd ? u : u * kVVec, Tr::kTile - 1);  // the unit's (first) token − t0
     const int tok = t0 + x;
     // Lane x's page, by shuffle (every lane takes part; a lane past its units ignores it).
     const std::int64_t page = __float_as_int(tile32::broadcast(__int_as_float(lane_page), x));
-    r.v[j] = zero;
+    r.v[j] = VLoad{};
     if (g < VM::kGroups && u < VM::kUnits && tok < w.kv_end) {
       const int slot = tok & (ps - 1);
       if constexpr (L == KVLayout::nhd) {
-        r.v[j] = *reinterpret_cast<const uint4*>(vc + ((page * ps + slot) * Hkv + w.kv_head) * D + col * kVec);
+        r.v[j] = *reinterpret_cast<const VLoad*>(vc + ((page * ps + slot) * Hkv + w.kv_head) * D + col * kVVec);
       } else {
-        r.v[j] = *reinterpret_cast<const uint4*>(vc + ((page * Hkv + w.kv_head) * D + col) * ps + slot);
-        if (tok + kVec > w.kv_end) {  // the range ends inside this chunk: zero the slots past it
-          const int n = w.kv_end - tok;
-          constexpr int kPerWord = 4 / int(sizeof(E));
-          const uint4 x = r.v[j];
-          r.v[j] = make_uint4(zero_past<E>(x.x, 0, n), zero_past<E>(x.y, kPerWord, n),
-                              zero_past<E>(x.z, 2 * kPerWord, n), zero_past<E>(x.w, 3 * kPerWord, n));
-        }
+        r.v[j] = *reinterpret_cast<const VLoad*>(vc + ((page * Hkv + w.kv_head) * D + col) * ps + slot);
+        // The range ends inside this load: zero the slots past it.
+        if (tok + kVVec > w.kv_end) r.v[j] = zero_past<C>(r.v[j], w.kv_end - tok);
       }
     }
   }
@@ -258,7 +321,7 @@ template <class Tr, KVLayout L, int N, class Var = PlainVariant>
 __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* input_errors, const Var& var = Var{}) {
   using E = typename Tr::E;
   using VM = PortableVMap<Tr, L>;
-  constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec;
+  constexpr int D = Tr::kD, R = Tr::kPassRows, kVec = Tr::kVec, kVVec = Tr::kVVec;
   static_assert(N == 1 || N == 2 || N == 4 || N == 6 || N == 8, "heads per pass");
   extern __shared__ __align__(16) unsigned char smem[];
   float* sQ = reinterpret_cast<float*>(smem + Tr::kOffQ);        // [R][D] this pass's q (then its O)
@@ -288,15 +351,16 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
     // This pass's q → shared memory as fp32 (heads past `rows` are zero), before the first tile.
     {
       const E* q = static_cast<const E*>(a.q) + (static_cast<std::int64_t>(w.seq) * a.num_q_heads + wp.head0) * D;
-      for (int i = tid; i < R * Tr::kChunks; i += Tr::kThreads) {
-        const int r = i / Tr::kChunks, c = i % Tr::kChunks;
+      constexpr int kQVec = Tr::kQVec;
+      for (int i = tid; i < R * Tr::kQChunks; i += Tr::kThreads) {
+        const int r = i / Tr::kQChunks, c = i % Tr::kQChunks;
         uint4 x = make_uint4(0, 0, 0, 0);
-        if (r < rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * kVec);
-        float f[kVec];
+        if (r < rows) x = *reinterpret_cast<const uint4*>(q + r * D + c * kQVec);
+        float f[kQVec];
         unpack<E>(x, f);
 #pragma unroll
-        for (int v = 0; v < kVec; v += 4)
-          *reinterpret_cast<float4*>(sQ + r * D + c * kVec + v) = make_float4(f[v], f[v + 1], f[v + 2], f[v + 3]);
+        for (int v = 0; v < kQVec; v += 4)
+          *reinterpret_cast<float4*>(sQ + r * D + c * kQVec + v) = make_float4(f[v], f[v + 1], f[v + 2], f[v + 3]);
       }
     }
     // p and α of the heads past `rows`: 0 and 1 for the whole pass (step 2 writes only live heads).
@@ -331,7 +395,7 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
           const int c = warp * Tr::kKChunks + i;
           if (c < Tr::kChunks) {  // the same for the whole tile
             float kf[kVec];
-            unpack<E>(cur.k[i], kf);
+            cache_to_float<Tr>(cur.k[i], kf);
 #pragma unroll
             for (int v = 0; v < kVec; v += 4) {
 #pragma unroll
@@ -390,20 +454,20 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
         for (int j = 0; j < VM::kPerThread; ++j) {
           const int u = vg + VM::kGroups * j;
           if (u < VM::kUnits) {
-            float vf[kVec];
-            unpack<E>(cur.v[j], vf);
-            if constexpr (L == KVLayout::nhd) {  // token u, dims vcol·kVec …
+            float vf[kVVec];
+            cache_to_float<Tr>(cur.v[j], vf);
+            if constexpr (L == KVLayout::nhd) {  // token u, dims vcol·kVVec …
               float p[N];
               load_p<N>(sP + u * R, p);
 #pragma unroll
               for (int r = 0; r < N; ++r)
 #pragma unroll
-                for (int e = 0; e < kVec; ++e) o[r][e] = fmaf(p[r], vf[e], o[r][e]);
-            } else {  // tokens u·kVec + e, dim vcol
+                for (int e = 0; e < kVVec; ++e) o[r][e] = fmaf(p[r], vf[e], o[r][e]);
+            } else {  // tokens u·kVVec + e, dim vcol
 #pragma unroll
-              for (int e = 0; e < kVec; ++e) {
+              for (int e = 0; e < kVVec; ++e) {
                 float p[N];
-                load_p<N>(sP + (u * kVec + e) * R, p);
+                load_p<N>(sP + (u * kVVec + e) * R, p);
 #pragma unroll
                 for (int r = 0; r < N; ++r) o[r][0] = fmaf(p[r], vf[e], o[r][0]);
               }
@@ -432,7 +496,7 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
           if (r < rows) {
 #pragma unroll
             for (int e = 0; e < VM::kOut; ++e) {
-              float& dst = sO[r * D + (L == KVLayout::nhd ? vcol * kVec + e : vcol)];
+              float& dst = sO[r * D + (L == KVLayout::nhd ? vcol * kVVec + e : vcol)];
               dst = (g == VM::kGroups - 1 ? 0.f : dst) + o[r][e];
             }
           }
@@ -443,7 +507,7 @@ __device__ __forceinline__ void decode_portable_body(const DecodeArgs a, int* in
     // (general kind) The sink, once per row (decode_variant.cuh).
     if constexpr (Var::kOn) fold_sinks<D>(var, wp, win, sM, sL, sO, sAlpha, tid, Tr::kThreads);
     // combine_and_store reads m[p·16 + r], l[p·16 + r] and o[(p·16 + r)·D + d] of part p = 0.
-    combine_and_store<E, D>(a, wp, 1, sM, sL, sO, tid, Tr::kThreads, poisoned);
+    combine_and_store<E, D, Tr::kFp8>(a, wp, 1, sM, sL, sO, tid, Tr::kThreads, poisoned);
     __syncthreads();  // the next pass rewrites sQ / sM / sL
   }
 }

@@ -28,7 +28,9 @@ __device__ __forceinline__ unsigned fp8_pair_hi(unsigned w) { return __byte_perm
 // Two e4m3 codes (the low 16 bits of `pair`) → an fp16 pair, exactly.
 __device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned short pair) {
   unsigned r;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(__ILUVATAR__)
+  // (NVIDIA's PTX only: the portable decode agent includes this file, and the BI-V100's
+  // toolchain, which predefines __ILUVATAR__, takes the plain path below.)
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(pair));
 #else
   // The code's 4 + 3 bits into fp16's 5 + 10 (sign kept, the rest one bit right of a byte shift):
