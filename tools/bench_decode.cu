@@ -455,20 +455,9 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   if (!o.variant.empty() && o.only.empty()) throw UsageError("muh bench decode: --variant needs --only");
   const Variant variant = parse_variant(o.variant);  // (before the device: a bad list is exit 2)
   // --kv-dtype: the cache types each --only cell is timed with (before the device: exit 2).
-  std::vector<KVDType> kv_types;
-  {
-    std::string list = o.kv_dtype;
-    for (std::size_t at = 0; at <= list.size();) {
-      const std::size_t comma = std::min(list.find(',', at), list.size());
-      const std::string name = list.substr(at, comma - at);
-      const auto t = parse_kv_dtype(name);
-      if (!t) throw UsageError("muh bench decode: --kv-dtype: unknown cache type '" + name +
-                               "' (auto, fp8_e4m3, fp8_e5m2, comma-separated)");
-      kv_types.push_back(*t);
-      at = comma + 1;
-    }
-  }
-  if (o.kv_dtype != "auto" && o.only.empty()) throw UsageError("muh bench decode: --kv-dtype needs --only");
+  const std::vector<KVDType> kv_types = parse_kv_types(o);
+  if (o.kv_dtype != "auto" && o.only.empty())
+    throw UsageError("muh bench decode: --kv-dtype needs --only (or --grid seed)");
   const bool split_sweep = !o.no_sweep && o.only.empty();
   const bool policy_sweep = o.policy_sweep;
   const BenchDevice device = open_bench_device("muh bench decode");
@@ -730,6 +719,22 @@ void run_bench_decode(const BenchDecodeOptions& o) {
 
 }  // namespace
 
+std::vector<KVDType> parse_kv_types(const BenchDecodeOptions& o) {
+  std::vector<KVDType> kv_types;
+  const std::string& list = o.kv_dtype;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, comma - at);
+    const auto t = parse_kv_dtype(name);
+    if (!t)
+      throw UsageError("muh bench decode: --kv-dtype: unknown cache type '" + name +
+                       "' (auto, fp8_e4m3, fp8_e5m2, comma-separated)");
+    kv_types.push_back(*t);
+    at = comma + 1;
+  }
+  return kv_types;
+}
+
 void add_bench_decode(CLI::App& bench) {
   static BenchDecodeOptions o;
   CLI::App* cmd = bench.add_subcommand(
@@ -750,8 +755,8 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_option("--splits", o.splits, "with --only: force this many partitions per sequence (0: the plan's count)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--kv-dtype", o.kv_dtype,
-                  "with --only: the cache types to time each cell with, comma-separated (auto = bf16, "
-                  "fp8_e4m3, fp8_e5m2; default auto)");
+                  "with --only or --grid seed: the cache types to time each cell with, comma-separated (auto = "
+                  "q's dtype, fp8_e4m3, fp8_e5m2; default auto)");
   cmd->add_option("--variant", o.variant,
                   "with --only: the cells' attention variant, e.g. window=4095 or softcap=30,sinks,alibi");
   cmd->add_option("--only", o.only,

@@ -111,6 +111,9 @@ inline TimedDecode time_decode(const DecodeParams& p, const HardwareCapability& 
   return t;
 }
 
+// --kv-dtype's cache types, in order (UsageError on an unknown name: exit 2 before the device).
+std::vector<KVDType> parse_kv_types(const BenchDecodeOptions& o);
+
 // bench_decode_seed.cu: registers --grid and --emulate on `muh bench decode`, and runs
 // `muh bench decode --grid seed [--emulate bi-v100]`.
 void add_bench_decode_seed_options(CLI::App& cmd, BenchDecodeOptions& o);

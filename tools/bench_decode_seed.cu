@@ -1,6 +1,6 @@
 // bench_decode_seed.cu — `muh bench decode --grid seed [--emulate bi-v100 [--no-portable]]
-//                        [--out DIR] [--iters N] [--l2-hint auto|on|off]`: the seed's own decode
-//                        (issue 18).
+//                        [--kv-dtype auto,fp8_e4m3] [--out DIR] [--iters N] [--l2-hint auto|on|off]`:
+//                        the seed's own decode (issue 18), and over an fp8 cache (issue 20).
 //
 // Cells: fp16, head_dim 256, one KV head with 4 or 6 query heads (the seed's Qwen3.6-class models
 // at tensor parallel 4), batch 1 and 2, every sequence kv_len ∈ {8192, 32768, 100000, 262144}
@@ -30,6 +30,12 @@
 // this file with synthetic times (the plan's cost model for the sm80 agent, that per-CTA rate for
 // the portable one) came to ~70 s of device time for --emulate bi-v100, 2/3 of it the portable
 // agent's V1 calls; the budget is 3 minutes. The run prints its wall time.
+//
+// --kv-dtype (cache types, comma-separated; default auto = fp16): each cell once per type, one
+// after the other (so an fp8 cache's figures stand beside the 16-bit cache's of the same run),
+// with that type's own floor (an fp8 cache: half the bytes). The fp8 cells read the pool's bytes
+// as codes (scales 1; the fill's bf16 bit patterns, a few of them NaN codes: a timing only — the
+// kernels' work does not depend on the values), in vLLM's fp8 layout (the key's x is 16).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -87,6 +93,7 @@ struct Floor {
 
 struct SeedRow {
   std::string where, agent;
+  KVDType kv = KVDType::same;  // the cache's element type (--kv-dtype)
   int sms = 0, target = -1, q_heads = 0, batch = 0, kv_len = 0;
   bool l2_evict_first = false;
   Timing v1, plan, best;
@@ -97,13 +104,16 @@ struct SeedRow {
 };
 
 std::string len_label(int len) { return len % 1024 == 0 ? std::to_string(len / 1024) + "k" : std::to_string(len / 1000) + "k"; }
+std::string cache_name(KVDType kv) { return is_fp8(kv) ? std::string(kv_dtype_name(kv)) : std::string("fp16"); }
 std::string cell_label(const SeedRow& r) {
-  return "b" + std::to_string(r.batch) + " " + std::to_string(r.q_heads) + "q/1kv " + len_label(r.kv_len);
+  return "b" + std::to_string(r.batch) + " " + std::to_string(r.q_heads) + "q/1kv " + len_label(r.kv_len) +
+         (is_fp8(r.kv) ? " " + cache_name(r.kv) : std::string());
 }
 
 // The cell's block table (a random permutation of its own pages) and lengths, uploaded; its K
-// region at the pool's base and its V region right after, so the K/V bytes are one run for the floor.
-DecodeParams setup_cell(SeedPool& pool, int q_heads, int batch, int len) {
+// region at the pool's base and its V region right after, so the K/V bytes are one run for the
+// floor. kv: the cache's element type (an fp8 cache's pages are half the bytes).
+DecodeParams setup_cell(SeedPool& pool, int q_heads, int batch, int len, KVDType kv) {
   const int blocks = (len + kPage - 1) / kPage;
   const long long n = static_cast<long long>(batch) * blocks;
   std::vector<int> table(static_cast<std::size_t>(n));
@@ -118,7 +128,8 @@ DecodeParams setup_cell(SeedPool& pool, int q_heads, int batch, int len) {
   p.layout = KVLayout::vllm;
   p.q = pool.q.p;
   p.k_cache = pool.kv.p;
-  p.v_cache = pool.kv.as<unsigned char>() + static_cast<std::size_t>(n) * kPageBytes;
+  p.v_cache = pool.kv.as<unsigned char>() + static_cast<std::size_t>(n) * kPageBytes / (is_fp8(kv) ? 2 : 1);
+  p.kv = KVQuant{kv, 1.f, 1.f};
   p.out = pool.out.p;
   p.block_table = pool.table.as<int>();
   p.seq_lens = pool.lens.as<int>();
@@ -194,7 +205,7 @@ SeedRow run_agent(const DecodeParams& p, const Where& w, int target, const Timer
 
 // The size-matched read floor of the cell on `w`: the faster of .cs and .cg loads.
 Floor measure_floor(const DecodeParams& p, const Where& w, SeedPool& pool, bench::L2Flusher& flusher, int iters) {
-  const std::size_t bytes = 2 * static_cast<std::size_t>(p.num_pages) * kPageBytes;
+  const std::size_t bytes = 2 * static_cast<std::size_t>(p.num_pages) * kPageBytes / (is_fp8(p.kv.dtype) ? 2 : 1);
   auto before = [&] { flusher.flush(w.stream); };
   Floor f;
   f.cs_us = bench::streaming_read_us(pool.kv.p, bytes, 16, iters, w.stream, before, true, w.hw.sm_count, 1);
@@ -211,7 +222,8 @@ void print_progress(const SeedRow& r, double elapsed_s) {
 
 void print_table(const BenchDevice& d, const std::vector<SeedRow>& rows, int iters) {
   std::printf("\nmuh paged decode, the seed's cells, on %s (sm_%d, %d SMs; SM clock %d MHz max, memory %d MHz):\n"
-              "fp16, head_dim 256, 1 KV head, page 16, vLLM layout, random page order, cold L2; median µs of %d\n"
+              "fp16 q (cache: fp16 unless the cell names fp8), head_dim 256, 1 KV head, page 16, vLLM layout, random\n"
+              "page order, cold L2; median µs of %d "
               "calls (splits) [floor ÷ time]; best = fastest of V1, the plan and forced split counts\n\n",
               d.hw.name, d.hw.compute_capability, d.hw.sm_count, d.sm_clock_khz / 1000, d.mem_clock_khz / 1000, iters);
   std::printf("| SMs | agent | cell | V1 forced | plan | best | floor | plan ÷ best |\n"
@@ -236,7 +248,7 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
   std::ofstream csv(stem + ".csv");
   if (!csv) throw UsageError("muh bench decode: cannot write " + stem + ".csv");
   csv << "run,sms,agent,target,head_dim,q_heads,kv_heads,batch,kv_len,kind,splits,partition_tokens,ctas,median_us,"
-         "min_us,max_us,floor_us,floor_over_time,is_best,l2_evict_first\n";
+         "min_us,max_us,floor_us,floor_over_time,is_best,l2_evict_first,cache\n";
   nlohmann::json j;
   j["device"] = device_json(d);
   j["date_utc"] = bench::utc_date();
@@ -265,7 +277,7 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
           << kKvHeads << ',' << r.batch << ',' << r.kv_len << ',' << kind << ',' << t.splits << ',' << t.partition << ','
           << t.ctas << ',' << t.median_us << ',' << t.min_us << ',' << t.max_us << ',' << r.floor.us << ','
           << (t.median_us > 0 ? r.floor.us / t.median_us : 0) << ',' << int(best) << ',' << int(r.l2_evict_first)
-          << '\n';
+          << ',' << cache_name(r.kv) << '\n';
     };
     line("v1", r.v1);
     line("plan", r.plan);
@@ -279,6 +291,7 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
     j["rows"].push_back({{"run", r.where},        {"sms", r.sms},          {"agent", r.agent},
                          {"target", r.target},    {"q_heads", r.q_heads},  {"batch", r.batch},
                          {"kv_len", r.kv_len},    {"l2_evict_first", r.l2_evict_first},
+                         {"cache", cache_name(r.kv)},
                          {"v1", timing_json(r.v1, r.floor.us)},            {"plan", timing_json(r.plan, r.floor.us)},
                          {"best", best},          {"sweep", sweep},        {"pruned_splits", r.pruned},
                          {"floor_us", r.floor.us}, {"floor_cs_us", r.floor.cs_us}, {"floor_cg_us", r.floor.cg_us}});
@@ -292,9 +305,11 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
 // The options --grid seed takes; any other given is refused (exit 2) before the GPU is touched.
 void check_seed_options(const BenchDecodeOptions& o) {
   for (const std::string& g : o.given)
-    if (g != "--out" && g != "--iters" && g != "--l2-hint" && g != "--emulate" && g != "--grid" && g != "--no-portable")
+    if (g != "--out" && g != "--iters" && g != "--l2-hint" && g != "--emulate" && g != "--grid" && g != "--no-portable" &&
+        g != "--kv-dtype")
       throw UsageError("muh bench decode: --grid seed does not take " + g +
-                       " (it takes --out, --iters, --l2-hint, --emulate and --no-portable)");
+                       " (it takes --out, --iters, --l2-hint, --emulate, --no-portable and --kv-dtype)");
+  parse_kv_types(o);  // (an unknown type: exit 2 here)
   if (o.no_portable && o.emulate.empty())
     throw UsageError("muh bench decode: --no-portable drops the portable agent's cells of --emulate bi-v100: add it");
 }
@@ -311,7 +326,7 @@ void add_bench_decode_seed_options(CLI::App& cmd, BenchDecodeOptions& o) {
   cmd.add_option("--grid", o.grid,
                  "default (the cells above) or seed: fp16 hd256 4q/1kv and 6q/1kv, batch 1-2, kv 8k..256k, vLLM "
                  "layout; V1, the plan, the best split count and the read floor (with --out, --iters, --l2-hint, "
-                 "--emulate, --no-portable only)")
+                 "--emulate, --no-portable, --kv-dtype only)")
       ->check(CLI::IsMember({"default", "seed"}));
   cmd.add_option("--emulate", o.emulate,
                  "bi-v100 (with --grid seed): also the cells on a 16-SM green partition, portable agent (target 0, "
@@ -324,6 +339,7 @@ void add_bench_decode_seed_options(CLI::App& cmd, BenchDecodeOptions& o) {
 
 void run_bench_decode_seed(const BenchDecodeOptions& o) {
   check_seed_options(o);
+  const std::vector<KVDType> kv_types = parse_kv_types(o);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const BenchDevice device = open_bench_device("muh bench decode");
@@ -360,19 +376,21 @@ void run_bench_decode_seed(const BenchDecodeOptions& o) {
     const Timer time{w, pool, flusher, o.iters, l2_hint_option(o.l2_hint)};
     for (int q_heads : kQHeads)
       for (int batch : kBatches)
-        for (int len : kLens) {
-          const DecodeParams p = setup_cell(pool, q_heads, batch, len);
-          const Floor floor = measure_floor(p, w, pool, flusher, o.iters);
-          for (int target : targets) {
-            SeedRow r = run_agent(p, w, target, time);
-            r.q_heads = q_heads;
-            r.batch = batch;
-            r.kv_len = len;
-            r.floor = floor;
-            print_progress(r, elapsed());
-            rows.push_back(r);
+        for (int len : kLens)
+          for (KVDType kv : kv_types) {
+            const DecodeParams p = setup_cell(pool, q_heads, batch, len, kv);
+            const Floor floor = measure_floor(p, w, pool, flusher, o.iters);
+            for (int target : targets) {
+              SeedRow r = run_agent(p, w, target, time);
+              r.kv = kv;
+              r.q_heads = q_heads;
+              r.batch = batch;
+              r.kv_len = len;
+              r.floor = floor;
+              print_progress(r, elapsed());
+              rows.push_back(r);
+            }
           }
-        }
   }
   print_table(device, rows, o.iters);
   const double wall = elapsed();
