@@ -24,7 +24,7 @@ std::string why_passed(const Passed& p) {
       return t + " agent does not read " + (p.source == KVSource::paged_vllm ? "paged vLLM-layout" : "paged NHD") +
              " K/V";
     case Pass::variant: return t + " agent has no variant hooks (window, soft-cap, sinks, ALiBi)";
-    case Pass::kv_dtype: return t + " agent does not read an fp8 KV cache (the sm80 agent does)";
+    case Pass::kv_dtype: return t + " agent does not read an fp8 KV cache (the sm80 and portable agents do)";
     case Pass::no_key_split:
       return t + " agent has no key split and this call has " + grouped(p.tiles) + " q tiles for its " +
              grouped(p.slots) + " slots: the next row splits the keys";

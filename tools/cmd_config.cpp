@@ -740,7 +740,7 @@ std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& 
                                   : std::string("fp16")) +
                 " in shared memory; copies by " + (d.policy.tma ? "TMA boxes where the layout allows" : "cp.async"));
   }
-  // Paged prefill: the walk for an fp8 cache (prefill_agent_reads_kv: the sm80 agent only), NHD pages.
+  // Paged prefill: the walk for an fp8 cache (prefill_agent_reads_kv: the sm80 and portable agents), NHD pages.
   SelectOptions so{-1, KVSource::paged_nhd};
   so.kv_dtype = kv;
   const PrefillSelection p = choose_prefill(hw, t, hd, so);
@@ -750,9 +750,12 @@ std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& 
     l.push_back("paged prefill: " + target_name(p.target) +
                 "'s row, not compiled in this build (MUH_PAGED_PREFILL, MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS)");
   } else {
+    const std::string how = p.policy.agent == Agent::portable
+                                ? ": each load of 8 codes widened to q's type on its way into shared memory"
+                                : ": the codes land by cp.async in the upper half of each row of the 16-bit ring and "
+                                  "are widened there";
     l.push_back("paged prefill: " + target_name(p.target) + "'s row (" + describe(p) + "), instances/prefill_paged_fp8_" +
-                file + ": the codes land by cp.async in the upper half of each row of the 16-bit ring and are "
-                "widened there; no attention variant");
+                file + how + "; no attention variant");
   }
   return l;
 }

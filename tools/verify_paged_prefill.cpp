@@ -6,7 +6,7 @@
 // forced row whose agent has no copy for a layout (the sm75 agent on vLLM pages) is refused by
 // the selection; the row then says so and checks what the unforced selection runs instead.
 // Then the fp8 KV caches (muh/kv_quant.hpp): every compiled fp8 instance on every target whose row
-// is the sm80 agent's (the one that reads fp8 codes), both layouts, the same shapes (vLLM pages a
+// reads fp8 codes (the sm80 and portable agents': prefill_agent_reads_kv), both layouts, the same shapes (vLLM pages a
 // multiple of 16 slots), k_scale 0.5 and v_scale 2, against the reference on the dequantised cache.
 #include <cuda_runtime_api.h>
 
@@ -65,7 +65,7 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
   int fp8_rows = 0;
   for (int target : targets)
     for (const auto& e : kCompiledFp8Instances)
-      fp8_rows += e.head_dim > 0 && prefill_policy(target, e.dtype, e.head_dim).agent == Agent::sm80 ? 2 : 0;
+      fp8_rows += e.head_dim > 0 && prefill_agent_reads_kv(prefill_policy(target, e.dtype, e.head_dim).agent, e.kv) ? 2 : 0;
   const int total = int((targets.size() * std::size(kCompiledInstances) * 2 + fp8_rows) * cases.size());
   int done = 0;
   for (int target : targets) {
@@ -111,7 +111,7 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
   }
   for (int target : targets)
     for (const auto& e : kCompiledFp8Instances) {
-      if (e.head_dim == 0 || prefill_policy(target, e.dtype, e.head_dim).agent != Agent::sm80) continue;
+      if (e.head_dim == 0 || !prefill_agent_reads_kv(prefill_policy(target, e.dtype, e.head_dim).agent, e.kv)) continue;
       for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm}) {
         VerifyRow row{"paged", describe(target, e.dtype, e.head_dim, layout) + " [" + std::string(kv_dtype_name(e.kv)) +
                                    "]",

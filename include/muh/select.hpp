@@ -59,7 +59,7 @@ enum class Pass : unsigned char {
   no_tensor_cores,  // its agent multiplies on the dtype's tensor cores; the profile has none
   kv_source,        // its agent does not read the call's K/V source (prefill: a paged layout)
   variant,          // its agent has no variant hooks and the call has a variant (prefill: sm90)
-  kv_dtype,         // its agent does not read the call's fp8 KV cache (prefill: all but sm80)
+  kv_dtype,         // its agent does not read the call's fp8 KV cache (prefill: sm75, sm90)
   no_key_split,     // prefill plan: its agent has no key split and the call's q tiles fill too few
                     // of the SMs; the next row's agent splits the keys (prefill_plan.hpp)
 };

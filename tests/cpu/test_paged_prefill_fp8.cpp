@@ -1,7 +1,7 @@
 // test_paged_prefill_fp8.cpp — paged prefill over an fp8 KV cache (PrefillParams::kv), on the CPU:
-//   * the selection: only the sm80 agent reads fp8 codes (prefill_agent_reads_kv), so on Hopper
-//     the walk passes sm_90a (its trace says why) and takes sm_90's row; an A100 its own row; a
-//     T4 and the BI-V100 profile (sm75 and portable agents) have no row;
+//   * the selection: the sm80 and portable agents read fp8 codes (prefill_agent_reads_kv), so on
+//     Hopper the walk passes sm_90a (its trace says why) and takes sm_90's row; an A100 its own
+//     row; a T4 passes its sm75 row for the portable one; the BI-V100 profile its portable row;
 //   * the plan records the cache type, never runs the persistent schedule (the sm90 agent's),
 //     and prefill() refuses a plan made for another cache type before any CUDA call;
 //   * bad input: every fp8 rule a clear Status from plan_prefill() and prefill();
@@ -54,20 +54,30 @@ TEST(PagedPrefillFp8Selection, HopperWalksPastTheSm90AgentToSm80s) {
   }
 }
 
-TEST(PagedPrefillFp8Selection, NoRowWithoutTheSm80Agent) {
-  // The T4's rows are the sm75 and portable agents', the BI-V100 profile's the portable one's.
+TEST(PagedPrefillFp8Selection, WithoutTheSm80AgentThePortableOneReadsIt) {
+  // The T4's fp16 rows are the sm75 agent's (which reads no fp8: passed, the trace says why) and
+  // the portable one's; the BI-V100 profile's is the portable one's.
   const PrefillSelection t4 = choose_prefill(presets::t4, DType::fp16, 128, fp8_options(KVSource::paged_nhd), kKnownTargets);
-  EXPECT_EQ(t4.error, NoRow::nothing_fits);
+  ASSERT_TRUE(t4.ok()) << describe(t4);
+  EXPECT_EQ(t4.target, 0);
+  EXPECT_EQ(t4.policy.agent, Agent::portable);
+  ASSERT_GE(t4.passed_count, 1);
+  EXPECT_EQ(t4.passed[0].target, 75);
+  EXPECT_EQ(t4.passed[0].why, Pass::kv_dtype);
   EXPECT_NE(describe(t4).find("fp8"), std::string::npos) << describe(t4);
   const PrefillSelection bi =
       choose_prefill(presets::bi_v100, DType::fp16, 256, fp8_options(KVSource::paged_vllm), kKnownTargets);
-  EXPECT_FALSE(bi.ok());
-  // Forced onto the Hopper agent or the portable one: no row, rather than another row.
+  ASSERT_TRUE(bi.ok()) << describe(bi);
+  EXPECT_EQ(bi.policy.agent, Agent::portable);
+  // Forced onto the Hopper agent: no row, rather than another row; forced onto the portable one:
+  // its row.
   EXPECT_EQ(
       choose_prefill(presets::h200, DType::bf16, 128, fp8_options(KVSource::paged_nhd, kTargetSm90a), kKnownTargets).error,
       NoRow::forced_does_not_fit);
-  EXPECT_EQ(choose_prefill(presets::h200, DType::bf16, 128, fp8_options(KVSource::paged_nhd, 0), kKnownTargets).error,
-            NoRow::forced_does_not_fit);
+  const PrefillSelection forced0 =
+      choose_prefill(presets::h200, DType::bf16, 128, fp8_options(KVSource::paged_nhd, 0), kKnownTargets);
+  ASSERT_TRUE(forced0.ok()) << describe(forced0);
+  EXPECT_EQ(forced0.policy.agent, Agent::portable);
 }
 
 // A valid paged fp8 call (paged_call.hpp's shape: 2 sequences, 6 q heads / 1 kv head), fp16 hd 128.

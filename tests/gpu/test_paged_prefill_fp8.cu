@@ -7,10 +7,11 @@
 // exact and the scales are applied in fp32). Outputs pre-filled with NaN, NaN's code in every
 // unused cache slot, random page order, lse, two runs bitwise equal, debug_checks on.
 //
-// Only the sm80 agent reads an fp8 cache (prefill_agent_reads_kv): a forced target of another
-// agent (portable, sm75, sm90) has no row — the case checks that plan_prefill says so and that
-// the unforced walk runs the sm80 agent's row of the device. The vLLM layout needs pages of a
-// multiple of 16 slots (the value rows' 16-code copies): its page-8 case is refused.
+// The sm80 and portable agents read an fp8 cache (prefill_agent_reads_kv): a forced target of
+// another agent (sm75, sm90) has no row — the case checks that plan_prefill says so and that
+// the unforced walk runs a row that reads it (the sm80 agent's on sm_80 and newer, else the
+// portable one's). The vLLM layout needs pages of a multiple of 16 slots (the sm80 agent's value
+// rows copy 16 codes): its page-8 case is refused.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -53,7 +54,7 @@ std::string param_name(const Param& p) {
 }
 void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
 
-// The sm80 agent's targets take every shape; the other targets one shape each (their answer is
+// The targets whose agent reads fp8 take every shape; the others one shape each (their answer is
 // the refusal, the same for every shape).
 std::vector<Param> all_params() {
   std::vector<Param> v;
@@ -62,9 +63,9 @@ std::vector<Param> all_params() {
     for (const auto& e : kCompiledFp8Instances) {
       if (e.head_dim == 0) continue;  // (the sentinel)
       const int target = compiled_targets::values[ti];
-      const bool sm80 = prefill_policy(target, e.dtype, e.head_dim).agent == Agent::sm80;
+      const bool reads = prefill_agent_reads_kv(prefill_policy(target, e.dtype, e.head_dim).agent, e.kv);
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
-        for (std::size_t c = 0; c < (sm80 ? n : 1); ++c) v.push_back({target, e.kv, e.dtype, e.head_dim, l, c});
+        for (std::size_t c = 0; c < (reads ? n : 1); ++c) v.push_back({target, e.kv, e.dtype, e.head_dim, l, c});
     }
   return v;
 }
@@ -87,20 +88,16 @@ TEST_P(PagedPrefillFp8, MatchesReferenceOnTheDequantisedCache) {
     EXPECT_NE(r.status.message().find("multiple of 16"), std::string::npos) << r.status.message();
     return;
   }
-  if (pol.agent != Agent::sm80) {
+  if (!prefill_agent_reads_kv(pol.agent, prm.kv)) {
     // Forced onto an agent that does not read fp8 codes: no row, a clear Status; the walk finds
-    // the sm80 agent's row, where the device has one.
+    // a row that reads them (the sm80 agent's on sm_80 and newer, else the portable one's).
     // (The sm90 agent on vLLM pages: the layout is the first reason the walk gives.)
     EXPECT_FALSE(r.status.ok());
     const bool vllm_first = prm.layout == KVLayout::vllm && !prefill_agent_reads(pol.agent, KVSource::paged_vllm);
     EXPECT_NE(r.status.message().find(vllm_first ? "paged vLLM" : "fp8"), std::string::npos) << r.status.message();
     const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
-    if (device_cc() < 80) {
-      EXPECT_FALSE(walked.status.ok()) << "an fp8 cache on sm_" << device_cc() << " has no row";
-      return;
-    }
     ASSERT_TRUE(walked.status.ok()) << walked.status.message();
-    EXPECT_EQ(plan.policy.agent, Agent::sm80);
+    EXPECT_TRUE(prefill_agent_reads_kv(plan.policy.agent, prm.kv)) << agent_name(plan.policy.agent);
     EXPECT_EQ(plan.kv_dtype, prm.kv);
     testing::expect_matches_reference(walked, pi->in->naive_err, pi->in->max_ref,
                                       "fp8 cache; pre-filled with NaN; NaN codes in unused cache slots");
@@ -126,7 +123,6 @@ INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillFp8, ::testing::ValuesIn(all_
 // on O) — a wrong placement is off by a factor of 2 or 4, far outside it.
 TEST(PagedPrefillFp8Scales, AgreeWithThe16BitCacheOfTheSameValues) {
   MUH_REQUIRE_GPU();
-  if (device_cc() < 80) GTEST_SKIP() << "an fp8 cache needs the sm80 agent (sm_80 and newer)";
   for (const auto& e : kCompiledFp8Instances) {
     if (e.head_dim == 0) continue;
     check::PagedPrefillCase c = check::paged_prefill_cases()[4];  // many pages, varlen, GQA 6

@@ -2,8 +2,8 @@
 // for a second CUDA compiler: clang's CUDA front end (tests/portable/CMakeLists.txt compiles it
 // to PTX for sm_80 in the CPU label). The BI-V100's toolchain is clang-based; what only nvcc
 // accepts (an nvcc extension, a header nvcc pre-includes) fails here first.
-// The kernels: prefill (contiguous and paged, both layouts), decode for both KV layouts (a 16-bit
-// and an e4m3 cache), and the V2 merge the decode agent ends with.
+// The kernels: prefill (contiguous and paged, both layouts; paged over a 16-bit and an e4m3 cache),
+// decode for both KV layouts (a 16-bit and an e4m3 cache), and the V2 merge the decode agent ends with.
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_portable.cuh"
 #include "muh/kernels/prefill_portable.cuh"
@@ -29,6 +29,11 @@ template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSou
                                                                                                 const PrefillPagedKV);
 template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSource::paged_vllm>(const PrefillArgs,
                                                                                                  const PrefillPagedKV);
+// ... and over an e4m3 cache (the codes widened on their way into shared memory).
+template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSource::paged_nhd, KVDType::fp8_e4m3>(
+    const PrefillArgs, const PrefillPagedKV);
+template __global__ void prefill_portable_paged_kernel<PrefillRow, kT, kD, KVSource::paged_vllm, KVDType::fp8_e4m3>(
+    const PrefillArgs, const PrefillPagedKV);
 // Decode: the seed's 4 query heads per KV head (passes of 4) and 6 (passes of 8), both layouts.
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::nhd, 4>(const decode::DecodeArgs, int*);
 template __global__ void decode::decode_portable_kernel<DecodeTr, KVLayout::vllm, 4>(const decode::DecodeArgs, int*);

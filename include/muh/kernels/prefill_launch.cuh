@@ -57,11 +57,11 @@ struct PrefillKernel {
   // The tail of a split launch (tensor-core agents only).
   static constexpr auto tail_function() { return &prefill_sm80_tail_kernel<Getter, DT, D>; }
   // K/V from a paged cache in source S (a source the agent reads: prefill_agent_reads) of element
-  // type KV (fp8: the sm80 agent only, prefill_agent_reads_kv).
+  // type KV (fp8: the sm80 and portable agents, prefill_agent_reads_kv).
   template <KVSource S, KVDType KV = KVDType::same>
   static auto paged_function() {
     if constexpr (tensor_cores) return &prefill_sm80_paged_kernel<Getter, DT, D, S, KV>;
-    else return &prefill_portable_paged_kernel<Getter, DT, D, S>;
+    else return &prefill_portable_paged_kernel<Getter, DT, D, S, KV>;
   }
   // The tail of a split paged launch (tensor-core agents only).
   template <KVSource S, KVDType KV = KVDType::same>

@@ -3,7 +3,10 @@
 // not NVIDIA PTX) and every profile whose rows fall back to it (fp32 everywhere, sm_75).
 //
 // K/V come from a source (template parameter): contiguous varlen tensors, or a paged cache in
-// either layout (kernels/prefill_kv.cuh; only the K/V copies differ).
+// either layout (kernels/prefill_kv.cuh; only the K/V copies differ) holding q's type or fp8
+// codes (muh/kv_quant.hpp: each 8-code load widened to q's 16-bit type on its way into shared
+// memory, exactly — kernels/fp8_widen.cuh — so the tiles and the math are the 16-bit cache's;
+// k_scale is in the softmax scale, v_scale applied to O in the epilogue).
 // Shared memory is exactly prefill_smem_bytes() of policy.hpp: the Q tile and one K and one V
 // tile, (block_m + 2·block_n)·head_dim·elem — the seed's 32×32 tile at hd 256 in 16-bit is
 // (32 + 64)·256·2 = 48 KB. Scores and O stay in registers:
@@ -18,7 +21,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "muh/kernels/fp8_widen.cuh"
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/variant.cuh"
@@ -60,9 +65,10 @@ __device__ __forceinline__ void portable_load_tile(uint4* dst, const uint4* src,
 // 16-byte vectors of one key; the vLLM value pages are token-minor, so there a thread loads 16
 // bytes of one dim — VE consecutive slots, all in one page since page_size and n0 are multiples
 // of VE — and scatters its VE elements down the tile's rows (a transposing copy).
+// (A cache of q's own type; an fp8 cache: portable_load_paged_fp8, portable_load_paged picks.)
 template <int ROWS, int NV, int NT, class T, KVLayout L>
-__device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRows<T, L>& kv, bool value, int n0,
-                                                    int valid, int tid) {
+__device__ __forceinline__ void portable_load_paged_same(uint4* dst, const PagedKvRows<T, L>& kv, bool value, int n0,
+                                                         int valid, int tid) {
   constexpr int VE = 16 / static_cast<int>(sizeof(T));
   if constexpr (L == KVLayout::vllm) {
     if (value) {
@@ -102,13 +108,77 @@ __device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRow
   }
 }
 
+// The fp8 form of portable_load_paged: a tile vector (8 elements of T, 16 bytes) is 8 codes, one
+// 8-byte load, widened exactly (fp8_widen.cuh) — NHD: dims v·8 … of key n; vLLM key (x = 16):
+// half v % 2 of chunk v / 2; vLLM value: 8 slots of one dim (page_size a multiple of 16, a host
+// check), scattered down the rows as the 16-bit form does. A zero load widens to +0.
+template <int ROWS, int NV, int NT, class T, KVDType KV, class C, KVLayout L>
+__device__ __forceinline__ void portable_load_paged_fp8(uint4* dst, const PagedKvRows<C, L>& kv, bool value, int n0,
+                                                        int valid, int tid) {
+  static_assert(is_fp8(KV) && sizeof(C) == 1 && sizeof(T) == 2, "fp8 codes widened to fp16 / bf16");
+  constexpr int VE = 8;  // elements of a tile vector = codes of a load
+  if constexpr (L == KVLayout::vllm) {
+    if (value) {
+      static_assert(ROWS % VE == 0, "a tile holds whole groups of 8 slots");
+      constexpr int G = ROWS / VE;
+      T* d_el = reinterpret_cast<T*>(dst);
+      for (int idx = tid; idx < NV * VE * G; idx += NT) {
+        const int d = idx / G, r0 = (idx % G) * VE;
+        uint2 x = make_uint2(0u, 0u);
+        if (r0 < valid) {
+          int slot;
+          const long long page = kv.page_of(n0 + r0, &slot);
+          x = *reinterpret_cast<const uint2*>(kv.v + page + static_cast<long long>(d) * kv.page_size + slot);
+        }
+        const uint4 w = widen_fp8x8<KV, T>(x);
+        const T* e = reinterpret_cast<const T*>(&w);
+#pragma unroll
+        for (int i = 0; i < VE; ++i) {
+          const int r = r0 + i;
+          d_el[(r * NV + (d / VE + r) % NV) * VE + d % VE] = r < valid ? e[i] : from_float<T>(0.f);
+        }
+      }
+      return;
+    }
+  }
+  for (int idx = tid; idx < ROWS * NV; idx += NT) {
+    const int r = L == KVLayout::vllm ? idx % ROWS : idx / NV, v = L == KVLayout::vllm ? idx / ROWS : idx % NV;
+    uint2 x = make_uint2(0u, 0u);
+    if (r < valid) {
+      int slot;
+      const long long page = kv.page_of(n0 + r, &slot);
+      const C* src = L == KVLayout::nhd
+                         ? kv.base(value) + page + slot * kv.ldk + v * VE
+                         : kv.k + page + (static_cast<long long>(v / 2) * kv.page_size + slot) * kv.kX + (v % 2) * VE;
+      x = *reinterpret_cast<const uint2*>(src);
+    }
+    dst[r * NV + (v + r) % NV] = widen_fp8x8<KV, T>(x);
+  }
+}
+
+// T: the tile's element type; KV: the cache's (muh/kv_quant.hpp), whose elements C are T's or, for
+// an fp8 cache, 1-byte codes.
+template <int ROWS, int NV, int NT, class T, KVDType KV = KVDType::same, class C, KVLayout L>
+__device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRows<C, L>& kv, bool value, int n0,
+                                                    int valid, int tid) {
+  if constexpr (is_fp8(KV)) {
+    portable_load_paged_fp8<ROWS, NV, NT, T, KV>(dst, kv, value, n0, valid, tid);
+  } else {
+    static_assert(std::is_same_v<C, T>, "a 16-bit / fp32 cache holds the tile's type");
+    portable_load_paged_same<ROWS, NV, NT>(dst, kv, value, n0, valid, tid);
+  }
+}
+
 // The agent's body: one q tile of one (sequence, q head), K/V from source S (contiguous: a and
 // its cu_seqlens_k; paged: pkv, kernels/prefill_kv.cuh). Var: the variant kind
-// (kernels/variant.cuh); with PlainVariant every hook is compiled out.
-template <class Getter, DType DT, int D, KVSource S, class Var = PlainVariant>
+// (kernels/variant.cuh); with PlainVariant every hook is compiled out. KV: a paged cache's element
+// type (fp8: plain kind, fp16 / bf16 q — host checks).
+template <class Getter, DType DT, int D, KVSource S, class Var = PlainVariant, KVDType KV = KVDType::same>
 __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, const PrefillPagedKV& pkv,
                                                       const Var& var = Var{}) {
   using T = storage_t<DT>;
+  using C = std::conditional_t<is_fp8(KV), std::uint8_t, T>;  // a cache element
+  static_assert(!is_fp8(KV) || (is_paged(S) && !Var::kOn && sizeof(T) == 2), "fp8: paged, plain kind, 16-bit q");
   using Vec = PortableVec<T>;
   constexpr PrefillPolicy P = Getter{}();
   constexpr int BM = P.block_m, BN = P.block_n, NT = tile32::kLanes * P.num_warps;  // num_warps counts 32-lane tiles
@@ -152,8 +222,8 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
   int kt_begin = 0, n_tiles = (visible_keys(m0, BM, sq, sk, a.causal) + BN - 1) / BN;
   [[maybe_unused]] const auto vh = make_variant_head(var, tc.h, sq, sk);
   if constexpr (Var::kOn) vh.template key_tiles<BN>(m0, BM, &kt_begin, &n_tiles);
-  PagedKvRows<T, paged_layout(S)> paged;
-  if constexpr (kPaged) paged = PagedKvRows<T, paged_layout(S)>::template make<D>(pkv, tc.b, kvh);
+  PagedKvRows<C, paged_layout(S)> paged;
+  if constexpr (kPaged) paged = PagedKvRows<C, paged_layout(S)>::template make<D>(pkv, tc.b, kvh);
 
   portable_load_tile<BM, NV, NT>(sQ, gQ, ldq, sq - m0, tid);
 
@@ -169,8 +239,8 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
     const int n0 = tile * BN;
     __syncthreads();  // the previous tile's K/V are no longer read
     if constexpr (kPaged) {
-      portable_load_paged<BN, NV, NT>(sK, paged, false, n0, sk - n0, tid);
-      portable_load_paged<BN, NV, NT>(sV, paged, true, n0, sk - n0, tid);
+      portable_load_paged<BN, NV, NT, T, KV>(sK, paged, false, n0, sk - n0, tid);
+      portable_load_paged<BN, NV, NT, T, KV>(sV, paged, true, n0, sk - n0, tid);
     } else {
       portable_load_tile<BN, NV, NT>(sK, gK + n0 * ldk, ldk, sk - n0, tid);
       portable_load_tile<BN, NV, NT>(sV, gV + n0 * ldk, ldk, sk - n0, tid);
@@ -250,6 +320,7 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
   run.l = tile32::reduce_sum<TPR>(run.l);
   if (m0 + r < sq) {
     float inv = run.inv_l();
+    if constexpr (is_fp8(KV)) inv *= pkv.v_scale;  // V = code · v_scale, once on O
     [[maybe_unused]] float lse = 0.f;
     if constexpr (Var::kOn) vh.finish(run.lse(units), inv, &inv, &lse);
     uint4* gO = static_cast<uint4*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * NV;
@@ -275,12 +346,12 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
   prefill_portable_body<Getter, DT, D, S, GeneralVariant>(a, pkv, GeneralVariant{v});
 }
 
-// K/V from a paged cache (S: paged_nhd or paged_vllm).
-template <class Getter, DType DT, int D, KVSource S>
+// K/V from a paged cache (S: paged_nhd or paged_vllm) of element type KV.
+template <class Getter, DType DT, int D, KVSource S, KVDType KV = KVDType::same>
 __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
     prefill_portable_paged_kernel(const PrefillArgs a, const PrefillPagedKV pkv) {
   static_assert(is_paged(S), "the contiguous source runs prefill_portable_kernel");
-  prefill_portable_body<Getter, DT, D, S>(a, pkv);
+  prefill_portable_body<Getter, DT, D, S, PlainVariant, KV>(a, pkv);
 }
 
 }  // namespace muh::kernels

@@ -37,10 +37,13 @@ constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
 // calls with a variant walk on to the sm80 agent's row of sm_90.
 constexpr bool prefill_agent_has_variants(Agent agent) { return agent != Agent::sm90; }
 // Whether the agent reads a paged cache of element type kv (muh/kv_quant.hpp): every agent reads
-// q's own type; an fp8 cache only the sm80 agent, whose copies land the codes in its ring and
-// widen them there (prefill_sm80_pipeline.cuh). Such a call walks past the sm90 agent to the
-// sm80 agent's row of sm_90, and finds no row on a T4 or the portable profile.
-constexpr bool prefill_agent_reads_kv(Agent agent, KVDType kv) { return !is_fp8(kv) || agent == Agent::sm80; }
+// q's own type; an fp8 cache the sm80 agent, whose copies land the codes in its ring and widen
+// them there (prefill_sm80_pipeline.cuh), and the portable one, which widens each load on its
+// way into shared memory (prefill_portable.cuh). Such a call walks past the sm90 agent to the
+// sm80 agent's row of sm_90, and past the T4's sm75 row to the portable one.
+constexpr bool prefill_agent_reads_kv(Agent agent, KVDType kv) {
+  return !is_fp8(kv) || agent == Agent::sm80 || agent == Agent::portable;
+}
 
 constexpr std::string_view agent_name(Agent a) {
   switch (a) {
