@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Session 8's device call (carry ["devrun8", "devrun7v"]; ≤ 570 s, each stage guarded by the time
-# left so the logs of what ran come back). Pack p8 = f05659a's tree built on the CPU machine
-# (/tmp/v1's lean configuration: sm_90 SASS, targets 0;90;90a, hd 64/128/256, fp16/bf16, fp8
-# e4m3/e5m2 at hd 128/256, both variant kinds at hd 128): libmuh + install prefix, `muh`, eight
-# GPU test binaries. v2lib = session 5's library (devrun7v), for the ncu A/B when time is left.
-#   1. the portable agent over an fp8 cache (c0e71d7): muh_gpu_decode_fp8_tests (t0 and t90),
-#      the fp8 input-guard cases (t0 new), memcheck on t0 fp8 cases;
-#   2. session 7's unrun checks (next-callA.sh): fp8 refusal messages, mixed batches, the paged
-#      input guard under memcheck, pytest of the ops.py descale fix;
+# Session 8's device call (carry ["devrun8"]; ≤ 575 s, each stage guarded by the time left so the
+# logs of what ran come back). Pack p8 = 807f7a3's tree built on the CPU machine (/tmp/v1's lean
+# configuration: sm_90 SASS, targets 0;90;90a, hd 64/128/256, fp16/bf16, fp8 e4m3/e5m2 at hd
+# 128/256, both variant kinds at hd 128): libmuh + install prefix, `muh`, eight GPU test binaries.
+#   1. the portable agent over an fp8 cache, new this session: decode (c0e71d7) and paged prefill
+#      (807f7a3) — their t0 cases (the sm80 agent's fp8 kernels did not change), the fp8 decode
+#      input guard at t0, memcheck on a few t0 cases of each;
+#   2. session 7's unrun checks (next-callA.sh): the t91 refusal messages and the scales test,
+#      mixed batches (their e4m3 cases), pytest of the ops.py descale fix;
 #   3. the seed grid with --kv-dtype auto,fp8_e4m3 --emulate bi-v100: the portable and sm80 agents
 #      over fp16 and e4m3 caches, side by side;
-#   4. muh verify --quick (every compiled policy incl. the new t0 fp8 rows).
+#   4. muh verify --quick (every compiled policy, the new t0 fp8 rows among them).
 set -u
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 left() { [ $(( $(date +%s) - t0 )) -lt "$1" ]; }  # left N: true while fewer than N s have passed
@@ -26,14 +26,16 @@ run() {  # run NAME TIMEOUT CMD...: one line with the gtest / sanitizer summarie
   echo "$name rc $rc at $(el) s: $(grep -E '^\[  (PASSED|FAILED)  \]|RACECHECK SUMMARY|ERROR SUMMARY|^PASS|^FAIL' $OUT/$name.log | tail -3 | tr '\n' ' ' | cut -c1-220)"
   grep -E "^\[  FAILED  \]" $OUT/$name.log | head -8
 }
-# 1. the portable agent's fp8 decode
-run decode_fp8 200 $P/muh_gpu_decode_fp8_tests
-run guard_decode 90 $P/muh_gpu_input_guard_tests --gtest_filter='*DecodeGuard*'
-left 330 && run memcheck_t0_fp8 90 compute-sanitizer --tool memcheck $P/muh_gpu_decode_fp8_tests \
+# 1. the portable agent over fp8 caches
+run decode_fp8_t0 150 $P/muh_gpu_decode_fp8_tests --gtest_filter='*/t0_*'
+run prefill_fp8_t0 120 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*/t0_*:*/t91_*:*Scales*'
+left 300 && run guard_decode_t0 60 $P/muh_gpu_input_guard_tests --gtest_filter='*DecodeGuard*/t0_*'
+left 330 && run memcheck_decode_t0_fp8 60 compute-sanitizer --tool memcheck $P/muh_gpu_decode_fp8_tests \
   --gtest_filter='*t0_fp8_e4m3_fp16_hd256_*_ragged:*t0_fp8_e5m2_bf16_hd128_*_empty_and_long'
+left 360 && run memcheck_prefill_t0_fp8 60 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_fp8_tests \
+  --gtest_filter='*t0_fp8_e4m3_fp16_hd256_*_prefix1_chunk1_gqa6_p16:*t0_fp8_e5m2_bf16_hd128_vllm_*chunk511*'
 # 2. session 7's checks
-left 360 && run fp8_refusals 40 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*t91_*:*t0_*:*Scales*'
-left 380 && run mixed 70 $P/muh_gpu_mixed_batch_tests
+left 390 && run mixed 70 $P/muh_gpu_mixed_batch_tests
 wait $py_pid; tail -1 $OUT/py_build.log
 left 420 && ( export PYTHONPATH=/tmp/py; timeout 60 python3 -m pytest -q -p no:cacheprovider tests/python/gpu/test_fp8_prefill.py \
     tests/python/gpu/test_paged_dropins.py > $OUT/pytest.log 2>&1; echo "pytest rc $? at $(el) s: $(tail -1 $OUT/pytest.log)" )
