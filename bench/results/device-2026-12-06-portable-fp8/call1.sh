@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 8's device call (carry ["devrun8"]; ≤ 575 s, each stage guarded by the time left so the
-# logs of what ran come back). Pack p8 = 807f7a3's tree built on the CPU machine (/tmp/v1's lean
-# configuration: sm_90 SASS, targets 0;90;90a, hd 64/128/256, fp16/bf16, fp8 e4m3/e5m2 at hd
+# Session 8's device call (carry ["devrun8"]; ≤ DL s (default 420: the session's device time ran
+# low on failed starts), each stage guarded by the time left so the logs of what ran come back).
+# Pack p8 = 807f7a3's tree built on the CPU machine (/tmp/v1's lean configuration: sm_90 SASS, targets 0;90;90a, hd 64/128/256, fp16/bf16, fp8 e4m3/e5m2 at hd
 # 128/256, both variant kinds at hd 128): libmuh + install prefix, `muh`, eight GPU test binaries.
 #   1. the portable agent over an fp8 cache, new this session: decode (c0e71d7) and paged prefill
 #      (807f7a3) — their t0 cases (the sm80 agent's fp8 kernels did not change), the fp8 decode
@@ -13,7 +13,8 @@
 #   4. muh verify --quick (every compiled policy, the new t0 fp8 rows among them).
 set -u
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
-left() { [ $(( $(date +%s) - t0 )) -lt "$1" ]; }  # left N: true while fewer than N s have passed
+DL=${DL:-420}
+left() { [ $(( $(date +%s) - t0 )) -lt $(( $1 * DL / 575 )) ]; }  # left N: fewer than N·DL/575 s have passed
 tar xJf devrun8/p8.tar.xz -C /tmp
 P=/tmp/p8; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 PYTHONDONTWRITEBYTECODE=1
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader | tee $OUT/gpu.txt
@@ -42,7 +43,7 @@ left 420 && ( export PYTHONPATH=/tmp/py; timeout 60 python3 -m pytest -q -p no:c
 grep -E "^FAILED|^ERROR" $OUT/pytest.log 2>/dev/null | head -8
 # 3. the seed grid over fp16 and e4m3 caches (stops itself by the call's end)
 mkdir -p $OUT/seed
-left 460 && { timeout $(( 575 - $(el) )) $P/muh bench decode --grid seed --emulate bi-v100 --kv-dtype auto,fp8_e4m3 \
+left 460 && { timeout $(( DL - 5 - $(el) )) $P/muh bench decode --grid seed --emulate bi-v100 --kv-dtype auto,fp8_e4m3 \
     --out $OUT/seed > $OUT/seed.log 2> $OUT/seed.progress; echo "seed rc $? at $(el) s"; tail -3 $OUT/seed.progress; }
 # 4. verify, if anything is left
 left 540 && run verify 30 $P/muh verify --quick
