@@ -15,6 +15,7 @@ set -u
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 DL=${DL:-420}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( $1 * DL / 575 )) ]; }  # left N: fewer than N·DL/575 s have passed
+sc() { echo $(( $1 * DL / 575 )); }  # a stage's timeout, scaled like left
 tar xJf devrun8/p8.tar.xz -C /tmp
 P=/tmp/p8; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 PYTHONDONTWRITEBYTECODE=1
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader | tee $OUT/gpu.txt
@@ -28,15 +29,15 @@ run() {  # run NAME TIMEOUT CMD...: one line with the gtest / sanitizer summarie
   grep -E "^\[  FAILED  \]" $OUT/$name.log | head -8
 }
 # 1. the portable agent over fp8 caches
-run decode_fp8_t0 150 $P/muh_gpu_decode_fp8_tests --gtest_filter='*/t0_*'
-run prefill_fp8_t0 120 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*/t0_*:*/t91_*:*Scales*'
-left 300 && run guard_decode_t0 60 $P/muh_gpu_input_guard_tests --gtest_filter='*DecodeGuard*/t0_*'
-left 330 && run memcheck_decode_t0_fp8 60 compute-sanitizer --tool memcheck $P/muh_gpu_decode_fp8_tests \
+run decode_fp8_t0 $(sc 150) $P/muh_gpu_decode_fp8_tests --gtest_filter='*/t0_*'
+run prefill_fp8_t0 $(sc 120) $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*/t0_*:*/t91_*:*Scales*'
+left 300 && run guard_decode_t0 $(sc 60) $P/muh_gpu_input_guard_tests --gtest_filter='*DecodeGuard*/t0_*'
+left 330 && run memcheck_decode_t0_fp8 $(sc 60) compute-sanitizer --tool memcheck $P/muh_gpu_decode_fp8_tests \
   --gtest_filter='*t0_fp8_e4m3_fp16_hd256_*_ragged:*t0_fp8_e5m2_bf16_hd128_*_empty_and_long'
-left 360 && run memcheck_prefill_t0_fp8 60 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_fp8_tests \
+left 360 && run memcheck_prefill_t0_fp8 $(sc 60) compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_fp8_tests \
   --gtest_filter='*t0_fp8_e4m3_fp16_hd256_*_prefix1_chunk1_gqa6_p16:*t0_fp8_e5m2_bf16_hd128_vllm_*chunk511*'
 # 2. session 7's checks
-left 390 && run mixed 70 $P/muh_gpu_mixed_batch_tests
+left 390 && run mixed $(sc 70) $P/muh_gpu_mixed_batch_tests
 wait $py_pid; tail -1 $OUT/py_build.log
 left 420 && ( export PYTHONPATH=/tmp/py; timeout 60 python3 -m pytest -q -p no:cacheprovider tests/python/gpu/test_fp8_prefill.py \
     tests/python/gpu/test_paged_dropins.py > $OUT/pytest.log 2>&1; echo "pytest rc $? at $(el) s: $(tail -1 $OUT/pytest.log)" )
