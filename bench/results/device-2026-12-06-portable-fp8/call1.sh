@@ -38,7 +38,7 @@ left 360 && run memcheck_prefill_t0_fp8 $(sc 60) compute-sanitizer --tool memche
   --gtest_filter='*t0_fp8_e4m3_fp16_hd256_*_prefix1_chunk1_gqa6_p16:*t0_fp8_e5m2_bf16_hd128_vllm_*chunk511*'
 # 2. session 7's checks
 left 390 && run mixed $(sc 70) $P/muh_gpu_mixed_batch_tests
-wait $py_pid; tail -1 $OUT/py_build.log
+left 420 && wait $py_pid; tail -1 $OUT/py_build.log
 left 420 && ( export PYTHONPATH=/tmp/py; timeout 60 python3 -m pytest -q -p no:cacheprovider tests/python/gpu/test_fp8_prefill.py \
     tests/python/gpu/test_paged_dropins.py > $OUT/pytest.log 2>&1; echo "pytest rc $? at $(el) s: $(tail -1 $OUT/pytest.log)" )
 grep -E "^FAILED|^ERROR" $OUT/pytest.log 2>/dev/null | head -8
