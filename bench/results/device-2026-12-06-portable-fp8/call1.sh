@@ -48,4 +48,5 @@ left 460 && { timeout $(( DL - 5 - $(el) )) $P/muh bench decode --grid seed --em
     --out $OUT/seed > $OUT/seed.log 2> $OUT/seed.progress; echo "seed rc $? at $(el) s"; tail -3 $OUT/seed.progress; }
 # 4. verify, if anything is left
 left 540 && run verify 30 $P/muh verify --quick
+kill $py_pid 2>/dev/null  # (a Python build still running: not needed any more)
 echo "done at $(el) s"
