@@ -195,10 +195,11 @@ _FP8_TORCH_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 def _check_descale(op, name, t):
     """flash_attn_varlen_func's k_descale / v_descale: one value (a 0-dim or 1-element tensor, or
-    one value expanded: every stride 0, as vLLM's layer._k_scale.expand(...))."""
+    one value expanded: stride 0 in every dim of size > 1, as vLLM's layer._k_scale.expand(...),
+    whose size-1 dims keep their strides)."""
     if t is None:
         return
-    if t.numel() > 1 and any(s != 0 for s in t.stride()):
+    if t.numel() > 1 and any(s != 0 for s, n in zip(t.stride(), t.shape) if n > 1):
         raise NotImplementedError(f"muh.{op}: {name} of shape {tuple(t.shape)} holds more than one value: muh "
                                   "takes per-tensor descales only (one value: a 0-dim or 1-element tensor, a "
                                   "float, or one value expanded, as vLLM's layer._k_scale.expand(...))")

@@ -540,8 +540,9 @@ PagedCache paged_cache(const Args& a, const at::Tensor& q, const at::Tensor& k_c
 }
 
 // An fp8 call's descale (flash_attn_varlen_func's k_descale / v_descale, vLLM's fork's names):
-// None → 1; else one value — a 0-dim or 1-element tensor, or one value expanded to any shape (every
-// stride 0: vLLM passes layer._k_scale.expand(batch, num_kv_heads)) — read to the host as
+// None → 1; else one value — a 0-dim or 1-element tensor, or one value expanded to any shape (stride
+// 0 in every dim of size > 1: vLLM passes layer._k_scale.expand(batch, num_kv_heads), whose
+// size-1 dim keeps its stride, e.g. shape [3, 1] strides [0, 1]) — read to the host as
 // kv_scale() reads a tensor scale (a sync for a CUDA tensor, refused under capture). muh's fp8
 // cache has per-tensor scales: distinct values per sequence or head raise NotImplementedError.
 float descale_of(const Args& a, const std::optional<at::Tensor>& t, const char* name) {
@@ -550,7 +551,7 @@ float descale_of(const Args& a, const std::optional<at::Tensor>& t, const char* 
   bool one_value = t->numel() == 1;
   if (t->numel() > 1) {
     one_value = true;
-    for (const int64_t s : t->strides()) one_value = one_value && s == 0;
+    for (int64_t d = 0; d < t->dim(); ++d) one_value = one_value && (t->size(d) == 1 || t->stride(d) == 0);
   }
   MUH_NOT_IMPLEMENTED_CHECK(one_value || t->numel() == 0, "muh.", a.op, ": ", name, " of shape ", t->sizes(),
                             " (strides ", t->strides(), ") holds more than one value: muh takes per-tensor "
