@@ -44,7 +44,9 @@
 // issue- and latency-bound at this occupancy, far from the bandwidth (issue 18's 0.4 is not
 // reached). A pass of 6 heads for groups of 5–6 (portable_pass_heads; it was 8, two of them
 // padding): the 6-head cells 1.10–1.15× faster, 0.15–0.25 of the floor, the 4-head ones unchanged
-// (H100, 16 SMs, bench/results/h100-2026-12-06-prefill-exit-six-heads.md).
+// (H100, 16 SMs, bench/results/h100-2026-12-06-prefill-exit-six-heads.md). Over an e4m3 cache
+// (half the bytes, a widening per code): 1.08–1.15× the fp16 cache's tokens/s on the same cells
+// (H100, 16 SMs, bench/results/h100-2026-12-06-portable-fp8/) — issue-bound either way.
 #pragma once
 
 #include "muh/kernels/decode_common.cuh"
