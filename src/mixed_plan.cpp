@@ -111,7 +111,7 @@ DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan) {
   d.max_blocks_per_seq = p.max_blocks_per_seq;
   d.max_seq_len = plan.decode_max_kv;
   d.softmax_scale = p.softmax_scale;
-  d.kv = p.kv;  // an fp8 cache: both parts read it (either decode agent, the prefill's sm80 agent)
+  d.kv = p.kv;  // an fp8 cache: both parts read it (either decode agent; the prefill's sm80 or portable agent)
   return d;
 }
 

@@ -261,6 +261,8 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
                  {"kv_heads", kKvHeads},
                  {"page_size", kPage},
                  {"cache_layout", "vllm: key [blocks, kv_heads, head_dim/8, 16, 8], value [blocks, kv_heads, head_dim, 16]"},
+                 {"fp8_cache", "rows with cache fp8_*: 1-byte codes (key x = 16: [blocks, kv_heads, head_dim/16, 16, 16]), "
+                               "scales 1, the pool's bytes as codes; floor over their bytes"},
                  {"page_order", "random permutation of the cell's own batch x kv_len / 16 blocks"},
                  {"l2", "256 MB buffer overwritten on the run's stream before each timed call (untimed)"},
                  {"statistic", "median of CUDA-event-timed calls after 1 warm-up call"},
