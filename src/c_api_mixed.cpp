@@ -60,8 +60,8 @@ int run_mixed(int dtype, int layout, const void* q, const void* k_cache, const v
 }
 
 // muh_paged_attention_workspace_size{,_quant}: the plan is made for the cache's element type (an
-// fp8 cache's prefill part runs the sm80 agent's row, so its workspace may differ); the scales do
-// not enter it.
+// fp8 cache's prefill part runs a row that reads fp8 — the sm80 or portable agent's, never the
+// sm90 agent's — so its workspace may differ); the scales do not enter it.
 int mixed_workspace_size(int dtype, int layout, const int* cu_seqlens_q_host, const int* seqused_k_host, int batch,
                          int total_q, int max_seqlen_q, int max_seqlen_k, int num_q_heads, int num_kv_heads,
                          int head_dim, int page_size, int num_pages, int max_blocks_per_seq, int causal, int with_lse,
