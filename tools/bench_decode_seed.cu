@@ -311,7 +311,6 @@ void check_seed_options(const BenchDecodeOptions& o) {
         g != "--kv-dtype")
       throw UsageError("muh bench decode: --grid seed does not take " + g +
                        " (it takes --out, --iters, --l2-hint, --emulate, --no-portable and --kv-dtype)");
-  parse_kv_types(o);  // (an unknown type: exit 2 here)
   if (o.no_portable && o.emulate.empty())
     throw UsageError("muh bench decode: --no-portable drops the portable agent's cells of --emulate bi-v100: add it");
 }
@@ -341,7 +340,7 @@ void add_bench_decode_seed_options(CLI::App& cmd, BenchDecodeOptions& o) {
 
 void run_bench_decode_seed(const BenchDecodeOptions& o) {
   check_seed_options(o);
-  const std::vector<KVDType> kv_types = parse_kv_types(o);
+  const std::vector<KVDType> kv_types = parse_kv_types(o);  // (an unknown type: exit 2, before the device)
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const BenchDevice device = open_bench_device("muh bench decode");

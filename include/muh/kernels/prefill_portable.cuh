@@ -59,20 +59,36 @@ __device__ __forceinline__ void portable_load_tile(uint4* dst, const uint4* src,
   }
 }
 
+// One tile vector (16 bytes of T) from a cache of element type KV at src: the 16 bytes themselves,
+// or (an fp8 cache) 8 codes in one 8-byte load, widened exactly (fp8_widen.cuh).
+template <class T, KVDType KV, class C>
+__device__ __forceinline__ uint4 portable_cache_vector(const C* src) {
+  if constexpr (is_fp8(KV)) {
+    static_assert(sizeof(C) == 1 && sizeof(T) == 2, "fp8 codes widened to fp16 / bf16");
+    return widen_fp8x8<KV, T>(*reinterpret_cast<const uint2*>(src));
+  } else {
+    static_assert(std::is_same_v<C, T>, "a 16-bit / fp32 cache holds the tile's type");
+    return *reinterpret_cast<const uint4*>(src);
+  }
+}
+
 // Paged K or V (kernels/prefill_kv.cuh): rows [0, ROWS) of the tile from key n0 → shared memory
 // in portable_load_tile's layout; rows >= valid become zeros (the slots past a sequence's last key
-// in its last page are never used, whatever they hold). NHD and the vLLM key pages give whole
-// 16-byte vectors of one key; the vLLM value pages are token-minor, so there a thread loads 16
-// bytes of one dim — VE consecutive slots, all in one page since page_size and n0 are multiples
-// of VE — and scatters its VE elements down the tile's rows (a transposing copy).
-// (A cache of q's own type; an fp8 cache: portable_load_paged_fp8, portable_load_paged picks.)
-template <int ROWS, int NV, int NT, class T, KVLayout L>
-__device__ __forceinline__ void portable_load_paged_same(uint4* dst, const PagedKvRows<T, L>& kv, bool value, int n0,
-                                                         int valid, int tid) {
+// in its last page are never used, whatever they hold). T: the tile's element type; KV: the
+// cache's (muh/kv_quant.hpp), whose elements C are T's or 1-byte fp8 codes. A tile vector is VE
+// elements of T, read by portable_cache_vector: NHD gives VE dims of one key; the vLLM key pages
+// give them as part of a 16-byte chunk of x = kX elements (the whole chunk for q's type, half of
+// it for fp8 codes, x = 16); the vLLM value pages are token-minor, so there a thread loads VE
+// consecutive slots of one dim — all in one page since page_size and n0 are multiples of VE — and
+// scatters them down the tile's rows (a transposing copy).
+template <int ROWS, int NV, int NT, class T, KVDType KV = KVDType::same, class C, KVLayout L>
+__device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRows<C, L>& kv, bool value, int n0,
+                                                    int valid, int tid) {
   constexpr int VE = 16 / static_cast<int>(sizeof(T));
+  constexpr int kPerChunk = PagedKvRows<C, L>::kX / VE;  // tile vectors per vLLM key chunk: 1, or 2 (fp8)
   if constexpr (L == KVLayout::vllm) {
     if (value) {
-      static_assert(ROWS % VE == 0, "a tile holds whole 16-byte groups of slots");
+      static_assert(ROWS % VE == 0, "a tile holds whole groups of VE slots");
       constexpr int G = ROWS / VE;  // slot groups of the tile
       T* d_el = reinterpret_cast<T*>(dst);
       for (int idx = tid; idx < NV * VE * G; idx += NT) {
@@ -81,7 +97,7 @@ __device__ __forceinline__ void portable_load_paged_same(uint4* dst, const Paged
         if (r0 < valid) {
           int slot;
           const long long page = kv.page_of(n0 + r0, &slot);
-          x = *reinterpret_cast<const uint4*>(kv.v + page + static_cast<long long>(d) * kv.page_size + slot);
+          x = portable_cache_vector<T, KV>(kv.v + page + static_cast<long long>(d) * kv.page_size + slot);
         }
         const T* e = reinterpret_cast<const T*>(&x);
 #pragma unroll
@@ -100,72 +116,13 @@ __device__ __forceinline__ void portable_load_paged_same(uint4* dst, const Paged
     if (r < valid) {
       int slot;
       const long long page = kv.page_of(n0 + r, &slot);
-      const T* src = L == KVLayout::nhd ? kv.base(value) + page + slot * kv.ldk + v * VE
-                                        : kv.k + page + (static_cast<long long>(v) * kv.page_size + slot) * VE;
-      x = *reinterpret_cast<const uint4*>(src);
-    }
-    dst[r * NV + (v + r) % NV] = x;
-  }
-}
-
-// The fp8 form of portable_load_paged: a tile vector (8 elements of T, 16 bytes) is 8 codes, one
-// 8-byte load, widened exactly (fp8_widen.cuh) — NHD: dims v·8 … of key n; vLLM key (x = 16):
-// half v % 2 of chunk v / 2; vLLM value: 8 slots of one dim (page_size a multiple of 16, a host
-// check), scattered down the rows as the 16-bit form does. A zero load widens to +0.
-template <int ROWS, int NV, int NT, class T, KVDType KV, class C, KVLayout L>
-__device__ __forceinline__ void portable_load_paged_fp8(uint4* dst, const PagedKvRows<C, L>& kv, bool value, int n0,
-                                                        int valid, int tid) {
-  static_assert(is_fp8(KV) && sizeof(C) == 1 && sizeof(T) == 2, "fp8 codes widened to fp16 / bf16");
-  constexpr int VE = 8;  // elements of a tile vector = codes of a load
-  if constexpr (L == KVLayout::vllm) {
-    if (value) {
-      static_assert(ROWS % VE == 0, "a tile holds whole groups of 8 slots");
-      constexpr int G = ROWS / VE;
-      T* d_el = reinterpret_cast<T*>(dst);
-      for (int idx = tid; idx < NV * VE * G; idx += NT) {
-        const int d = idx / G, r0 = (idx % G) * VE;
-        uint2 x = make_uint2(0u, 0u);
-        if (r0 < valid) {
-          int slot;
-          const long long page = kv.page_of(n0 + r0, &slot);
-          x = *reinterpret_cast<const uint2*>(kv.v + page + static_cast<long long>(d) * kv.page_size + slot);
-        }
-        const uint4 w = widen_fp8x8<KV, T>(x);
-        const T* e = reinterpret_cast<const T*>(&w);
-#pragma unroll
-        for (int i = 0; i < VE; ++i) {
-          const int r = r0 + i;
-          d_el[(r * NV + (d / VE + r) % NV) * VE + d % VE] = r < valid ? e[i] : from_float<T>(0.f);
-        }
-      }
-      return;
-    }
-  }
-  for (int idx = tid; idx < ROWS * NV; idx += NT) {
-    const int r = L == KVLayout::vllm ? idx % ROWS : idx / NV, v = L == KVLayout::vllm ? idx / ROWS : idx % NV;
-    uint2 x = make_uint2(0u, 0u);
-    if (r < valid) {
-      int slot;
-      const long long page = kv.page_of(n0 + r, &slot);
       const C* src = L == KVLayout::nhd
                          ? kv.base(value) + page + slot * kv.ldk + v * VE
-                         : kv.k + page + (static_cast<long long>(v / 2) * kv.page_size + slot) * kv.kX + (v % 2) * VE;
-      x = *reinterpret_cast<const uint2*>(src);
+                         : kv.k + page + (static_cast<long long>(v / kPerChunk) * kv.page_size + slot) * kv.kX +
+                               (v % kPerChunk) * VE;
+      x = portable_cache_vector<T, KV>(src);
     }
-    dst[r * NV + (v + r) % NV] = widen_fp8x8<KV, T>(x);
-  }
-}
-
-// T: the tile's element type; KV: the cache's (muh/kv_quant.hpp), whose elements C are T's or, for
-// an fp8 cache, 1-byte codes.
-template <int ROWS, int NV, int NT, class T, KVDType KV = KVDType::same, class C, KVLayout L>
-__device__ __forceinline__ void portable_load_paged(uint4* dst, const PagedKvRows<C, L>& kv, bool value, int n0,
-                                                    int valid, int tid) {
-  if constexpr (is_fp8(KV)) {
-    portable_load_paged_fp8<ROWS, NV, NT, T, KV>(dst, kv, value, n0, valid, tid);
-  } else {
-    static_assert(std::is_same_v<C, T>, "a 16-bit / fp32 cache holds the tile's type");
-    portable_load_paged_same<ROWS, NV, NT>(dst, kv, value, n0, valid, tid);
+    dst[r * NV + (v + r) % NV] = x;
   }
 }
 
