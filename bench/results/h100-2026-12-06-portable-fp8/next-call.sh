@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The next session's first call (written at the end of session 8, not yet run; carry ["devrun8"];
-# ~5 min; pack p8 = 807f7a3's build, local to this workspace and excluded from git — rebuild it as
-# call1.sh's header says if it is gone). What session 8's call could not reach:
-#   1. the rest of the portable agent's fp8 paged-prefill cases (bf16 t0) and the t91 refusal
-#      messages (session 7's fix);
+# The next session's first call (written at the end of session 8, not yet run; carry ["devrun9"];
+# ~6 min; pack p9 = 1ae4915's build in call1.sh's lean configuration, local to this workspace and
+# excluded from git — rebuild it the same way if it is gone). What session 8's call could not reach:
+#   1. every t0 fp8 paged-prefill case on the committed loader (1ae4915 merged the fp8 copy of
+#      portable_load_paged into it after call 1 ran 191 of them on the previous form), memcheck on
+#      a few, and the t91 refusal messages (session 7's fix);
 #   2. pytest of the descale fix (the extension is built from this tree: the fix is in);
 #   3. muh verify --quick (the t0 fp8 rows of decode and paged prefill among them).
 # Everything goes into ONE tarball: the tool returns only a few files a call.
 set -u
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 L=/tmp/logs9; mkdir -p $L; trap 'tar czf $OUT/logs.tgz -C $L .' EXIT
-tar xJf devrun8/p8.tar.xz -C /tmp
-P=/tmp/p8; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 PYTHONDONTWRITEBYTECODE=1
+tar xJf devrun9/p9.tar.xz -C /tmp
+P=/tmp/p9; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 PYTHONDONTWRITEBYTECODE=1
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader | tee $L/gpu.txt
 ( cmake -S python -B /tmp/py -DCMAKE_BUILD_TYPE=Release -DMUH_PYTHON_USE_INSTALLED=ON -Dmuh_DIR=$P/inst/lib/cmake/muh \
     > $L/py_build.log 2>&1 && cmake --build /tmp/py -j8 >> $L/py_build.log 2>&1; echo "rc $? at $(el) s" >> $L/py_build.log ) &
@@ -22,7 +23,9 @@ run() {  # run NAME TIMEOUT CMD...
   echo "$name rc $rc at $(el) s: $(grep -E '^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|^PASS|^FAIL' $L/$name.log | tail -3 | tr '\n' ' ' | cut -c1-220)"
   grep -E "^\[  FAILED  \]" $L/$name.log | head -8
 }
-run prefill_fp8_bf16_t0 150 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*/t0_*bf16*:*/t91_*'
+run prefill_fp8_t0 200 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*/t0_*:*/t91_*:*Scales*'
+run memcheck_prefill_t0_fp8 60 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_fp8_tests \
+  --gtest_filter='*t0_fp8_e4m3_fp16_hd256_*_prefix1_chunk1_gqa6_p16:*t0_fp8_e5m2_bf16_hd128_vllm_*chunk511*'
 wait $py_pid; tail -1 $L/py_build.log
 ( export PYTHONPATH=/tmp/py; timeout 90 python3 -m pytest -q -p no:cacheprovider tests/python/gpu/test_fp8_prefill.py \
     tests/python/gpu/test_paged_dropins.py > $L/pytest.log 2>&1; echo "pytest rc $? at $(el) s: $(tail -1 $L/pytest.log)" )
