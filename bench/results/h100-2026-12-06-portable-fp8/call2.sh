@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The next session's first call (written at the end of session 8, not yet run; carry ["devrun9"];
+# Session 9's first call (written at the end of session 8 as next-call.sh; carry ["devrun9"];
 # ~6 min; pack p9 = 1ae4915's build in call1.sh's lean configuration, local to this workspace and
 # excluded from git — rebuild it the same way if it is gone). What session 8's call could not reach:
 #   1. every t0 fp8 paged-prefill case on the committed loader (1ae4915 merged the fp8 copy of
@@ -31,4 +31,13 @@ wait $py_pid; tail -1 $L/py_build.log
     tests/python/gpu/test_paged_dropins.py > $L/pytest.log 2>&1; echo "pytest rc $? at $(el) s: $(tail -1 $L/pytest.log)" )
 grep -E "^FAILED|^ERROR" $L/pytest.log | head -8
 run verify 150 $P/muh verify --quick
+# Where the sm80 agent's fp8 decode CTA spends its time (issue 20: V1 2.9x the fp16 time for half
+# the bytes): one V1 launch each, fp16 and e4m3 cache, hd 256 16q/4kv b1 x 32k, vLLM pages.
+for kv in auto fp8_e4m3; do
+  timeout 100 ncu -k regex:decode_sm80 --launch-skip 3 -c 1 --set full -o $L/ncu_$kv \
+    $P/muh bench decode --only hd256:1:32768 --kv-layout vllm --splits 1 --kv-dtype $kv --iters 30 > $L/ncu_$kv.log 2>&1
+  echo "ncu $kv rc $? at $(el) s"
+  ncu --import $L/ncu_$kv.ncu-rep --page details > $L/ncu_$kv.txt 2>&1
+  grep -E "Duration|Executed Ipc A|Issue Slots Busy|No Eligible|Registers Per|Achieved Occ" $L/ncu_$kv.txt | head -8
+done
 echo "done at $(el) s"
