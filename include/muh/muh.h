@@ -167,8 +167,8 @@ int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,
                      void* stream);
 
 /* muh_paged_decode() with an attention variant (variant may be null; muh_variant above): the
- * query is each sequence's last token. A variant runs on the portable decode agent's row (target
- * 0 unless a portable row is forced): force_target of another agent's row is MUH_UNSUPPORTED. */
+ * query is each sequence's last token. Both decode agents have the variant hooks, so a variant
+ * runs on the row the selection picks (or force_target's). */
 int muh_paged_decode_variant(int dtype, int layout, const void* q, const void* k_cache,
                              const void* v_cache, void* out, float* lse, const int* block_table,
                              const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,
@@ -187,8 +187,8 @@ typedef struct muh_kv_quant {
 } muh_kv_quant;
 #define MUH_KV_QUANT_AUTO {0, 1.0f, 1.0f}
 /* muh_paged_decode_variant() over a cache of element type kv (null: MUH_KV_QUANT_AUTO). An fp8
- * cache needs dtype MUH_FP16 or MUH_BF16 and runs on the sm80 agent's rows (sm_80 and newer): a
- * portable row (force_target 0, or a device older than sm_80) is MUH_UNSUPPORTED. The workspace
+ * cache needs dtype MUH_FP16 or MUH_BF16 and runs on every decode agent's rows (the sm80 agent's;
+ * the portable agent's: force_target 0, or a device older than sm_80). The workspace
  * is muh_decode_workspace_size()'s for the same shape (the plan does not depend on the cache's
  * element type). */
 int muh_paged_decode_quant(int dtype, int layout, const void* q, const void* k_cache,
@@ -224,7 +224,8 @@ enum muh_kv_dtype { MUH_KV_AUTO = 0, MUH_KV_FP8_E4M3 = 1, MUH_KV_FP8_E5M2 = 2 };
  * (x = 16) and value [num_pages, num_kv_heads, head_dim, page_size], page_size then a multiple of
  * 16. It needs dtype MUH_FP16 or MUH_BF16 (q and out; MUH_FP32 is MUH_INVALID_ARGUMENT) and no
  * attention variant (variant null or MUH_VARIANT_NONE; another is MUH_UNSUPPORTED), and runs on
- * the sm80 agent's rows (never the sm90 agent's). k_scale multiplies the logits with
+ * the sm80 agent's rows or the portable agent's (never the sm90 or sm75 agent's: the selection
+ * walks past those). k_scale multiplies the logits with
  * softmax_scale, v_scale the output. The plan depends on the cache's element type: size the
  * workspace with muh_paged_prefill_workspace_size_quant() of the same kv_dtype. */
 int muh_paged_prefill_quant(int dtype, int layout, const void* q, const void* k_cache,

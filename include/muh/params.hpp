@@ -120,8 +120,8 @@ struct DecodeParams {
   // last token (i' = seq_len − 1).
   Variant variant;
   // The cache's element type and scales (muh/kv_quant.hpp): by default it holds `dtype`. An fp8
-  // cache (fp16 / bf16 q and out) is read by the sm80 agent's rows; its pages hold 1-byte
-  // elements in `layout` (the vLLM layout's x is then 16).
+  // cache (fp16 / bf16 q and out) is read by both decode agents; its pages hold 1-byte elements
+  // in `layout` (the vLLM layout's x is then 16).
   KVQuant kv;
 };
 

@@ -52,11 +52,11 @@ struct DecodePlan {
   std::size_t workspace_bytes = 0;  // V2 partials: o fp32 [num_seqs, splits, q heads, head_dim]
                                     // then lse fp32 [num_seqs, splits, q heads]
   // The attention-variant kind (muh/variant.hpp) of the calls it serves: variant_kind(p.variant).
-  // The general kind runs on the portable agent's rows only (the only decode agent with the
-  // hooks); plan_decode() picks target 0's row for it unless a portable row is forced.
+  // Both decode agents have the hooks: a call of the general kind takes the row the selection
+  // picks.
   VariantKind variant = VariantKind::plain;
   // The KV cache's element type (muh/kv_quant.hpp) of the calls it serves: fp8 caches run
-  // kernels of their own, on the sm80 agent's rows only.
+  // kernels of their own (on either decode agent's rows).
   KVDType kv_dtype = KVDType::same;
 };
 

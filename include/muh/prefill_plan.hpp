@@ -108,8 +108,9 @@ struct PrefillPlan {
   // that kind.
   VariantKind variant = VariantKind::plain;
   // The paged cache's element type (PrefillParams::kv.dtype of the call it was made for): an fp8
-  // cache takes the sm80 agent's row (prefill_agent_reads_kv), so prefill() takes the plan only
-  // for calls over a cache of the same type. (The scales are the call's, not the plan's.)
+  // cache takes the sm80 or the portable agent's row (prefill_agent_reads_kv), so prefill()
+  // takes the plan only for calls over a cache of the same type. (The scales are the call's, not
+  // the plan's.)
   KVDType kv_dtype = KVDType::same;
 };
 
