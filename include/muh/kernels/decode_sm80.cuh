@@ -44,10 +44,13 @@
 //        phase land on 8 distinct 16-byte bank groups (unswizzled, dims 32 B apart: 2-way).
 //
 // An fp8 cache (Sm80Traits' KV, muh/kv_quant.hpp): the copies (cp.async, or TMA boxes of codes,
-// unswizzled) fill a ring of stages of 1-byte codes; the warp widens each landed tile into one
-// 16-bit K and V tile pair with the cp.async layouts above (widen_tokens, widen_v_tile), which the
-// tile math reads unchanged. bf16 q runs fp16 MMAs there (load_q_fp16). Measured in
-// bench/results/h100-2026-12-06-fp8.md.
+// unswizzled) fill a ring of stages of 1-byte codes. On vLLM pages with the heads on N (the
+// seed's case) the tile math reads the codes themselves: ldmatrix fragments widened in registers
+// (HeadsOnNCodes). Otherwise the warp widens each landed tile into one 16-bit K and V tile pair
+// with the cp.async layouts above (widen_tokens, widen_v_tile), which the tile math reads
+// unchanged — a pass through shared memory that took an hd-256 warp-tile from 272 to 671
+// instructions (ncu, bench/results/h100-2026-12-06-portable-fp8/README.md, call 2). bf16 q runs
+// fp16 MMAs over fp8 (load_q_fp16). Measured in bench/results/h100-2026-12-06-fp8.md.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -216,10 +219,11 @@ struct Sm80Traits {
   static constexpr bool kOverlap = kStages >= 3 && D >= 256;
   // An fp8 cache: the warp's stage area holds one 16-bit K tile and one V tile (the cp.async
   // layouts above, which the tile math reads as it reads a 16-bit cache's), then a ring of S
-  // stages of fp8 codes [K 16·D | V 16·D] (dense: token rows [16][D], except the vLLM page's K
-  // block [D/16][16][16] as its TMA box brings it, and the vLLM V tile [D][16 tok]) that the
-  // copies fill; each landed tile is widened into the 16-bit tiles by the warp (widen_k /
-  // widen_v in the body). S ≥ 2 stages of codes plus one widened pair take no more than S 16-bit
+  // stages of fp8 codes [K 16·D | V 16·D] (NHD: token rows [16][D]; vLLM: the page's own K
+  // block [D/16][16][16] and V block [D][16 tok]) that the copies fill; each landed tile is
+  // widened into the 16-bit tiles by the warp (widen_k / widen_v in the body) — except where the
+  // tile math reads the codes themselves (HeadsOnNCodes: vLLM pages, heads on N), which leaves
+  // the widened pair unused. S ≥ 2 stages of codes plus one widened pair take no more than S 16-bit
   // stages, so the footprint (the table's) is the same.
   static constexpr int kFp8StageBytes = 2 * 16 * D;
 
@@ -287,9 +291,11 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
 }
 
 // The fp8 form of sm80_issue_tile: tile t0's codes into ring stage `st` ([K 16 × D | V]).
-//   K (both layouts) and V (NHD): chunk i = (token i / (D/16), dims 16·(i % (D/16)) ..), 16 codes;
-//     vLLM's K pages pack x = 16 codes: [page][head][D/16][page_size][16].
-//   V (vLLM): chunk d = dim d, the tile's 16 tokens — one page (page_size ≥ 16, check_kv_quant);
+//   NHD, K and V: chunk i = (token i / (D/16), dims 16·(i % (D/16)) ..), 16 codes: [16][D].
+//   vLLM, K: the pages pack x = 16 codes, [page][head][D/16][page_size][16]; chunk i = (dims
+//     16·(i / 16) .., token i % 16) into the page's own [D/16][16][16] (as its TMA box brings it,
+//     and as HeadsOnNCodes reads it).
+//   vLLM, V: chunk d = dim d, the tile's 16 tokens — one page (page_size ≥ 16, check_kv_quant);
 //     a partly valid chunk reads only its valid tokens.
 template <class Tr, KVLayout L, bool kHint>
 __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const CtaWork& w, std::uint8_t* st, int t0,
@@ -302,7 +308,8 @@ __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const C
   const int Hkv = a.num_kv_heads, ps = a.page_size;
 #pragma unroll
   for (int it = 0; it < 16 * kCPT / 32; ++it) {
-    const int i = it * 32 + lane, t = i / kCPT, c = i % kCPT, tok = t0 + t;
+    const int i = it * 32 + lane;
+    const int t = L == KVLayout::nhd ? i / kCPT : i & 15, c = L == KVLayout::nhd ? i % kCPT : i >> 4, tok = t0 + t;
     const std::int64_t pg = __shfl_sync(0xffffffffu, page, t);
     const int slot = tok & (ps - 1);
     const int bytes = tok < w.kv_end ? 16 : 0;
@@ -312,7 +319,7 @@ __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const C
       ptx::cp_async16<kHint>(sV + t * D + c * 16, vc + off, bytes, pol);
     } else {
       const std::int64_t off = (((pg * Hkv + w.kv_head) * kCPT + c) * ps + slot) * 16;
-      ptx::cp_async16<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
+      ptx::cp_async16<kHint>(sK + c * 256 + t * 16, kc + off, bytes, pol);
     }
   }
   if constexpr (L == KVLayout::vllm) {
@@ -358,7 +365,7 @@ __host__ __device__ constexpr int vllm_v_offset(int d, int g) {  // in elements
 // The fp8 ring's tile of codes → the 16-bit tile the tile math reads (cp.async layouts), 8 codes
 // a lane at a time: consecutive lanes read consecutive 8 bytes and write consecutive 16-byte
 // chunks, so neither side has a bank conflict. K (both layouts) and NHD V: token rows of D codes
-// ([16][D]; kChunkMajor: the vLLM page's own [D/16][16 tok][16], as its TMA box brings it) →
+// ([16][D]; kChunkMajor: the vLLM page's own [D/16][16 tok][16], as either copy form brings it) →
 // padded token rows; vLLM V: [D][16 tok] codes → its [D][16] rows with the halves swizzled.
 template <class Tr, bool kChunkMajor = false>
 __device__ __forceinline__ void widen_tokens(const std::uint8_t* codes, typename Tr::E* tile, int lane) {
@@ -664,6 +671,104 @@ struct HeadsOnM {
   }
 };
 
+// The online softmax and the publish of the heads-on-N arrangement, whatever its tiles hold
+// (HeadsOnN: 16-bit tiles; HeadsOnNCodes: fp8 codes), over the arrangement's members: Oᵀ (o) and
+// the running max m (log2 units) and Σ p (l) of heads 2·quad, 2·quad + 1 over this lane's tokens.
+// (Functions over the members rather than a base class that holds them: with the base class the
+// 16-bit kernels' SASS changed — member order — and this keeps it as it was.)
+template <int D>
+struct HeadsOnNRefs {
+  float (&o)[D / 16][4];
+  float (&m)[2];
+  float (&l)[2];
+  __device__ __forceinline__ OnlineSoftmaxView head(int e) const { return OnlineSoftmaxView{m[e], l[e]}; }
+};
+
+// The online softmax of one tile (first token t0) whose scores are s (Sᵀ: rows g (s[0..1]) and
+// g + 8 (s[2..3]) of heads 2·quad + {0, 1}); `valid` (≥ 1) of its tokens are in range; hk: the
+// variant hooks (PlainTileHooks: none); Rows::token_of_row(r): the tile's token in S row r (the
+// order the K fragments were loaded in). O is rescaled; returns Pᵀ as the B fragments of
+// Oᵀ += Vᵀ Pᵀ (k = S rows 2·quad + {0, 1} (+ 8), n = head g): the transposes of the packed S
+// pairs of rows g and g + 8.
+template <class Tr, class Rows, class Hooks>
+__device__ __forceinline__ uint2 heads_on_n_softmax(const HeadsOnNRefs<Tr::kD>& st, float (&s)[4], int valid,
+                                                    float scale_log2, int lane, const Hooks& hk, int t0) {
+  constexpr int D = Tr::kD;
+  // Scores in log2 units; the weights by one MUFU.EX2 (exp2f's fix-up for results below 2^−126
+  // changes nothing a softmax weight contributes: sm80_ptx.cuh).
+  constexpr Log2Units<sm80::Exp2Approx> kUnits;
+  const int g = lane >> 2;
+
+  // Online softmax per head (a column): (variant: transform the logits, mask keys before the
+  // window,) scale, mask tokens past the range, the max over the tile's 16 tokens (this lane's
+  // two, then the 8 lanes of the same quad position), rescale.
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    s[e] = tile_score(s[e], Rows::token_of_row(g + (e >> 1) * 8), valid, scale_log2, hk, t0, e & 1);
+  float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
+  float alpha[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], off));
+    // m_new is finite: token 0 of the tile is in range. First tile: alpha = 2^−inf = 0.
+    alpha[i] = st.head(i).rescale_to(st.head(i).max_with(mx[i]), kUnits);
+  }
+  float rs[2] = {0.f, 0.f};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    s[e] = st.head(e & 1).weight(s[e], kUnits);  // masked: 0
+    rs[e & 1] += s[e];
+  }
+  st.head(0).accumulate(alpha[0], rs[0]);
+  st.head(1).accumulate(alpha[1], rs[1]);
+  // O's rescale is skipped when no head's max moved in the warp (alpha = 1 exactly: the same
+  // bits). The vote is taken in the overlap form only, where it was measured (h200-2026-12-06-
+  // tile-pipeline.md, D → E): on 16 SMs the 256k cells 1.02–1.03× (the max seldom moves), 8k
+  // 0.98–0.99×.
+  bool rescale = true;
+  if constexpr (Tr::kOverlap) rescale = __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
+  if (rescale) {
+#pragma unroll
+    for (int nn = 0; nn < D / 16; ++nn) {
+      st.o[nn][0] *= alpha[0];
+      st.o[nn][1] *= alpha[1];
+      st.o[nn][2] *= alpha[0];
+      st.o[nn][3] *= alpha[1];
+    }
+  }
+  return make_uint2(sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[0], s[1])),
+                    sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[2], s[3])));
+}
+
+// Heads 2·quad + {0, 1} from lanes 0..3 (l summed over the 8 lanes that share them); rows 8..15
+// of the scratch stay unwritten: combine_and_store reads the CTA's w.rows ≤ 8.
+template <int D>
+__device__ __forceinline__ void heads_on_n_publish(const HeadsOnNRefs<D>& st, float* sO, float* sM, float* sL,
+                                                   int warp, int lane) {
+  const int g = lane >> 2, quad = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1) st.head(i).accumulate(__shfl_xor_sync(0xffffffffu, st.l[i], off));
+  if (g == 0) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      sM[warp * kRows + 2 * quad + e] = st.m[e];
+      sL[warp * kRows + 2 * quad + e] = st.l[e];
+    }
+  }
+#pragma unroll
+  for (int nn = 0; nn < D / 16; ++nn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sO[(warp * kRows + 2 * quad + (e & 1)) * D + nn * 16 + g + (e >> 1) * 8] = st.o[nn][e];
+}
+
+// S rows in token order: the 16-bit tiles' ldmatrix rows are the tile's tokens.
+struct RowsInOrder {
+  __host__ __device__ static constexpr int token_of_row(int r) { return r; }
+};
+
 // Query heads on the MMA's 8 columns (N), the tile's 16 tokens on its rows: a group of ≤ 8 heads
 // (decode_sm80_heads_on_n, policy.hpp). On the 16 rows a group of 4–6 heads — the seed's
 // Qwen3.5/3.6 at TP4 — leaves 10–12 rows padded; here it fills 4–6 of 8 columns, and a tile
@@ -690,7 +795,7 @@ struct HeadsOnN {
   float o[D / 16][4];      // Oᵀ: m-tile nn = dims 16nn .. 16nn + 15, n = heads (C-fragment layout)
   float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of heads 2·quad, 2·quad + 1
   float l[2] = {0.f, 0.f};              // running Σ p of those heads over this lane's tokens
-  __device__ __forceinline__ OnlineSoftmaxView head(int e) { return OnlineSoftmaxView{m[e], l[e]}; }
+  __device__ __forceinline__ HeadsOnNRefs<D> state() { return HeadsOnNRefs<D>{o, m, l}; }
 
   __device__ __forceinline__ void load_q(const E* sQ, int lane) {
     kc = KC::make(lane & 15, lane >> 4);
@@ -751,55 +856,9 @@ struct HeadsOnN {
   template <class Hooks>
   __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
                                          const Hooks& hk, int t0) {
-    // Scores in log2 units; the weights by one MUFU.EX2 (exp2f's fix-up for results below 2^−126
-    // changes nothing a softmax weight contributes: sm80_ptx.cuh).
-    constexpr Log2Units<sm80::Exp2Approx> kUnits;
-    const int g = lane >> 2;
     const std::uint32_t v_tile = sm80::smem_addr(sV);
-    float(&s)[4] = sc.s;
-
-    // Online softmax per head (a column): (variant: transform the logits, mask keys before the
-    // window,) scale, mask tokens past the range, the max over the tile's 16 tokens (this lane's
-    // two, then the 8 lanes of the same quad position), rescale.
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = tile_score(s[e], g + (e >> 1) * 8, valid, scale_log2, hk, t0, e & 1);
-    float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
-    float alpha[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-#pragma unroll
-      for (int off = 4; off < 32; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], off));
-      // m_new is finite: token 0 of the tile is in range. First tile: alpha = 2^−inf = 0.
-      alpha[i] = head(i).rescale_to(head(i).max_with(mx[i]), kUnits);
-    }
-    float rs[2] = {0.f, 0.f};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[e] = head(e & 1).weight(s[e], kUnits);  // masked: 0
-      rs[e & 1] += s[e];
-    }
-    head(0).accumulate(alpha[0], rs[0]);
-    head(1).accumulate(alpha[1], rs[1]);
-    // O's rescale is skipped when no head's max moved in the warp (alpha = 1 exactly: the same
-    // bits). The vote is taken in the overlap form only, where it was measured (h200-2026-12-06-
-    // tile-pipeline.md, D → E): on 16 SMs the 256k cells 1.02–1.03× (the max seldom moves), 8k
-    // 0.98–0.99×.
-    bool rescale = true;
-    if constexpr (Tr::kOverlap) rescale = __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
-    if (rescale) {
-#pragma unroll
-      for (int nn = 0; nn < D / 16; ++nn) {
-        o[nn][0] *= alpha[0];
-        o[nn][1] *= alpha[1];
-        o[nn][2] *= alpha[0];
-        o[nn][3] *= alpha[1];
-      }
-    }
-
-    // Oᵀ += Vᵀ Pᵀ. Pᵀ's B fragments (k = tokens 2·quad + {0, 1} (+ 8), n = head g) are the
-    // transposes of the packed S pairs of tokens g and g + 8.
-    const unsigned pb0 = sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[0], s[1]));
-    const unsigned pb1 = sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[2], s[3]));
+    const uint2 pb = heads_on_n_softmax<Tr, RowsInOrder>(state(), sc.s, valid, scale_log2, lane, hk, t0);
+    // Oᵀ += Vᵀ Pᵀ.
 #pragma unroll
     for (int nn = 0; nn < D / 16; ++nn) {
       // Vᵀ's A fragments (rows = dims 16nn .., k = tokens): matrices (tokens 0..7, dims +0),
@@ -807,29 +866,131 @@ struct HeadsOnN {
       // read as they are from the vLLM tile's dim rows.
       unsigned va[4];
       sm80::ldmatrix_x4<L == KVLayout::nhd>(va, vc.at(v_tile, nn));
-      sm80::mma_16816<Tr::kDType>(o[nn], va, pb0, pb1);
+      sm80::mma_16816<Tr::kDType>(o[nn], va, pb.x, pb.y);
     }
   }
 
-  // Heads 2·quad + {0, 1} from lanes 0..3 (l summed over the 8 lanes that share them); rows 8..15
-  // of the scratch stay unwritten: combine_and_store reads the CTA's w.rows ≤ 8.
   __device__ __forceinline__ void publish(float* sO, float* sM, float* sL, int warp, int lane) {
-    const int g = lane >> 2, quad = lane & 3;
+    heads_on_n_publish(state(), sO, sM, sL, warp, lane);
+  }
+};
+
+// The heads-on-N tile math straight from an fp8 cache's codes in the vLLM layout (no widening
+// pass through shared memory): the ring stage holds the page's K block [D/16][16 tok][16 codes]
+// and V block [D][16 tok], and ldmatrix reads 8×16-code matrices of either as if they were 8×8
+// 16-bit ones, so lane l receives 4 consecutive codes of row l/4: codes 4q .. 4q + 3 (q = l % 4).
+// Widened in registers (widen_fp8x4: two fp16 pairs), those are the MMA fragment elements k =
+// 2q, 2q + 1 (the low pair) and 2q + 8, 2q + 9 (the high pair) — so the MMAs see a fixed
+// permutation of the summed axis, which is harmless where both operands share it:
+//   S = Q Kᵀ sums over dims: in each 16-dim group, fragment k ↔ dim π(k), and Q's B fragments
+//     are loaded with the same π (load_q: dims 4q .. 4q + 3 of a head as one 8-byte load);
+//   O = P V sums over tokens: the tile's token rows are taken in the order π too — K's S row r
+//     is token π(r) (the ldmatrix row addresses choose it), so Pᵀ's k = r is that token, and
+//     Vᵀ's fragment element k = r is token π(r) by the same code order.
+// π(r) = 4·((r & 7) >> 1) + 2·(r >> 3) + (r & 1): 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, … (π(2q) = 4q,
+// π(2q + 1) = 4q + 1, π(2q + 8) = 4q + 2, π(2q + 9) = 4q + 3).
+// Per 16-token hd-256 tile a lane issues 16 ldmatrix.x4 and 128 code-pair widenings, against the
+// widening pass's 32 LDS.64 + 128 widenings + 32 STS.128 + __syncwarp + 32 ldmatrix.x4.
+// Partial tiles: K rows past the range are masked in S (tile_score); V codes of tokens past it
+// are zeroed in registers (a TMA box brings the whole page, whose other slots may hold NaN).
+struct RowsOfCodes {
+  __host__ __device__ static constexpr int token_of_row(int r) { return 4 * ((r & 7) >> 1) + 2 * (r >> 3) + (r & 1); }
+};
+template <class Tr>
+struct HeadsOnNCodes {
+  using E = std::uint8_t;     // the tiles: 1-byte codes
+  using QE = typename Tr::E;  // q's and the MMAs' 16-bit type
+  static constexpr int D = Tr::kD, R = Tr::kRowElems;
+  static_assert(D % 32 == 0, "K's fragments are loaded two k-steps at a time");
+  static_assert(Tr::kFp8 && Tr::kDType == DType::fp16, "fp8 codes widen to fp16 MMA operands");
+
+  unsigned qb[D / 16][2];  // Q as B fragments: k ↔ dims 16kk + π(k), n = query heads (rows 0..7 of sQ)
+  std::uint32_t k_row;     // the lane's ldmatrix row in a K block, bytes
+  float o[D / 16][4];      // Oᵀ, m and l as HeadsOnN's
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.f, 0.f};
+  __device__ __forceinline__ HeadsOnNRefs<D> state() { return HeadsOnNRefs<D>{o, m, l}; }
+
+  struct Scores {
+    float s[4];  // Sᵀ of one tile: rows g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1}
+  };
+  __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
+
+  __device__ __forceinline__ void load_q(const QE* sQ, int lane) {
+    // K's x4 per two k-steps: matrix i = lane / 8 is (16-dim group +i/2, S rows 8·(i & 1) ..),
+    // its row lane & 7 the token π(8·(i & 1) + (lane & 7)): [D/16][16 tok][16] codes.
+    k_row = (lane >> 4) * 256 + RowsOfCodes::token_of_row(((lane >> 3) & 1) * 8 + (lane & 7)) * 16;
+    const int g = lane >> 2, q = lane & 3;
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint2 x = *reinterpret_cast<const uint2*>(sQ + g * R + kk * 16 + 4 * q);
+      qb[kk][0] = x.x;  // dims 4q, 4q + 1: k = 2q, 2q + 1
+      qb[kk][1] = x.y;  // dims 4q + 2, 4q + 3: k = 2q + 8, 2q + 9
+    }
 #pragma unroll
-      for (int off = 4; off < 32; off <<= 1) head(i).accumulate(__shfl_xor_sync(0xffffffffu, l[i], off));
-    if (g == 0) {
+    for (int j = 0; j < D / 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  }
+
+  // An A fragment (16 rows × k16) from two ldmatrix registers of 4 codes: rows g and g + 8.
+  __device__ __forceinline__ static void widen_a(std::uint32_t (&a)[4], std::uint32_t rows_lo, std::uint32_t rows_hi) {
+    const uint2 x = widen_fp8x4<Tr::kKV, __half>(rows_lo), y = widen_fp8x4<Tr::kKV, __half>(rows_hi);
+    a[0] = x.x;
+    a[1] = y.x;
+    a[2] = x.y;
+    a[3] = y.y;
+  }
+
+  __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
+    const std::uint32_t k_tile = sm80::smem_addr(sK) + k_row;
+    // Sᵀ = K Qᵀ in 4 accumulator sets (HeadsOnN::scores says why).
+    constexpr int kQkSets = 4;
+    float acc[kQkSets][4] = {};
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        sM[warp * kRows + 2 * quad + e] = m[e];
-        sL[warp * kRows + 2 * quad + e] = l[e];
+    for (int k2 = 0; k2 < D / 32; ++k2) {
+      std::uint32_t r[4];
+      sm80::ldmatrix_x4(r, k_tile + k2 * 512);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int kk = 2 * k2 + h;
+        std::uint32_t ka[4];
+        widen_a(ka, r[2 * h], r[2 * h + 1]);
+        sm80::mma_16816<DType::fp16>(acc[kk % kQkSets], ka, qb[kk][0], qb[kk][1]);
       }
     }
 #pragma unroll
-    for (int nn = 0; nn < D / 16; ++nn)
+    for (int half = kQkSets / 2; half >= 1; half /= 2)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) sO[(warp * kRows + 2 * quad + (e & 1)) * D + nn * 16 + g + (e >> 1) * 8] = o[nn][e];
+      for (int i = 0; i < half; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
+    return Scores{{acc[0][0], acc[0][1], acc[0][2], acc[0][3]}};
+  }
+
+  template <class Hooks>
+  __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
+                                         const Hooks& hk, int t0) {
+    const std::uint32_t v_tile = sm80::smem_addr(sV) + lane * 16;
+    const uint2 pb = heads_on_n_softmax<Tr, RowsOfCodes>(state(), sc.s, valid, scale_log2, lane, hk, t0);
+    // Oᵀ += Vᵀ Pᵀ: Vᵀ's A fragments of m-tiles 2p, 2p + 1 from one x4 over the dim rows 32p + lane
+    // (16 codes each: the tile's tokens). The lane's codes are tokens 4q .. 4q + 3; past the range
+    // they are zeroed (0 · NaN would poison O).
+    const int n = valid - 4 * (lane & 3);
+    const std::uint32_t keep = n >= 4 ? 0xffffffffu : n <= 0 ? 0u : 0xffffffffu >> (32 - 8 * n);
+#pragma unroll
+    for (int p = 0; p < D / 32; ++p) {
+      std::uint32_t r[4];
+      sm80::ldmatrix_x4(r, v_tile + p * 512);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        std::uint32_t va[4];
+        widen_a(va, r[2 * h] & keep, r[2 * h + 1] & keep);
+        sm80::mma_16816<DType::fp16>(o[2 * p + h], va, pb.x, pb.y);
+      }
+    }
+  }
+
+  __device__ __forceinline__ void publish(float* sO, float* sM, float* sL, int warp, int lane) {
+    heads_on_n_publish(state(), sO, sM, sL, warp, lane);
   }
 };
 
@@ -1124,9 +1285,14 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   __syncthreads();  // sQ is written
 
   // (The tile math reads the TMA boxes' layouts where the boxes are its tiles; an fp8 cache's
-  // widened tiles have the cp.async layouts, however the codes came.)
+  // widened tiles have the cp.async layouts, however the codes came. kCodes: the tile math reads
+  // an fp8 vLLM ring's codes themselves, HeadsOnNCodes.)
   constexpr bool kTmaTiles = kTma && !Tr::kFp8;
-  using Math = std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTmaTiles>, HeadsOnM<Tr, L, kTmaTiles>>;
+  constexpr bool kCodes = Tr::kFp8 && L == KVLayout::vllm && kHeadsOnN;
+  using Math = std::conditional_t<
+      kCodes, HeadsOnNCodes<Tr>,
+      std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTmaTiles>, HeadsOnM<Tr, L, kTmaTiles>>>;
+  using TileE = typename Math::E;  // what the tile math reads: E, or fp8 codes (kCodes)
   Math math;
   math.load_q(sQ, lane);
   // The variant hooks of the lane's two query heads (heads past the CTA's rows are padding: they
@@ -1156,17 +1322,21 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   // Stage j % S's K and V tiles; land(j, N): tile j has landed and is visible to the warp (N: the
   // cp.async commit groups issued after tile j's; with TMA each lane waits on the mbarrier).
-  // (fp8: the one widened pair, which widen(j) fills from stage j % S's codes.)
-  auto stage_k = [&](int j) -> const E* {
-    if constexpr (Tr::kFp8)
+  // (fp8: the one widened pair, which widen(j) fills from stage j % S's codes; kCodes: the codes.)
+  auto stage_k = [&](int j) -> const TileE* {
+    if constexpr (kCodes)
+      return ring + (j % S) * Tr::kFp8StageBytes;
+    else if constexpr (Tr::kFp8)
       return stages;
     else if constexpr (kTma)
       return tstages + (j % S) * 2 * kT;
     else
       return stages + (j % S) * Tr::kStageElems;
   };
-  auto stage_v = [&](int j) -> E* {
-    if constexpr (Tr::kFp8)
+  auto stage_v = [&](int j) -> TileE* {
+    if constexpr (kCodes)
+      return ring + (j % S) * Tr::kFp8StageBytes + 16 * D;
+    else if constexpr (Tr::kFp8)
       return stages + Tr::kTileElems;
     else if constexpr (kTma)
       return tstages + (j % S) * 2 * kT + kT;
@@ -1174,24 +1344,25 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
       return stages + (j % S) * Tr::kStageElems + Tr::kTileElems;
   };
   // fp8: tile j's K or V codes (landed) widened into the 16-bit tile; the caller's __syncwarp
-  // makes them visible before the tile math reads them. Nothing for a 16-bit cache.
+  // makes them visible before the tile math reads them. Nothing for a 16-bit cache, or kCodes.
   // (valid: V's tokens in range; only a warp's last tile may have fewer than 16.)
+  constexpr bool kWiden = Tr::kFp8 && !kCodes;
   auto widen_k = [&](int j) {
-    if constexpr (Tr::kFp8)
-      widen_tokens<Tr, kTma && L == KVLayout::vllm>(ring + (j % S) * Tr::kFp8StageBytes, stages, lane);
+    if constexpr (kWiden)
+      widen_tokens<Tr, L == KVLayout::vllm>(ring + (j % S) * Tr::kFp8StageBytes, stages, lane);
   };
   auto widen_v = [&](int j, int valid) {
-    if constexpr (Tr::kFp8)
+    if constexpr (kWiden)
       widen_v_tile<Tr, L>(ring + (j % S) * Tr::kFp8StageBytes + 16 * D, stage_v(j), lane, valid);
   };
   auto widened = [&] {
-    if constexpr (Tr::kFp8) __syncwarp();
+    if constexpr (kWiden) __syncwarp();
   };
   // fp8 by TMA: land() has no __syncwarp (each lane waits on the mbarrier itself), so before the
   // overlap form's first widening the warp's reads of the widened K tile (tile 0's QKᵀ) are ordered
   // here; later iterations end with one.
   auto reads_done = [&] {
-    if constexpr (Tr::kFp8 && kTma) __syncwarp();
+    if constexpr (kWiden && kTma) __syncwarp();
   };
   auto land = [&](int j, auto newer_groups) {
     if constexpr (kTma) {
@@ -1205,7 +1376,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // P · V needs zeros there (masked K columns become −inf in S). Only a warp's last tile can be
   // partial.
   auto mask_v = [&](int j, int valid) {
-    if constexpr (kTma && !Tr::kFp8) {  // (fp8: widen_v zeroes them)
+    if constexpr (kTma && !Tr::kFp8) {  // (fp8: widen_v or HeadsOnNCodes::update zeroes them)
       if (valid < 16) zero_v_past<Tr, L>(stage_v(j), valid, lane);
       __syncwarp();
     }
