@@ -60,6 +60,7 @@
 
 #include "muh/kernels/decode_common.cuh"
 #include "muh/kernels/decode_variant.cuh"
+#include "muh/kernels/fp8_fragments.hpp"
 #include "muh/kernels/fp8_widen.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
 #include "muh/kernels/variant.cuh"
@@ -741,6 +742,18 @@ __device__ __forceinline__ uint2 heads_on_n_softmax(const HeadsOnNRefs<Tr::kD>& 
                     sm80::movmatrix_trans(sm80::pack2<Tr::kDType>(s[2], s[3])));
 }
 
+// Sᵀ's accumulator sets (HeadsOnN::scores says why there are several) summed pairwise into set 0.
+template <int N>
+__device__ __forceinline__ void sum_sets(float (&acc)[N][4]) {
+  static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int half = N / 2; half >= 1; half /= 2)
+#pragma unroll
+    for (int i = 0; i < half; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
+}
+
 // Heads 2·quad + {0, 1} from lanes 0..3 (l summed over the 8 lanes that share them); rows 8..15
 // of the scratch stay unwritten: combine_and_store reads the CTA's w.rows ≤ 8.
 template <int D>
@@ -834,7 +847,7 @@ struct HeadsOnN {
     // one run (bench/results/h200-2026-12-02-qk-chains/, call 4): the seed's cells at ≥ 32k
     // 1.45–1.65× faster on a 16-SM partition (0.31–0.35 → 0.50–0.53 of the read floor),
     // 1.02–1.10× on 132 SMs; the default grid's NHD cells unchanged (±0.7 %).
-    constexpr int kQkSets = 4;  // a power of two (the pairwise sum below)
+    constexpr int kQkSets = 4;  // a power of two (sum_sets)
     float acc[kQkSets][4] = {};
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -842,12 +855,7 @@ struct HeadsOnN {
       sm80::ldmatrix_x4(ka, kc.at(k_tile, kk));
       sm80::mma_16816<Tr::kDType>(acc[kk % kQkSets], ka, qb[kk][0], qb[kk][1]);
     }
-#pragma unroll
-    for (int half = kQkSets / 2; half >= 1; half /= 2)
-#pragma unroll
-      for (int i = 0; i < half; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
+    sum_sets(acc);
     return Scores{{acc[0][0], acc[0][1], acc[0][2], acc[0][3]}};
   }
 
@@ -877,25 +885,13 @@ struct HeadsOnN {
 
 // The heads-on-N tile math straight from an fp8 cache's codes in the vLLM layout (no widening
 // pass through shared memory): the ring stage holds the page's K block [D/16][16 tok][16 codes]
-// and V block [D][16 tok], and ldmatrix reads 8×16-code matrices of either as if they were 8×8
-// 16-bit ones, so lane l receives 4 consecutive codes of row l/4: codes 4q .. 4q + 3 (q = l % 4).
-// Widened in registers (widen_fp8x4: two fp16 pairs), those are the MMA fragment elements k =
-// 2q, 2q + 1 (the low pair) and 2q + 8, 2q + 9 (the high pair) — so the MMAs see a fixed
-// permutation of the summed axis, which is harmless where both operands share it:
-//   S = Q Kᵀ sums over dims: in each 16-dim group, fragment k ↔ dim π(k), and Q's B fragments
-//     are loaded with the same π (load_q: dims 4q .. 4q + 3 of a head as one 8-byte load);
-//   O = P V sums over tokens: the tile's token rows are taken in the order π too — K's S row r
-//     is token π(r) (the ldmatrix row addresses choose it), so Pᵀ's k = r is that token, and
-//     Vᵀ's fragment element k = r is token π(r) by the same code order.
-// π(r) = 4·((r & 7) >> 1) + 2·(r >> 3) + (r & 1): 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, … (π(2q) = 4q,
-// π(2q + 1) = 4q + 1, π(2q + 8) = 4q + 2, π(2q + 9) = 4q + 3).
-// Per 16-token hd-256 tile a lane issues 16 ldmatrix.x4 and 128 code-pair widenings, against the
-// widening pass's 32 LDS.64 + 128 widenings + 32 STS.128 + __syncwarp + 32 ldmatrix.x4.
-// Partial tiles: K rows past the range are masked in S (tile_score); V codes of tokens past it
-// are zeroed in registers (a TMA box brings the whole page, whose other slots may hold NaN).
-struct RowsOfCodes {
-  __host__ __device__ static constexpr int token_of_row(int r) { return 4 * ((r & 7) >> 1) + 2 * (r >> 3) + (r & 1); }
-};
+// and V block [D][16 tok]; ldmatrix reads 8 × 16-code matrices of either and the lane widens its
+// 4 codes of each into two fp16 pairs of an MMA fragment — the MMAs then sum over a fixed
+// permutation π of dims (QKᵀ) and tokens (PV) that both operands share (kernels/fp8_fragments.hpp
+// says how; tests/cpu/test_fp8_fragments.cpp replays it). Per 16-token hd-256 tile a lane issues
+// 16 ldmatrix.x4 and 128 code-pair widenings, against the widening pass's 32 LDS.64 + 128
+// widenings + 32 STS.128 + __syncwarp + 32 ldmatrix.x4. Partial tiles: K rows past the range are
+// masked in S (tile_score with S row r's token π(r)); V codes past it are zeroed in registers.
 template <class Tr>
 struct HeadsOnNCodes {
   using E = std::uint8_t;     // the tiles: 1-byte codes
@@ -917,9 +913,7 @@ struct HeadsOnNCodes {
   __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
 
   __device__ __forceinline__ void load_q(const QE* sQ, int lane) {
-    // K's x4 per two k-steps: matrix i = lane / 8 is (16-dim group +i/2, S rows 8·(i & 1) ..),
-    // its row lane & 7 the token π(8·(i & 1) + (lane & 7)): [D/16][16 tok][16] codes.
-    k_row = (lane >> 4) * 256 + RowsOfCodes::token_of_row(((lane >> 3) & 1) * 8 + (lane & 7)) * 16;
+    k_row = codes_k_row(lane);
     const int g = lane >> 2, q = lane & 3;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -957,25 +951,18 @@ struct HeadsOnNCodes {
         sm80::mma_16816<DType::fp16>(acc[kk % kQkSets], ka, qb[kk][0], qb[kk][1]);
       }
     }
-#pragma unroll
-    for (int half = kQkSets / 2; half >= 1; half /= 2)
-#pragma unroll
-      for (int i = 0; i < half; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
+    sum_sets(acc);
     return Scores{{acc[0][0], acc[0][1], acc[0][2], acc[0][3]}};
   }
 
   template <class Hooks>
   __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
                                          const Hooks& hk, int t0) {
-    const std::uint32_t v_tile = sm80::smem_addr(sV) + lane * 16;
+    const std::uint32_t v_tile = sm80::smem_addr(sV) + codes_v_row(lane);
     const uint2 pb = heads_on_n_softmax<Tr, RowsOfCodes>(state(), sc.s, valid, scale_log2, lane, hk, t0);
     // Oᵀ += Vᵀ Pᵀ: Vᵀ's A fragments of m-tiles 2p, 2p + 1 from one x4 over the dim rows 32p + lane
-    // (16 codes each: the tile's tokens). The lane's codes are tokens 4q .. 4q + 3; past the range
-    // they are zeroed (0 · NaN would poison O).
-    const int n = valid - 4 * (lane & 3);
-    const std::uint32_t keep = n >= 4 ? 0xffffffffu : n <= 0 ? 0u : 0xffffffffu >> (32 - 8 * n);
+    // (16 codes each: the tile's tokens), those past the range zeroed.
+    const std::uint32_t keep = codes_in_range(valid, lane & 3);
 #pragma unroll
     for (int p = 0; p < D / 32; ++p) {
       std::uint32_t r[4];
@@ -1288,7 +1275,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // widened tiles have the cp.async layouts, however the codes came. kCodes: the tile math reads
   // an fp8 vLLM ring's codes themselves, HeadsOnNCodes.)
   constexpr bool kTmaTiles = kTma && !Tr::kFp8;
-  constexpr bool kCodes = Tr::kFp8 && L == KVLayout::vllm && kHeadsOnN;
+  constexpr bool kCodes = Tr::kFp8 && decode_sm80_fp8_fragments(L, kHeadsOnN);
   using Math = std::conditional_t<
       kCodes, HeadsOnNCodes<Tr>,
       std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTmaTiles>, HeadsOnM<Tr, L, kTmaTiles>>>;

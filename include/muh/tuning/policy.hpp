@@ -179,6 +179,13 @@ inline constexpr int kDecodeRows = 16;
 // half the O accumulators of the heads on the 16 rows, where a group of 4–6 (the seed's
 // Qwen3.5/3.6 at TP4) leaves 10–12 rows padded. A speed choice only (launch_decode makes it).
 constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
+// Whether the sm80 decode agent's tile math reads an fp8 cache's codes themselves, as ldmatrix
+// fragments widened in registers (HeadsOnNCodes), rather than 16-bit tiles widened from them in
+// shared memory: on vLLM pages (K's 16-code groups and V's 16-token dim rows are ldmatrix rows)
+// with the heads on N. One rule for the kernel and the plan's cost model (plan.cpp).
+constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n) {
+  return layout == KVLayout::vllm && heads_on_n;
+}
 // Whether a call of a policy with `tma` takes the TMA copies (kernels/decode_sm80.cuh): a tile's
 // 16 tokens must be whole boxes of one page.
 //   NHD:  page_size ≥ 16 and head_dim a multiple of 64 (boxes of 16 rows × 64 dims).

@@ -1,0 +1,54 @@
+// kernels/fp8_fragments.hpp — where an fp8 tile's codes land in the m16n8k16 MMA's fragments when
+// ldmatrix reads rows of 16 codes as if they were 8 16-bit elements (HeadsOnNCodes in
+// decode_sm80.cuh): host and device, so that the CPU tests replay the fragment math
+// (tests/cpu/test_fp8_fragments.cpp).
+//
+// ldmatrix gives lane l (g = l / 4, q = l % 4) row g, bytes 4q .. 4q + 3 of each 8-row matrix; the
+// two fp16 pairs those 4 codes widen to are the fragment elements k = 2q, 2q + 1 (low pair) and
+// 2q + 8, 2q + 9 (high pair). So the MMAs sum over a fixed permutation of their k axis:
+//   S = Q Kᵀ (k = dims): in each 16-dim group, fragment k ↔ dim π(k); Q's fragments are loaded
+//     with the same π (dims 4q .. 4q + 3 of a head, one 8-byte load);
+//   O = P V (k = tokens): Vᵀ's fragment element k is token π(k) of the tile (a V dim row holds
+//     the tile's 16 tokens), so S row r must be token π(r) too — the K rows ldmatrix is given.
+#pragma once
+
+#include "muh/host_device.hpp"
+
+namespace muh::kernels::decode {
+
+// π: the tile's token in S row r (and in fragment element k of a code row): 0, 1, 4, 5, 8, 9, 12,
+// 13, 2, 3, 6, 7, 10, 11, 14, 15.
+struct RowsOfCodes {
+  MUH_HOST_DEVICE static constexpr int token_of_row(int r) { return 4 * ((r & 7) >> 1) + 2 * (r >> 3) + (r & 1); }
+  // π(2q) = 4q, π(2q + 1) = 4q + 1, π(2q + 8) = 4q + 2, π(2q + 9) = 4q + 3 (the code order above),
+  // and π is a permutation of 0 .. 15.
+  static constexpr bool holds() {
+    for (int q = 0; q < 4; ++q)
+      if (token_of_row(2 * q) != 4 * q || token_of_row(2 * q + 1) != 4 * q + 1 ||
+          token_of_row(2 * q + 8) != 4 * q + 2 || token_of_row(2 * q + 9) != 4 * q + 3)
+        return false;
+    int seen = 0;
+    for (int r = 0; r < 16; ++r) seen |= 1 << token_of_row(r);
+    return seen == 0xffff;
+  }
+};
+static_assert(RowsOfCodes::holds(), "the code fragments' token order");
+
+// The byte offset, in a K block of codes [D/16][16 tok][16], of the row lane `lane` gives the
+// ldmatrix.x4 of k-steps 0 and 1 (add 512 per further pair): matrix i = lane / 8 is 16-dim group
+// i / 2, S rows 8·(i & 1) .. + 7, so its row lane & 7 is token π(8·(i & 1) + (lane & 7)).
+MUH_HOST_DEVICE constexpr int codes_k_row(int lane) {
+  return (lane >> 4) * 256 + RowsOfCodes::token_of_row(((lane >> 3) & 1) * 8 + (lane & 7)) * 16;
+}
+// ... and in a V block [D][16 tok], the row of the x4 over dims 0 .. 31 (Vᵀ's m-tiles 0 and 1;
+// add 512 per further pair): dim `lane`.
+MUH_HOST_DEVICE constexpr int codes_v_row(int lane) { return lane * 16; }
+// The bytes of a lane's 4 codes (tokens 4q .. 4q + 3, byte i = token 4q + i) that are in range
+// when `valid` tokens of the tile are: the rest are zeroed (a TMA box brings whole pages, whose
+// other slots may hold NaN codes, and 0 · NaN would poison O).
+MUH_HOST_DEVICE constexpr unsigned codes_in_range(int valid, int q) {
+  const int n = valid - 4 * q;
+  return n >= 4 ? 0xffffffffu : n <= 0 ? 0u : 0xffffffffu >> (32 - 8 * n);
+}
+
+}  // namespace muh::kernels::decode
