@@ -59,8 +59,8 @@ def load(path):
     lib.muh_paged_decode.restype = i
     lib.muh_paged_decode_quant.argtypes = decode_args + [vp, c.POINTER(KvQuant)]
     lib.muh_paged_decode_quant.restype = i
-    lib.muh_decode_workspace_size.argtypes = [i] * 11 + [c.POINTER(c.c_size_t)]
-    lib.muh_decode_workspace_size.restype = i
+    lib.muh_decode_workspace_size_quant.argtypes = [i] * 11 + [vp, c.POINTER(c.c_size_t), i]
+    lib.muh_decode_workspace_size_quant.restype = i
     return lib
 
 
@@ -98,11 +98,12 @@ def make_cell(hd, batch, kv_len, seed):
 def muh_call(lib, c, fp8):
     """A callable running muh's decode of cell c (fp8: the e4m3 cache) into its own output."""
     size = ctypes.c_size_t(0)
-    check(lib, lib.muh_decode_workspace_size(BF16, NHD, c["batch"], c["hq"], c["hkv"], c["hd"], PAGE, c["kv_len"],
-                                             -1, 0, 0, ctypes.byref(size)), "muh_decode_workspace_size")
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    check(lib, lib.muh_decode_workspace_size_quant(BF16, NHD, c["batch"], c["hq"], c["hkv"], c["hd"], PAGE, c["kv_len"],
+                                                   -1, 0, 0, stream, ctypes.byref(size), FP8_E4M3 if fp8 else 0),
+          "muh_decode_workspace_size_quant")  # (an fp8 cache's plan is its own: plan.cpp)
     ws = torch.empty(max(size.value, 16), dtype=torch.uint8, device="cuda")
     out = torch.empty_like(c["q"])
-    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     kq = KvQuant(FP8_E4M3, K_SCALE, V_SCALE)
     kc, vc = (c["k8"], c["v8"]) if fp8 else (c["kb"], c["vb"])
     args = [BF16, NHD, ptr(c["q"]), ptr(kc), ptr(vc), ptr(out), None, ptr(c["table"]), ptr(c["lens"]), c["batch"],

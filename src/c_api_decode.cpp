@@ -52,12 +52,25 @@ extern "C" int muh_decode_workspace_size_on_stream(int dtype, int layout, int nu
                                                    int num_kv_heads, int head_dim, int page_size, int max_seq_len,
                                                    int force_target, int force_splits, int cuda_graph, void* stream,
                                                    size_t* workspace_bytes) {
+  return muh_decode_workspace_size_quant(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
+                                         max_seq_len, force_target, force_splits, cuda_graph, stream, workspace_bytes,
+                                         MUH_KV_AUTO);
+}
+
+// The plan is made for the cache's element type (an fp8 cache's CTAs are slower per token and
+// its plan may take more partitions: plan.cpp); the scales do not enter it.
+extern "C" int muh_decode_workspace_size_quant(int dtype, int layout, int num_seqs, int num_q_heads, int num_kv_heads,
+                                               int head_dim, int page_size, int max_seq_len, int force_target,
+                                               int force_splits, int cuda_graph, void* stream,
+                                               size_t* workspace_bytes, int kv_dtype) {
   using namespace muh;
   if (workspace_bytes == nullptr)
     return capi::report(invalid_argument("muh_decode_workspace_size: workspace_bytes must not be null"));
   DecodeParams p;
   Status s = capi::make_params(dtype, layout, num_seqs, num_q_heads, num_kv_heads, head_dim, page_size,
                                max_seq_len, &p);
+  if (!s.ok()) return capi::report(s);
+  s = capi::kv_dtype_of(kv_dtype, "muh_decode_workspace_size: ", "kv_dtype", &p.kv.dtype);
   if (!s.ok()) return capi::report(s);
   // Only the plan's inputs matter here: a block table that exactly covers max_seq_len.
   p.max_blocks_per_seq = page_size > 0 ? std::max(1, (max_seq_len + page_size - 1) / page_size) : 1;

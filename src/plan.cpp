@@ -210,6 +210,25 @@ double bytes_in_flight(const DecodePolicy& pol, double bytes_per_token) {
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
+// One sm80-agent CTA's seconds per token over an fp8 cache where its instructions, not its
+// bytes in flight, bound it: each token's 2 · head_dim codes are widened to fp16 by the CTA's
+// warps, one per scheduler at hd 256, latency-bound (ncu: ~5 cycles an issued instruction).
+// Fitted to V1 (one CTA) of hd 256, 4 query heads / 1 KV head, vLLM pages of 16 by TMA, with the
+// widening pass through shared memory (671 instructions a 16-token warp-tile against the 16-bit
+// cache's 272): 8010.9 µs for 262144 tokens on an H100 (1980 MHz), 5.97e-11 s a code
+// (bench/results/h100-2026-12-06-portable-fp8/call1/seed.log). With it the model takes that
+// run's best split count on the seed's 132-SM cells at ≥ 32k (batch 1: 128–131, as measured;
+// batch 2: 64–66 against 66), where the 16-bit cache's plan (87–90, 44–46) was 1.26–1.45× off;
+// on 16 SMs both are one CTA per SM. The 16-bit cache's CTA (10.3 ns a token there) stays bound
+// by the latency model.
+// The ldmatrix fragments of the codes (decode_sm80_fp8_fragments) are not measured yet; they
+// issue fewer instructions, so the figure is an upper bound for them (the model then splits at
+// least as much as they want).
+double fp8_token_seconds(const DecodeParams& p) {
+  constexpr double kWidenSecondsPerCode = 5.97e-11;
+  return 2.0 * p.head_dim * kWidenSecondsPerCode;
+}
+
 }  // namespace
 
 Status plan_decode(const DecodeParams& p, const HardwareCapability& hw, const PlanOptions& opt, DecodePlan* plan) {
@@ -267,16 +286,17 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   m.bandwidth = hw.memory_bandwidth_gbps * 1e9;
   m.sms = hw.sm_count;
   m.slots = static_cast<double>(hw.sm_count) * pol.ctas_per_sm;
-  // An fp8 cache is planned as the 16-bit cache of the same shape (its bytes, its copy form), so
-  // the workspace a caller sizes without naming the cache's type (muh_decode_workspace_size) fits:
-  // its CTAs keep as many tiles in flight at half the bytes, so where one CTA's pipeline bounds
-  // the rate the time per token is alike. (The fp8 kernels' own rates are not fitted.)
-  m.bytes_per_token = 2.0 * p.head_dim * dtype_size(p.dtype);
+  // An fp8 cache: 1-byte codes. Its CTAs keep as many tiles in flight as the 16-bit cache's (at
+  // half the bytes), and on the sm80 agent widening the codes bounds a CTA too (fp8_token_seconds).
+  const bool fp8 = is_fp8(p.kv.dtype);
+  m.bytes_per_token = 2.0 * p.head_dim * (fp8 ? 1.0 : static_cast<double>(dtype_size(p.dtype)));
   m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /
                (pol.agent == Agent::sm80 && p.layout == KVLayout::vllm &&
-                        !decode_sm80_tma(pol, p.layout, p.page_size, p.head_dim)
+                        !decode_sm80_tma(pol, p.layout, p.page_size, p.head_dim, fp8)
                     ? kLatencyVllmSeconds
                     : kLatencySeconds);
+  if (fp8 && pol.agent == Agent::sm80)
+    m.cta_peak = std::min(m.cta_peak, m.bytes_per_token / fp8_token_seconds(p));
   m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
   m.partial_bytes = static_cast<double>(p.num_seqs) * p.num_q_heads * (p.head_dim + 1) * 4.0;
 

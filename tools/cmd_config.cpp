@@ -732,13 +732,18 @@ std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& 
   } else if (!is_fp8_instance(kv, t, hd)) {
     l.push_back("decode: not compiled in this build (rebuild with MUH_KV_FP8 / MUH_KV_FP8_HEAD_DIMS including it)");
   } else if (d.policy.agent == Agent::portable) {
-    l.push_back("decode: the same row and plan, instances/decode_fp8_" + file +
-                ": the portable agent widens each code to fp32 in registers as it uses it (8-byte V loads)");
+    l.push_back("decode: the same row, instances/decode_fp8_" + file +
+                ": the portable agent widens each code to fp32 in registers as it uses it (8-byte V loads); "
+                "the plan counts the codes' bytes");
   } else {
-    l.push_back("decode: the same row and plan, instances/decode_fp8_" + file + ": the codes widened to " +
+    l.push_back("decode: the same row, instances/decode_fp8_" + file + ": the codes widened to " +
                 (t == DType::bf16 ? "fp16 (bf16 q runs fp16 MMAs, its queries scaled by a power of two)"
                                   : std::string("fp16")) +
-                " in shared memory; copies by " + (d.policy.tma ? "TMA boxes where the layout allows" : "cp.async"));
+                " — in registers from their own ldmatrix fragments on vLLM pages with ≤ 8 query heads per KV "
+                "head, in shared memory otherwise; copies by " +
+                (d.policy.tma ? "TMA boxes where the layout allows" : "cp.async") +
+                "; the plan counts the codes' bytes and the CTAs' widening time (more partitions than the "
+                "16-bit cache's where the SMs allow: size the workspace for the cache type)");
   }
   // Paged prefill: the walk for an fp8 cache (prefill_agent_reads_kv: the sm80 and portable agents), NHD pages.
   SelectOptions so{-1, KVSource::paged_nhd};

@@ -157,6 +157,14 @@ int muh_decode_workspace_size_on_stream(int dtype, int layout, int num_seqs, int
                                         int max_seq_len, int force_target, int force_splits,
                                         int cuda_graph, void* stream, size_t* workspace_bytes);
 
+/* muh_decode_workspace_size_on_stream() for a cache of element type kv_dtype (a muh_kv_dtype,
+ * below): what muh_paged_decode_quant() with that kv->kv_dtype needs. MUH_KV_AUTO is
+ * muh_decode_workspace_size_on_stream(). */
+int muh_decode_workspace_size_quant(int dtype, int layout, int num_seqs, int num_q_heads,
+                                    int num_kv_heads, int head_dim, int page_size, int max_seq_len,
+                                    int force_target, int force_splits, int cuda_graph, void* stream,
+                                    size_t* workspace_bytes, int kv_dtype);
+
 /* Plans and runs one paged decode; workspace may be null when its size is 0. */
 int muh_paged_decode(int dtype, int layout, const void* q, const void* k_cache,
                      const void* v_cache, void* out, float* lse, const int* block_table,
@@ -188,9 +196,9 @@ typedef struct muh_kv_quant {
 #define MUH_KV_QUANT_AUTO {0, 1.0f, 1.0f}
 /* muh_paged_decode_variant() over a cache of element type kv (null: MUH_KV_QUANT_AUTO). An fp8
  * cache needs dtype MUH_FP16 or MUH_BF16 and runs on every decode agent's rows (the sm80 agent's;
- * the portable agent's: force_target 0, or a device older than sm_80). The workspace
- * is muh_decode_workspace_size()'s for the same shape (the plan does not depend on the cache's
- * element type). */
+ * the portable agent's: force_target 0, or a device older than sm_80). The plan depends on the
+ * cache's element type: size the workspace with muh_decode_workspace_size_quant() of the same
+ * kv_dtype. */
 int muh_paged_decode_quant(int dtype, int layout, const void* q, const void* k_cache,
                            const void* v_cache, void* out, float* lse, const int* block_table,
                            const int* seq_lens, int num_seqs, int num_q_heads, int num_kv_heads,

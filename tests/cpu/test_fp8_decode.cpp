@@ -1,9 +1,8 @@
 // test_fp8_decode.cpp — the decode over an fp8 KV cache (muh/kv_quant.hpp) on the CPU: which
 // calls are taken (fp16 / bf16 q, positive finite scales, the vLLM layout at page_size >= 16) and
 // refused with a Status naming the argument before any CUDA call, which agent's rows run it (both
-// decode agents': the sm80 agent's and the portable one's), that the plan records the cache's type and is the
-// 16-bit cache's plan otherwise (so the workspace a caller sized without the type still fits), and
-// the C ABI's range check of the type.
+// decode agents': the sm80 agent's and the portable one's), that the plan records the cache's type
+// and is its own (more partitions where the fp8 CTAs are slower), and the C ABI's range checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -121,26 +120,66 @@ TEST(Fp8DecodePlan, RunsOnEveryDecodeAgentsRows) {
   }
 }
 
-// The plan of an fp8 cache is the 16-bit cache's (split count, partition, workspace), for every
-// length and both layouts: a workspace sized by muh_decode_workspace_size() fits it.
-TEST(Fp8DecodePlan, IsThe16BitCachesPlanWithItsType) {
-  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
-    for (int len : {1, 16, 500, 8192, 131072}) {
-      DecodeParams p = fp8_params();
-      p.layout = layout;
-      p.max_seq_len = len;
-      p.max_blocks_per_seq = (len + 15) / 16;
-      p.num_seqs = 1;
-      DecodePlan fp8, same;
-      ASSERT_TRUE(plan_on(p, presets::h200, -1, &fp8).ok());
-      p.kv = KVQuant{};
-      ASSERT_TRUE(plan_on(p, presets::h200, -1, &same).ok());
-      EXPECT_EQ(fp8.num_splits, same.num_splits) << len;
-      EXPECT_EQ(fp8.partition_tokens, same.partition_tokens) << len;
-      EXPECT_EQ(fp8.workspace_bytes, same.workspace_bytes) << len;
-      EXPECT_EQ(fp8.kv_dtype, KVDType::fp8_e4m3);
-      EXPECT_EQ(same.kv_dtype, KVDType::same);
-    }
+// The plan of an fp8 cache is its own (plan.cpp): its bytes are the codes', and an sm80-agent
+// CTA is slower per token than the 16-bit cache's (widening the codes), so where the SMs allow
+// it takes more partitions — the seed's cell on 132 SMs: the 16-bit plan's 90 partitions left
+// the fp8 kernel 1.34x off its best (128), bench/results/h100-2026-12-06-portable-fp8. Its
+// workspace is then larger (muh_decode_workspace_size_quant names the type).
+TEST(Fp8DecodePlan, TakesMorePartitionsWhereItsSlowerCtasFillTheSms) {
+  DecodeParams p = fp8_params();
+  p.dtype = DType::fp16;
+  p.head_dim = 256;
+  p.num_seqs = 1;
+  p.num_q_heads = 4;
+  p.num_kv_heads = 1;
+  p.max_seq_len = 262144;
+  p.max_blocks_per_seq = 262144 / 16;
+  p.num_pages = p.max_blocks_per_seq;
+  p.kv.k_scale = p.kv.v_scale = 1.f;
+  for (KVLayout layout : {KVLayout::vllm, KVLayout::nhd}) {
+    p.layout = layout;
+    DecodePlan fp8, same;
+    ASSERT_TRUE(plan_on(p, presets::h200, -1, &fp8).ok());
+    DecodeParams p16 = p;
+    p16.kv = KVQuant{};
+    ASSERT_TRUE(plan_on(p16, presets::h200, -1, &same).ok());
+    ASSERT_EQ(fp8.policy.agent, Agent::sm80);
+    EXPECT_EQ(fp8.kv_dtype, KVDType::fp8_e4m3);
+    EXPECT_EQ(same.kv_dtype, KVDType::same);
+    EXPECT_GE(fp8.num_splits, same.num_splits * 5 / 4) << int(layout);
+    EXPECT_LE(fp8.ctas, presets::h200.sm_count * fp8.policy.ctas_per_sm) << int(layout);  // one wave
+    EXPECT_EQ(fp8.workspace_bytes, std::size_t(1) * fp8.num_splits * 4 * (256 + 1) * sizeof(float));
+    EXPECT_GT(fp8.workspace_bytes, same.workspace_bytes);
+  }
+  // A sequence of one partition (128 tokens on these rows) is V1; a batch that fills the SMs
+  // alone stays V1.
+  p.layout = KVLayout::vllm;
+  for (int len : {1, 16, 128}) {
+    p.max_seq_len = len;
+    DecodePlan fp8;
+    ASSERT_TRUE(plan_on(p, presets::h200, -1, &fp8).ok());
+    EXPECT_EQ(fp8.num_splits, 1) << len;
+    EXPECT_EQ(fp8.workspace_bytes, 0u) << len;
+  }
+  p.max_seq_len = 8192;
+  p.num_seqs = 512;
+  DecodePlan fp8;
+  ASSERT_TRUE(plan_on(p, presets::h200, -1, &fp8).ok());
+  EXPECT_EQ(fp8.num_splits, 1);
+}
+
+// The C ABI's workspace query of a cache type: a bad kv_dtype is an invalid argument naming it,
+// before any CUDA call (the sizes themselves need a device: tests/gpu/test_decode_fp8.cu).
+TEST(Fp8DecodeCAbi, WorkspaceQueryChecksTheCacheType) {
+  size_t bytes = 7;
+  EXPECT_EQ(muh_decode_workspace_size_quant(MUH_FP16, MUH_KV_VLLM, 1, 4, 1, 256, 16, 4096, -1, 0, 0, nullptr, &bytes,
+                                            3),
+            MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("kv_dtype 3"), std::string::npos) << muh_last_error();
+  EXPECT_EQ(muh_decode_workspace_size_quant(MUH_FP16, MUH_KV_VLLM, 1, 4, 1, 256, 16, 4096, -1, 0, 0, nullptr,
+                                            nullptr, MUH_KV_FP8_E4M3),
+            MUH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(muh_last_error()).find("workspace_bytes"), std::string::npos) << muh_last_error();
 }
 
 // A run refuses a plan made for another cache type (before any CUDA call).
