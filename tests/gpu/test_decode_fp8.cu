@@ -14,6 +14,7 @@
 // slots hold the NaN code (a masking leak shows), two runs bitwise equal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "muh/build_config.hpp"
 #include "muh/dispatch.hpp"
 #include "muh/instances.hpp"
+#include "muh/muh.h"
 #include "muh/tuning/selectors.hpp"
 
 namespace muh {
@@ -141,6 +143,55 @@ TEST_P(DecodeFp8Forced, EverySplitCountMatchesReferenceAndV1) {
 
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeFp8Forced, ::testing::ValuesIn(all_params()),
                          [](const ::testing::TestParamInfo<Param>& i) { return param_name(i.param); });
+
+// The C ABI over an fp8 cache: muh_decode_workspace_size_quant sizes the cache type's own plan
+// (plan.cpp: on many SMs more partitions than the 16-bit cache's), MUH_KV_AUTO is
+// muh_decode_workspace_size, and muh_paged_decode_quant with that workspace writes what the C++
+// API writes, bit for bit.
+TEST(DecodeFp8CApi, WorkspaceOfTheCacheTypeRunsItsPlan) {
+  MUH_REQUIRE_GPU();
+  const auto& e = kCompiledFp8Instances[0];
+  if (e.head_dim == 0) GTEST_SKIP() << "no fp8 instance in this build";
+  check::DecodeCase c = make_case(Param{-1, e.kv, e.dtype, e.head_dim, KVLayout::vllm, 1, 0});
+  c.seq_lens = {20000, 3};  // long enough to split on any SM count
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  HardwareCapability hw;
+  ASSERT_TRUE(device_profile(-1, &hw).ok());
+  const check::DecodeOutcome cpp = pr.run(hw, 0);
+  ASSERT_TRUE(cpp.pass()) << cpp.summary();
+  const DecodeParams p = pr.params();
+  size_t ws = 0, ws16 = 0, ws_auto = 0;
+  ASSERT_EQ(muh_decode_workspace_size_quant(int(p.dtype), int(p.layout), p.num_seqs, p.num_q_heads, p.num_kv_heads,
+                                            p.head_dim, p.page_size, p.max_seq_len, -1, 0, 0, nullptr, &ws,
+                                            int(p.kv.dtype)),
+            MUH_OK)
+      << muh_last_error();
+  ASSERT_EQ(muh_decode_workspace_size_quant(int(p.dtype), int(p.layout), p.num_seqs, p.num_q_heads, p.num_kv_heads,
+                                            p.head_dim, p.page_size, p.max_seq_len, -1, 0, 0, nullptr, &ws_auto,
+                                            MUH_KV_AUTO),
+            MUH_OK);
+  ASSERT_EQ(muh_decode_workspace_size(int(p.dtype), int(p.layout), p.num_seqs, p.num_q_heads, p.num_kv_heads,
+                                      p.head_dim, p.page_size, p.max_seq_len, -1, 0, 0, &ws16),
+            MUH_OK);
+  EXPECT_EQ(ws_auto, ws16);
+  DecodePlan plan;
+  ASSERT_TRUE(plan_decode(p, hw, PlanOptions{}, &plan).ok());
+  EXPECT_EQ(ws, plan.workspace_bytes);
+  testing::DeviceBuffer work(ws);
+  const muh_kv_quant kv{int(p.kv.dtype), p.kv.k_scale, p.kv.v_scale};
+  ASSERT_EQ(muh_paged_decode_quant(int(p.dtype), int(p.layout), p.q, p.k_cache, p.v_cache, p.out, p.lse,
+                                   p.block_table, p.seq_lens, p.num_seqs, p.num_q_heads, p.num_kv_heads, p.head_dim,
+                                   p.page_size, p.num_pages, p.max_blocks_per_seq, p.max_seq_len, p.softmax_scale,
+                                   work.p, ws, -1, 0, 0, nullptr, nullptr, &kv),
+            MUH_OK)
+      << muh_last_error();
+  MUH_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::size_t n = cpp.out.size() * dtype_size(c.dtype);
+  std::vector<unsigned char> got(n);
+  MUH_CUDA_CHECK(cudaMemcpy(got.data(), p.out, n, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), cpp.out_bytes.begin())) << "C ABI output differs from the C++ API's";
+}
 
 }  // namespace
 }  // namespace muh
