@@ -180,7 +180,12 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
                                       std::size_t workspace_bytes, const RunOptions& opt) {
   MUH_TRY(detail::check_plan(p, plan));
   if (p.num_seqs == 0) return Status::Ok();  // nothing to compute or write
-  MUH_TRY(detail::check_workspace("paged_decode: ", "V2 partials", plan.workspace_bytes, workspace, workspace_bytes));
+  // (An fp8 cache's plan is its own, and may take more partitions than the 16-bit cache's.)
+  MUH_TRY(detail::check_workspace("paged_decode: ",
+                                  is_fp8(plan.kv_dtype) ? "V2 partials of an fp8 cache's plan: size the workspace for "
+                                                          "the cache type (muh_decode_workspace_size_quant)"
+                                                        : "V2 partials",
+                                  plan.workspace_bytes, workspace, workspace_bytes));
 
   // ---- The device, from its cached profile --------------------------------------------------
   HardwareCapability hw;

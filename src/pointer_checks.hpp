@@ -26,7 +26,7 @@ inline Status check_workspace(const std::string& where, const char* what, std::s
                             "); workspace is null");
   if (workspace_bytes < need)
     return invalid_argument(where + "workspace too small: " + std::to_string(workspace_bytes) +
-                            " B given, the plan needs " + std::to_string(need) + " B");
+                            " B given, the plan needs " + std::to_string(need) + " B (" + what + ")");
   return Status::Ok();
 }
 

@@ -168,6 +168,34 @@ TEST(Fp8DecodePlan, TakesMorePartitionsWhereItsSlowerCtasFillTheSms) {
   EXPECT_EQ(fp8.num_splits, 1);
 }
 
+// A workspace sized for another plan (e.g. the 16-bit cache's) is refused before any CUDA call,
+// and the message says how to size it for the cache type.
+TEST(Fp8DecodePlan, ATooSmallWorkspaceNamesTheQueryOfTheCacheType) {
+  DecodeParams p = fp8_params();
+  p.dtype = DType::fp16;
+  p.num_seqs = 1;
+  p.num_q_heads = 4;
+  p.num_kv_heads = 1;
+  p.max_seq_len = 65536;
+  p.max_blocks_per_seq = 65536 / 16;
+  p.num_pages = p.max_blocks_per_seq;
+  p.q = p.k_cache = p.v_cache = g_fake;
+  p.out = g_fake;
+  p.block_table = reinterpret_cast<const int*>(g_fake);
+  p.seq_lens = reinterpret_cast<const int*>(g_fake);
+  DecodePlan plan;
+  ASSERT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
+  ASSERT_GT(plan.workspace_bytes, 16u);
+  const Status s = paged_decode(p, plan, g_fake, 16);
+  if (!is_fp8_instance(p.kv.dtype, p.dtype, p.head_dim)) {
+    EXPECT_EQ(s.code(), StatusCode::not_compiled) << s.message();
+    return;
+  }
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+  EXPECT_NE(s.message().find("workspace too small"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("muh_decode_workspace_size_quant"), std::string::npos) << s.message();
+}
+
 // The C ABI's workspace query of a cache type: a bad kv_dtype is an invalid argument naming it,
 // before any CUDA call (the sizes themselves need a device: tests/gpu/test_decode_fp8.cu).
 TEST(Fp8DecodeCAbi, WorkspaceQueryChecksTheCacheType) {
