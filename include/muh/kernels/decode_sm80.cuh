@@ -892,6 +892,8 @@ struct HeadsOnN {
 // 16 ldmatrix.x4 and 128 code-pair widenings, against the widening pass's 32 LDS.64 + 128
 // widenings + 32 STS.128 + __syncwarp + 32 ldmatrix.x4. Partial tiles: K rows past the range are
 // masked in S (tile_score with S row r's token π(r)); V codes past it are zeroed in registers.
+// (K's x4 reads are 2-way bank-conflicted: a matrix's tokens π(0..7) = 0, 1, 4, 5, 8, 9, 12, 13
+// include t and t + 8, 128 B apart in the page's block; V's dim rows are conflict-free.)
 template <class Tr>
 struct HeadsOnNCodes {
   using E = std::uint8_t;     // the tiles: 1-byte codes
