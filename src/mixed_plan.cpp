@@ -11,7 +11,7 @@
 //
 //   in_prefill = max( Σ_dec num_q_heads · 4 · block_m · block_n · head_dim · key_tiles(kv)
 //                       / (SMs · per-SM rate),
-//                     Σ_dec num_kv_heads · kv · 2 · head_dim · elem / bandwidth )
+//                     Σ_dec num_kv_heads · kv · 2 · head_dim · elem / bandwidth )   (elem: the cache's)
 //   as_decode  = DecodePlan::est_seconds + extra launches · kLaunchSeconds
 //
 // and splits when as_decode < in_prefill. At the serving cell (63 decodes at 8k, 32 / 8
@@ -81,10 +81,11 @@ double rows_in_prefill(const PrefillParams& p, const PrefillPlan& plan, const Ha
   const PrefillPolicy& pol = plan.policy;
   const double rate = hw.sm_count * (pol.agent == Agent::portable ? kPortableSmFlops : kTensorSmFlops);
   double flops = 0, bytes = 0;
+  const double elem = is_fp8(p.kv.dtype) ? 1.0 : static_cast<double>(dtype_size(p.dtype));  // an fp8 cache: codes
   for (int s = 0; s < nd; ++s) {
     const long long L = kv ? kv[s] : kv_all;
     flops += double(p.num_q_heads) * 4.0 * pol.block_m * pol.block_n * p.head_dim * double(ceil_div(L, pol.block_n));
-    bytes += double(p.num_kv_heads) * double(L) * 2.0 * p.head_dim * dtype_size(p.dtype);
+    bytes += double(p.num_kv_heads) * double(L) * 2.0 * p.head_dim * elem;
   }
   return std::max(flops / rate, bytes / (hw.memory_bandwidth_gbps * 1e9));
 }
