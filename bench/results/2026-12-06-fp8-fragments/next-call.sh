@@ -32,22 +32,25 @@ fi
 F='*t90_fp8_e4m3_fp16_hd256_vllm_g4_ragged:*t90_fp8_e5m2_bf16_hd128_vllm_g4_empty_and_long:*t80_fp8_e4m3_bf16_hd256_vllm_g4_len1:*t80_fp8_e4m3_fp16_hd128_vllm_g4_range_limit'
 run memcheck 40 compute-sanitizer --tool memcheck $P/muh_gpu_decode_fp8_tests --gtest_filter="$F"
 run racecheck 50 compute-sanitizer --tool racecheck $P/muh_gpu_decode_fp8_tests --gtest_filter="$F"
-# 4. ncu of one V1 launch (instructions per warp-tile against call 2's 671 / 272)
-if fits 40; then
-  timeout 40 ncu -k regex:decode_sm80 --launch-skip 3 -c 1 --set full -o $L/ncu_fp8 \
-    $P/muh bench decode --only hd256:1:32768 --kv-layout vllm --splits 1 --kv-dtype fp8_e4m3 --iters 30 > $L/ncu_fp8.log 2>&1
-  echo "ncu rc $? at $(el) s"
-  ncu --import $L/ncu_fp8.ncu-rep --page details > $L/ncu_fp8.txt 2>&1
-  grep -E "Duration|Executed Instructions  |Executed Ipc A|Warp Cycles Per Issued" $L/ncu_fp8.txt | head -5
-fi
+# 4. ncu of one V1 launch each: vLLM pages (the fragments) and NHD pages (still the widening
+#    pass), against call 2's 671 (e4m3, vLLM, widening) and 272 (fp16) instructions a warp-tile
+for lay in vllm nhd; do
+  fits 40 || break
+  timeout 40 ncu -k regex:decode_sm80 --launch-skip 3 -c 1 --set full -o $L/ncu_fp8_$lay \
+    $P/muh bench decode --only hd256:1:32768 --kv-layout $lay --splits 1 --kv-dtype fp8_e4m3 --iters 30 > $L/ncu_fp8_$lay.log 2>&1
+  echo "ncu $lay rc $? at $(el) s"
+  ncu --import $L/ncu_fp8_$lay.ncu-rep --page details > $L/ncu_fp8_$lay.txt 2>&1
+  grep -E "Duration|Executed Instructions  |Executed Ipc A|Warp Cycles Per Issued" $L/ncu_fp8_$lay.txt | head -5
+done
 # 5. the other suites the kernel file serves
 run mixed 30 $P/muh_gpu_mixed_batch_tests
 run decode16 60 $P/muh_gpu_decode_tests
 run guard_fp8 30 $P/muh_gpu_input_guard_tests --gtest_filter='*DecodeGuard*fp8*'
-# 6. the default grid's vLLM cells over both caches
-if fits 70; then
-  timeout 70 $P/muh bench decode --kv-layout vllm --kv-dtype auto,fp8_e4m3 --out $L/grid \
-    --only hd128:64:8192 hd128:256:2048 hd256:16:8192 hd256:64:8192 hd256:1:32768 > $L/grid.log 2>&1
-  echo "grid rc $? at $(el) s"; tail -14 $L/grid.log | cut -c1-180
-fi
+# 6. the default grid's cells over both caches, vLLM pages (fragments) then NHD (widening pass)
+for lay in vllm nhd; do
+  fits 70 || break
+  timeout 70 $P/muh bench decode --kv-layout $lay --kv-dtype auto,fp8_e4m3 --out $L/grid_$lay \
+    --only hd128:64:8192 hd128:256:2048 hd256:16:8192 hd256:64:8192 hd256:1:32768 > $L/grid_$lay.log 2>&1
+  echo "grid $lay rc $? at $(el) s"; tail -14 $L/grid_$lay.log | cut -c1-180
+done
 echo "done at $(el) s"
