@@ -17,8 +17,10 @@
 
 namespace {
 
+using muh::kernels::decode::codes_a_fragment;
 using muh::kernels::decode::codes_in_range;
 using muh::kernels::decode::codes_k_row;
+using muh::kernels::decode::codes_q_dim;
 using muh::kernels::decode::codes_v_row;
 using muh::kernels::decode::RowsOfCodes;
 
@@ -50,9 +52,13 @@ struct LaneA {
 struct LaneB {
   Pair b[2];
 };
-// widen_a: the A fragment of rows g, g + 8 from the registers of rows g (lo_rows) and g + 8.
-LaneA widen_a(const Reg& rows_g, const Reg& rows_g8) {
-  return LaneA{{{rows_g[0], rows_g[1]}, {rows_g8[0], rows_g8[1]}, {rows_g[2], rows_g[3]}, {rows_g8[2], rows_g8[3]}}};
+// HeadsOnNCodes::widen_a: the A fragment of rows g, g + 8 from the registers of rows g and g + 8,
+// each widened to its (low, high) pairs.
+LaneA widen_a(const Reg& row_g, const Reg& row_g8) {
+  LaneA a;
+  codes_a_fragment(a.a, Pair{row_g[0], row_g[1]}, Pair{row_g[2], row_g[3]}, Pair{row_g8[0], row_g8[1]},
+                   Pair{row_g8[2], row_g8[3]});
+  return a;
 }
 // C[16×8] += A B from the 32 lanes' fragments.
 void mma(double (&c)[16][8], const std::array<LaneA, 32>& a, const std::array<LaneB, 32>& b) {
@@ -104,7 +110,7 @@ void codes_scores(const Tile& t, double (&s)[16][8]) {
       for (int l = 0; l < 32; ++l) {
         const int g = l / 4, q = l % 4;
         a[l] = widen_a(r[l][2 * h], r[l][2 * h + 1]);
-        const double* qd = &t.Q[g * kD + kk * 16 + 4 * q];  // load_q: dims 4q .. 4q + 3 of head g
+        const double* qd = &t.Q[g * kD + codes_q_dim(kk, q)];  // load_q: 4 dims of head g
         b[l] = LaneB{{{qd[0], qd[1]}, {qd[2], qd[3]}}};
       }
       mma(s, a, b);
@@ -157,7 +163,7 @@ TEST(Fp8Fragments, OutputWeighsTokenPiOfRByRowR) {
 }
 
 TEST(Fp8Fragments, TokenOrderIsAPermutationTheCodesShare) {
-  EXPECT_TRUE(RowsOfCodes::holds());
+  // (RowsOfCodes::holds() — π a permutation in the code order — is a static_assert of the header.)
   // A lane's 4 V codes (byte i = token 4q + i) are fragment elements 2q, 2q + 1, 2q + 8, 2q + 9.
   for (int q = 0; q < 4; ++q) {
     EXPECT_EQ(RowsOfCodes::token_of_row(2 * q), 4 * q);

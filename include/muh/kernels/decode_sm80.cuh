@@ -683,6 +683,20 @@ struct HeadsOnNRefs {
   float (&m)[2];
   float (&l)[2];
   __device__ __forceinline__ OnlineSoftmaxView head(int e) const { return OnlineSoftmaxView{m[e], l[e]}; }
+  __device__ __forceinline__ void clear_o() const {
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  }
+};
+
+// The types and lane map both heads-on-N arrangements share (an empty base: the members, and
+// their order, stay each arrangement's own).
+struct HeadsOnNLayout {
+  struct Scores {
+    float s[4];  // Sᵀ of one tile: rows g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1}
+  };
+  // The query head (the MMA's column) of the lane's scores s[i], s[i + 2].
+  __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
 };
 
 // The online softmax of one tile (first token t0) whose scores are s (Sᵀ: rows g (s[0..1]) and
@@ -791,7 +805,7 @@ struct RowsInOrder {
 //   Oᵀ += Vᵀ Pᵀ     Pᵀ from the S accumulators, packed and transposed in registers (movmatrix),
 //                   as the B operand; Vᵀ as the A operand: D/16 MMAs
 template <class Tr, KVLayout L, bool kTma>
-struct HeadsOnN {
+struct HeadsOnN : HeadsOnNLayout {
   using E = typename Tr::E;
   static constexpr int D = Tr::kD, R = Tr::kRowElems;
   static_assert(D % 32 == 0, "Q's fragments are loaded two k-steps at a time");
@@ -826,16 +840,8 @@ struct HeadsOnN {
       qb[2 * k2 + 1][0] = r[2];
       qb[2 * k2 + 1][1] = r[3];
     }
-#pragma unroll
-    for (int j = 0; j < D / 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    state().clear_o();
   }
-
-  struct Scores {
-    float s[4];  // Sᵀ of one tile: tokens g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1}
-  };
-
-  // The query head (the MMA's column) of the lane's scores s[i], s[i + 2].
-  __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
 
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
     const std::uint32_t k_tile = sm80::smem_addr(sK);
@@ -895,7 +901,7 @@ struct HeadsOnN {
 // (K's x4 reads are 2-way bank-conflicted: a matrix's tokens π(0..7) = 0, 1, 4, 5, 8, 9, 12, 13
 // include t and t + 8, 128 B apart in the page's block; V's dim rows are conflict-free.)
 template <class Tr>
-struct HeadsOnNCodes {
+struct HeadsOnNCodes : HeadsOnNLayout {
   using E = std::uint8_t;     // the tiles: 1-byte codes
   using QE = typename Tr::E;  // q's and the MMAs' 16-bit type
   static constexpr int D = Tr::kD, R = Tr::kRowElems;
@@ -909,31 +915,22 @@ struct HeadsOnNCodes {
   float l[2] = {0.f, 0.f};
   __device__ __forceinline__ HeadsOnNRefs<D> state() { return HeadsOnNRefs<D>{o, m, l}; }
 
-  struct Scores {
-    float s[4];  // Sᵀ of one tile: rows g (s[0..1]) and g + 8 (s[2..3]) of heads 2·quad + {0, 1}
-  };
-  __device__ __forceinline__ static int lane_head(int lane, int i) { return 2 * (lane & 3) + i; }
-
   __device__ __forceinline__ void load_q(const QE* sQ, int lane) {
     k_row = codes_k_row(lane);
     const int g = lane >> 2, q = lane & 3;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint2 x = *reinterpret_cast<const uint2*>(sQ + g * R + kk * 16 + 4 * q);
-      qb[kk][0] = x.x;  // dims 4q, 4q + 1: k = 2q, 2q + 1
-      qb[kk][1] = x.y;  // dims 4q + 2, 4q + 3: k = 2q + 8, 2q + 9
+      const uint2 x = *reinterpret_cast<const uint2*>(sQ + g * R + codes_q_dim(kk, q));
+      qb[kk][0] = x.x;  // k = 2q, 2q + 1
+      qb[kk][1] = x.y;  // k = 2q + 8, 2q + 9
     }
-#pragma unroll
-    for (int j = 0; j < D / 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    state().clear_o();
   }
 
   // An A fragment (16 rows × k16) from two ldmatrix registers of 4 codes: rows g and g + 8.
-  __device__ __forceinline__ static void widen_a(std::uint32_t (&a)[4], std::uint32_t rows_lo, std::uint32_t rows_hi) {
-    const uint2 x = widen_fp8x4<Tr::kKV, __half>(rows_lo), y = widen_fp8x4<Tr::kKV, __half>(rows_hi);
-    a[0] = x.x;
-    a[1] = y.x;
-    a[2] = x.y;
-    a[3] = y.y;
+  __device__ __forceinline__ static void widen_a(std::uint32_t (&a)[4], std::uint32_t row_g, std::uint32_t row_g8) {
+    const uint2 x = widen_fp8x4<Tr::kKV, __half>(row_g), y = widen_fp8x4<Tr::kKV, __half>(row_g8);
+    codes_a_fragment(a, x.x, x.y, y.x, y.y);
   }
 
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {

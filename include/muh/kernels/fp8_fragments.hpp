@@ -40,6 +40,19 @@ static_assert(RowsOfCodes::holds(), "the code fragments' token order");
 MUH_HOST_DEVICE constexpr int codes_k_row(int lane) {
   return (lane >> 4) * 256 + RowsOfCodes::token_of_row(((lane >> 3) & 1) * 8 + (lane & 7)) * 16;
 }
+// The first of the 4 dims (of a 16-dim group kk) whose q values lane (g, q) loads as its B
+// fragment of Q for k-step kk: dims d, d + 1 are elements k = 2q, 2q + 1 (b0b1), d + 2, d + 3 are
+// k = 2q + 8, 2q + 9 (b2b3) — the order of the code fragments below.
+MUH_HOST_DEVICE constexpr int codes_q_dim(int kk, int q) { return 16 * kk + 4 * q; }
+// An A fragment {a0a1, a2a3, a4a5, a6a7} of rows g, g + 8 from the two fp16 pairs each of those
+// rows' 4 codes widen to: (low, high) of row g and of row g + 8.
+template <class Pair>
+MUH_HOST_DEVICE constexpr void codes_a_fragment(Pair (&a)[4], Pair g_low, Pair g_high, Pair g8_low, Pair g8_high) {
+  a[0] = g_low;
+  a[1] = g8_low;
+  a[2] = g_high;
+  a[3] = g8_high;
+}
 // ... and in a V block [D][16 tok], the row of the x4 over dims 0 .. 31 (Vᵀ's m-tiles 0 and 1;
 // add 512 per further pair): dim `lane`.
 MUH_HOST_DEVICE constexpr int codes_v_row(int lane) { return lane * 16; }

@@ -182,7 +182,8 @@ constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 // Whether the sm80 decode agent's tile math reads an fp8 cache's codes themselves, as ldmatrix
 // fragments widened in registers (HeadsOnNCodes), rather than 16-bit tiles widened from them in
 // shared memory: on vLLM pages (K's 16-code groups and V's 16-token dim rows are ldmatrix rows)
-// with the heads on N. One rule for the kernel and the plan's cost model (plan.cpp).
+// with the heads on N. A speed choice only. (The plan's cost model does not tell the two paths
+// apart yet: its fp8 CTA figure is the widening pass's, plan.cpp.)
 constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n) {
   return layout == KVLayout::vllm && heads_on_n;
 }
