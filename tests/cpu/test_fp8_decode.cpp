@@ -36,6 +36,29 @@ DecodeParams fp8_params(KVDType kv = KVDType::fp8_e4m3) {
   return p;
 }
 
+// The seed's shape (fp16 q, one sequence, 4 query heads on 1 KV head) over an e4m3 cache of
+// `len` tokens in pages of 16.
+DecodeParams seed_params(int head_dim, int len) {
+  DecodeParams p = fp8_params();
+  p.dtype = DType::fp16;
+  p.head_dim = head_dim;
+  p.num_seqs = 1;
+  p.num_q_heads = 4;
+  p.num_kv_heads = 1;
+  p.max_seq_len = len;
+  p.max_blocks_per_seq = (len + 15) / 16;
+  p.num_pages = p.max_blocks_per_seq;
+  return p;
+}
+
+// Device pointers that a call's checks refuse before dereferencing them (g_fake).
+void point_at_fake(DecodeParams& p) {
+  p.q = p.k_cache = p.v_cache = g_fake;
+  p.out = g_fake;
+  p.block_table = reinterpret_cast<const int*>(g_fake);
+  p.seq_lens = reinterpret_cast<const int*>(g_fake);
+}
+
 Status plan_on(const DecodeParams& p, const HardwareCapability& hw, int target, DecodePlan* plan) {
   return plan_decode(p, hw, PlanOptions{target}, plan);
 }
@@ -126,15 +149,7 @@ TEST(Fp8DecodePlan, RunsOnEveryDecodeAgentsRows) {
 // the fp8 kernel 1.34x off its best (128), bench/results/h100-2026-12-06-portable-fp8. Its
 // workspace is then larger (muh_decode_workspace_size_quant names the type).
 TEST(Fp8DecodePlan, TakesMorePartitionsWhereItsSlowerCtasFillTheSms) {
-  DecodeParams p = fp8_params();
-  p.dtype = DType::fp16;
-  p.head_dim = 256;
-  p.num_seqs = 1;
-  p.num_q_heads = 4;
-  p.num_kv_heads = 1;
-  p.max_seq_len = 262144;
-  p.max_blocks_per_seq = 262144 / 16;
-  p.num_pages = p.max_blocks_per_seq;
+  DecodeParams p = seed_params(256, 262144);
   p.kv.k_scale = p.kv.v_scale = 1.f;
   for (KVLayout layout : {KVLayout::vllm, KVLayout::nhd}) {
     p.layout = layout;
@@ -171,18 +186,8 @@ TEST(Fp8DecodePlan, TakesMorePartitionsWhereItsSlowerCtasFillTheSms) {
 // A workspace sized for another plan (e.g. the 16-bit cache's) is refused before any CUDA call,
 // and the message says how to size it for the cache type.
 TEST(Fp8DecodePlan, ATooSmallWorkspaceNamesTheQueryOfTheCacheType) {
-  DecodeParams p = fp8_params();
-  p.dtype = DType::fp16;
-  p.num_seqs = 1;
-  p.num_q_heads = 4;
-  p.num_kv_heads = 1;
-  p.max_seq_len = 65536;
-  p.max_blocks_per_seq = 65536 / 16;
-  p.num_pages = p.max_blocks_per_seq;
-  p.q = p.k_cache = p.v_cache = g_fake;
-  p.out = g_fake;
-  p.block_table = reinterpret_cast<const int*>(g_fake);
-  p.seq_lens = reinterpret_cast<const int*>(g_fake);
+  DecodeParams p = seed_params(128, 65536);
+  point_at_fake(p);
   DecodePlan plan;
   ASSERT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
   ASSERT_GT(plan.workspace_bytes, 16u);
@@ -216,10 +221,7 @@ TEST(Fp8DecodePlan, ARunRefusesAPlanOfAnotherCacheType) {
   DecodePlan plan;
   ASSERT_TRUE(plan_on(p, presets::h200, -1, &plan).ok());
   p.kv.dtype = KVDType::fp8_e5m2;
-  p.q = p.k_cache = p.v_cache = g_fake;
-  p.out = g_fake;
-  p.block_table = reinterpret_cast<const int*>(g_fake);
-  p.seq_lens = reinterpret_cast<const int*>(g_fake);
+  point_at_fake(p);
   const Status s = paged_decode(p, plan, nullptr, 0);
   if (!is_fp8_instance(KVDType::fp8_e5m2, p.dtype, p.head_dim)) {
     EXPECT_EQ(s.code(), StatusCode::not_compiled) << s.message();

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +38,19 @@ namespace muh::testing {
 
 // A device buffer of bytes, freed on scope exit (the one the checks use).
 using DeviceBuffer = check::DevBuf;
+
+// Whether the first n bytes at device pointer `dev`, once the device has finished, equal the first
+// n of `ref` (a C ABI call's output against the C++ API's, bitwise); a CUDA error fails it.
+inline ::testing::AssertionResult device_bytes_equal(const void* dev, const std::vector<unsigned char>& ref,
+                                                     std::size_t n) {
+  if (ref.size() < n) return ::testing::AssertionFailure() << "the reference holds " << ref.size() << " < " << n << " bytes";
+  std::vector<unsigned char> got(n);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaMemcpy(got.data(), dev, n, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return ::testing::AssertionFailure() << "reading the output: " << cudaGetErrorString(e);
+  if (!std::equal(got.begin(), got.end(), ref.begin())) return ::testing::AssertionFailure() << "the bytes differ";
+  return ::testing::AssertionSuccess();
+}
 
 // Compute capability of the current device as major·10 + minor (e.g. 90); call after
 // MUH_REQUIRE_GPU().

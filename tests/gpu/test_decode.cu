@@ -343,11 +343,8 @@ TEST(DecodeCApi, MatchesTheCppApi) {
                              0, nullptr),
             MUH_OK)
       << muh_last_error();
-  MUH_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::size_t n = cpp.out.size() * dtype_size(c.dtype);
-  std::vector<unsigned char> got(n);
-  MUH_CUDA_CHECK(cudaMemcpy(got.data(), p.out, n, cudaMemcpyDeviceToHost));
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), cpp.out_bytes.begin())) << "C ABI output differs from the C++ API's";
+  EXPECT_TRUE(testing::device_bytes_equal(p.out, cpp.out_bytes, cpp.out.size() * dtype_size(c.dtype)))
+      << "C ABI output differs from the C++ API's";
   // A bad call through the C ABI: a code and a message, nothing launched.
   EXPECT_EQ(muh_paged_decode(int(p.dtype), int(p.layout), p.q, p.k_cache, p.v_cache, p.out, p.lse, p.block_table,
                              p.seq_lens, p.num_seqs, p.num_q_heads, 3, p.head_dim, p.page_size, p.num_pages,

@@ -14,7 +14,6 @@
 // slots hold the NaN code (a masking leak shows), two runs bitwise equal.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -186,11 +185,8 @@ TEST(DecodeFp8CApi, WorkspaceOfTheCacheTypeRunsItsPlan) {
                                    work.p, ws, -1, 0, 0, nullptr, nullptr, &kv),
             MUH_OK)
       << muh_last_error();
-  MUH_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::size_t n = cpp.out.size() * dtype_size(c.dtype);
-  std::vector<unsigned char> got(n);
-  MUH_CUDA_CHECK(cudaMemcpy(got.data(), p.out, n, cudaMemcpyDeviceToHost));
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), cpp.out_bytes.begin())) << "C ABI output differs from the C++ API's";
+  EXPECT_TRUE(testing::device_bytes_equal(p.out, cpp.out_bytes, cpp.out.size() * dtype_size(c.dtype)))
+      << "C ABI output differs from the C++ API's";
 }
 
 }  // namespace
