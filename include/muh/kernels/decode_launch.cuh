@@ -89,22 +89,25 @@ inline bool make_tma_vllm_maps(CUtensorMap* k, CUtensorMap* v, const void* k_bas
 
 // An fp8 cache's maps (1-byte codes, unswizzled: the warp widens them from shared memory with
 // conflict-free 8-byte reads, decode_sm80.cuh): NHD [pages · page_size rows][heads][D] with box
-// D × 1 × 16 (the tile's 16 token rows of one head: [16][D]); vLLM (page_size 16) K as
+// D × 1 × 16 (the tile's 16 token rows of one head: [16][D]) — or, where the tile math reads the
+// codes as ldmatrix rows (`swizzled`: decode_sm80_fp8_fragments), box 128 × 1 × 16 with the
+// 128-byte swizzle, D/128 of them a tile (kernels/fp8_fragments.hpp); vLLM (page_size 16) K as
 // [pages · heads · D/16 rows][256 B] with box 256 × D/16 and V as [pages · heads · D/8 rows][128 B]
 // with box 128 × D/8 (the page's (page, KV head) blocks as they are, [D/16][16][16] and [D][16]:
 // the V block in rows of 8 dims, not of one, so that a box is a few long rows).
 inline bool make_tma_fp8_maps(CUtensorMap* k, CUtensorMap* v, const void* k_base, const void* v_base, KVLayout layout,
-                              int D, int num_kv_heads, long long num_pages, int page_size) {
+                              int D, int num_kv_heads, long long num_pages, int page_size, bool swizzled) {
   if (layout == KVLayout::nhd) {
     const long long rows = num_pages * page_size;
-    if (rows < 16) return false;
+    if (rows < 16 || (swizzled && D % 128 != 0)) return false;
     const cuuint64_t dims[3] = {cuuint64_t(D), cuuint64_t(num_kv_heads), cuuint64_t(rows)};
     const cuuint64_t strides[2] = {cuuint64_t(D), cuuint64_t(num_kv_heads) * D};
-    const cuuint32_t box[3] = {cuuint32_t(D), 1, 16};
-    return encode_tma_map(k, k_base, DType::fp16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
-                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, true) &&
-           encode_tma_map(v, v_base, DType::fp16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
-                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, true);
+    const cuuint32_t box[3] = {cuuint32_t(swizzled ? 128 : D), 1, 16};
+    const CUtensorMapSwizzle swz = swizzled ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+    return encode_tma_map(k, k_base, DType::fp16, 3, dims, strides, box, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                          true) &&
+           encode_tma_map(v, v_base, DType::fp16, 3, dims, strides, box, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                          true);
   }
   const long long blocks = num_pages * num_kv_heads;
   if (blocks < 1) return false;
@@ -172,8 +175,10 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
     if (decode_sm80_tma(K::policy, layout, a.page_size, D, is_fp8(KV))) {
       CUtensorMap tk, tv;
       if constexpr (is_fp8(KV)) {
+        // (The kernel that runs reads swizzled NHD boxes where its tile math reads the codes.)
+        const bool swizzled = decode_sm80_fp8_fragments(layout, decode_sm80_heads_on_n(a.group), D);
         const bool ok = make_tma_fp8_maps(&tk, &tv, a.k_cache, a.v_cache, layout, D, a.num_kv_heads, a.num_pages,
-                                          a.page_size);
+                                          a.page_size, swizzled);
         if (layout == KVLayout::vllm)
           MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{}, ok, tk, tv));
         else

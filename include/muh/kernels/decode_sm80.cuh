@@ -232,6 +232,10 @@ struct Sm80Traits {
   static_assert(!kFp8 || kStageElems * int(sizeof(E)) + kStages * kFp8StageBytes + 128 <=
                              kStages * kStageElems * int(sizeof(E)),
                 "fp8: the widened tiles and the ring of codes fit the stage area");
+  // The tile math on NHD pages' codes (HeadsOnNCodes, D % 128 == 0) reads no widened tiles: its
+  // swizzled ring starts at the first 1024-byte boundary of the warp's stage area.
+  static constexpr bool kCodesRingFits = kStages * kFp8StageBytes + 1023 <= kStages * kStageElems * int(sizeof(E));
+  static_assert(!kFp8 || D % 128 != 0 || kCodesRingFits, "fp8: the swizzled ring fits the stage area");
 
   static_assert(kPolicy.agent == Agent::sm80, "sm80 traits need an sm80 policy row");
   static_assert(DT == DType::fp16 || DT == DType::bf16, "tensor cores take 16-bit K/V");
@@ -298,7 +302,9 @@ __device__ __forceinline__ void sm80_issue_tile(const DecodeArgs& a, const CtaWo
 //     and as HeadsOnNCodes reads it).
 //   vLLM, V: chunk d = dim d, the tile's 16 tokens — one page (page_size ≥ 16, check_kv_quant);
 //     a partly valid chunk reads only its valid tokens.
-template <class Tr, KVLayout L, bool kHint>
+//   kSwizzled (NHD, the fragments' ring: decode_sm80_fp8_fragments): chunk (t, c) of K and of V at
+//     codes_nhd_offset(t, c), the TMA's 128-byte swizzle.
+template <class Tr, KVLayout L, bool kHint, bool kSwizzled = false>
 __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const CtaWork& w, std::uint8_t* st, int t0,
                                                     int page, int lane, std::uint64_t pol) {
   constexpr int D = Tr::kD, kCPT = D / 16;  // 16-code chunks per token row
@@ -316,8 +322,13 @@ __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const C
     const int bytes = tok < w.kv_end ? 16 : 0;
     if constexpr (L == KVLayout::nhd) {
       const std::int64_t off = ((pg * ps + slot) * Hkv + w.kv_head) * D + c * 16;
-      ptx::cp_async16<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
-      ptx::cp_async16<kHint>(sV + t * D + c * 16, vc + off, bytes, pol);
+      if constexpr (kSwizzled) {
+        ptx::cp_async16<kHint>(sK + codes_nhd_offset(t, c), kc + off, bytes, pol);
+        ptx::cp_async16<kHint>(sV + codes_nhd_offset(t, c), vc + off, bytes, pol);
+      } else {
+        ptx::cp_async16<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
+        ptx::cp_async16<kHint>(sV + t * D + c * 16, vc + off, bytes, pol);
+      }
     } else {
       const std::int64_t off = (((pg * Hkv + w.kv_head) * kCPT + c) * ps + slot) * 16;
       ptx::cp_async16<kHint>(sK + c * 256 + t * 16, kc + off, bytes, pol);
@@ -768,9 +779,15 @@ __device__ __forceinline__ void sum_sets(float (&acc)[N][4]) {
       for (int e = 0; e < 4; ++e) acc[i][e] += acc[i + half][e];
 }
 
+// Oᵀ's m-tile row r is dim r of its 16 (HeadsOnN; HeadsOnNCodes on vLLM pages).
+struct DimsInOrder {
+  __host__ __device__ static constexpr int dim_of_row(int r) { return r; }
+};
+
 // Heads 2·quad + {0, 1} from lanes 0..3 (l summed over the 8 lanes that share them); rows 8..15
-// of the scratch stay unwritten: combine_and_store reads the CTA's w.rows ≤ 8.
-template <int D>
+// of the scratch stay unwritten: combine_and_store reads the CTA's w.rows ≤ 8. Dims: the dim
+// of Oᵀ's m-tile rows (DimsInOrder, or NhdCodeDims: fp8_fragments.hpp).
+template <int D, class Dims = DimsInOrder>
 __device__ __forceinline__ void heads_on_n_publish(const HeadsOnNRefs<D>& st, float* sO, float* sM, float* sL,
                                                    int warp, int lane) {
   const int g = lane >> 2, quad = lane & 3;
@@ -788,7 +805,8 @@ __device__ __forceinline__ void heads_on_n_publish(const HeadsOnNRefs<D>& st, fl
 #pragma unroll
   for (int nn = 0; nn < D / 16; ++nn)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) sO[(warp * kRows + 2 * quad + (e & 1)) * D + nn * 16 + g + (e >> 1) * 8] = st.o[nn][e];
+    for (int e = 0; e < 4; ++e)
+      sO[(warp * kRows + 2 * quad + (e & 1)) * D + nn * 16 + Dims::dim_of_row(g + (e >> 1) * 8)] = st.o[nn][e];
 }
 
 // S rows in token order: the 16-bit tiles' ldmatrix rows are the tile's tokens.
@@ -889,34 +907,51 @@ struct HeadsOnN : HeadsOnNLayout {
   }
 };
 
-// The heads-on-N tile math straight from an fp8 cache's codes in the vLLM layout (no widening
-// pass through shared memory): the ring stage holds the page's K block [D/16][16 tok][16 codes]
-// and V block [D][16 tok]; ldmatrix reads 8 × 16-code matrices of either and the lane widens its
-// 4 codes of each into two fp16 pairs of an MMA fragment — the MMAs then sum over a fixed
-// permutation π of dims (QKᵀ) and tokens (PV) that both operands share (kernels/fp8_fragments.hpp
-// says how; tests/cpu/test_fp8_fragments.cpp replays it). Per 16-token hd-256 tile a lane issues
-// 16 ldmatrix.x4 and 128 code-pair widenings, against the widening pass's 32 LDS.64 + 128
-// widenings + 32 STS.128 + __syncwarp + 32 ldmatrix.x4. Partial tiles: K rows past the range are
-// masked in S (tile_score with S row r's token π(r)); V codes past it are zeroed in registers.
-// (K's x4 reads are 2-way bank-conflicted: a matrix's tokens π(0..7) = 0, 1, 4, 5, 8, 9, 12, 13
-// include t and t + 8, 128 B apart in the page's block; V's dim rows are conflict-free.)
-template <class Tr>
+// The heads-on-N tile math straight from an fp8 cache's codes (no widening pass through shared
+// memory): ldmatrix reads 8 × 16-code matrices of the ring stage and the lane widens its 4 codes
+// of each into two fp16 pairs of an MMA fragment (kernels/fp8_fragments.hpp says where they land;
+// tests/cpu/test_fp8_fragments.cpp replays it).
+//   vLLM: the stage holds the page's K block [D/16][16 tok][16 codes] and V block [D][16 tok]; a
+//     V dim row holds the tile's tokens, so the MMAs sum over a fixed permutation π of dims (QKᵀ)
+//     and tokens (PV) that both operands share, and S row r is token π(r) (RowsOfCodes).
+//   NHD: K and V token rows [16][D], swizzled (codes_nhd_offset); K's matrices are 8 tokens in
+//     order, Vᵀ's come from ldmatrix .trans of the same rows and two byte permutes a register
+//     pair, so tokens stay in order and Oᵀ's m-tile rows are dims 2g, 2g + 1 (NhdCodeDims).
+// Per 16-token hd-256 tile a lane issues 16 ldmatrix.x4 and 128 code-pair widenings (NHD: and 64
+// byte permutes), against the widening pass's 32 LDS.64 + 128 widenings + 32 STS.128 +
+// __syncwarp + 32 ldmatrix.x4. Partial tiles: K rows past the range are masked in S (tile_score
+// with S row r's token); V codes past it are zeroed in registers.
+// (vLLM: K's x4 reads are 2-way bank-conflicted — a matrix's tokens π(0..7) = 0, 1, 4, 5, 8, 9, 12,
+// 13 include t and t + 8, 128 B apart in the page's block; V's dim rows are conflict-free. NHD:
+// conflict-free, the swizzle's purpose.)
+template <class Tr, KVLayout L>
 struct HeadsOnNCodes : HeadsOnNLayout {
   using E = std::uint8_t;     // the tiles: 1-byte codes
   using QE = typename Tr::E;  // q's and the MMAs' 16-bit type
   static constexpr int D = Tr::kD, R = Tr::kRowElems;
+  static constexpr bool kNhd = L == KVLayout::nhd;
   static_assert(D % 32 == 0, "K's fragments are loaded two k-steps at a time");
+  static_assert(!kNhd || (D % 128 == 0 && codes_nhd_row_holds(D)), "NHD: whole 128-byte boxes a row");
   static_assert(Tr::kFp8 && Tr::kDType == DType::fp16, "fp8 codes widen to fp16 MMA operands");
+  using Rows = std::conditional_t<kNhd, RowsInOrder, RowsOfCodes>;  // S row r's token
+  using Dims = std::conditional_t<kNhd, NhdCodeDims, DimsInOrder>;  // Oᵀ m-tile row r's dim
 
   unsigned qb[D / 16][2];  // Q as B fragments: k ↔ dims 16kk + π(k), n = query heads (rows 0..7 of sQ)
-  std::uint32_t k_row;     // the lane's ldmatrix row in a K block, bytes
+  // The lane's ldmatrix rows, bytes: vLLM, in a K block (+ 512 a k-step pair); NHD, of k-step
+  // pairs 0..3 in K and V alike (+ 2048 a box).
+  std::uint32_t rows[kNhd ? 4 : 1];
   float o[D / 16][4];      // Oᵀ, m and l as HeadsOnN's
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
   __device__ __forceinline__ HeadsOnNRefs<D> state() { return HeadsOnNRefs<D>{o, m, l}; }
 
   __device__ __forceinline__ void load_q(const QE* sQ, int lane) {
-    k_row = codes_k_row(lane);
+    if constexpr (kNhd) {
+#pragma unroll
+      for (int p = 0; p < 4; ++p) rows[p] = codes_nhd_row(lane, p);
+    } else {
+      rows[0] = codes_k_row(lane);
+    }
     const int g = lane >> 2, q = lane & 3;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -927,6 +962,14 @@ struct HeadsOnNCodes : HeadsOnNLayout {
     state().clear_o();
   }
 
+  // The lane's ldmatrix row of k-step pair (or Vᵀ m-tile pair) k2 of the tile at `tile`.
+  __device__ __forceinline__ std::uint32_t row_at(std::uint32_t tile, int k2) const {
+    if constexpr (kNhd)
+      return tile + rows[k2 % 4] + (k2 / 4) * 2048;
+    else
+      return tile + rows[0] + k2 * 512;
+  }
+
   // An A fragment (16 rows × k16) from two ldmatrix registers of 4 codes: rows g and g + 8.
   __device__ __forceinline__ static void widen_a(std::uint32_t (&a)[4], std::uint32_t row_g, std::uint32_t row_g8) {
     const uint2 x = widen_fp8x4<Tr::kKV, __half>(row_g), y = widen_fp8x4<Tr::kKV, __half>(row_g8);
@@ -934,14 +977,14 @@ struct HeadsOnNCodes : HeadsOnNLayout {
   }
 
   __device__ __forceinline__ Scores scores(const E* sK, int lane) const {
-    const std::uint32_t k_tile = sm80::smem_addr(sK) + k_row;
+    const std::uint32_t k_tile = sm80::smem_addr(sK);
     // Sᵀ = K Qᵀ in 4 accumulator sets (HeadsOnN::scores says why).
     constexpr int kQkSets = 4;
     float acc[kQkSets][4] = {};
 #pragma unroll
     for (int k2 = 0; k2 < D / 32; ++k2) {
       std::uint32_t r[4];
-      sm80::ldmatrix_x4(r, k_tile + k2 * 512);
+      sm80::ldmatrix_x4(r, row_at(k_tile, k2));
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int kk = 2 * k2 + h;
@@ -957,26 +1000,35 @@ struct HeadsOnNCodes : HeadsOnNLayout {
   template <class Hooks>
   __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
                                          const Hooks& hk, int t0) {
-    const std::uint32_t v_tile = sm80::smem_addr(sV) + codes_v_row(lane);
-    const uint2 pb = heads_on_n_softmax<Tr, RowsOfCodes>(state(), sc.s, valid, scale_log2, lane, hk, t0);
-    // Oᵀ += Vᵀ Pᵀ: Vᵀ's A fragments of m-tiles 2p, 2p + 1 from one x4 over the dim rows 32p + lane
-    // (16 codes each: the tile's tokens), those past the range zeroed.
-    const std::uint32_t keep = codes_in_range(valid, lane & 3);
+    const std::uint32_t v_tile = sm80::smem_addr(sV) + (kNhd ? 0u : std::uint32_t(codes_v_row(lane)));
+    const uint2 pb = heads_on_n_softmax<Tr, Rows>(state(), sc.s, valid, scale_log2, lane, hk, t0);
+    // Oᵀ += Vᵀ Pᵀ: Vᵀ's A fragments of m-tiles 2p, 2p + 1 from one x4 — vLLM: over the dim rows
+    // 32p + lane (16 codes each: the tile's tokens); NHD: .trans over the token rows of chunks
+    // 2p, 2p + 1, each register pair (tokens 0..7, 8..15) permuted into dims 2g and 2g + 1 — the
+    // codes past the range zeroed.
+    const std::uint32_t keep = kNhd ? codes_in_range_in_order(valid, lane & 3) : codes_in_range(valid, lane & 3);
 #pragma unroll
     for (int p = 0; p < D / 32; ++p) {
       std::uint32_t r[4];
-      sm80::ldmatrix_x4(r, v_tile + p * 512);
+      if constexpr (kNhd)
+        sm80::ldmatrix_x4<true>(r, row_at(v_tile, p));
+      else
+        sm80::ldmatrix_x4(r, v_tile + p * 512);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         std::uint32_t va[4];
-        widen_a(va, r[2 * h] & keep, r[2 * h + 1] & keep);
+        if constexpr (kNhd)
+          widen_a(va, __byte_perm(r[2 * h], r[2 * h + 1], kNhdEvenDim) & keep,
+                  __byte_perm(r[2 * h], r[2 * h + 1], kNhdOddDim) & keep);
+        else
+          widen_a(va, r[2 * h] & keep, r[2 * h + 1] & keep);
         sm80::mma_16816<DType::fp16>(o[2 * p + h], va, pb.x, pb.y);
       }
     }
   }
 
   __device__ __forceinline__ void publish(float* sO, float* sM, float* sL, int warp, int lane) {
-    heads_on_n_publish(state(), sO, sM, sL, warp, lane);
+    heads_on_n_publish<D, Dims>(state(), sO, sM, sL, warp, lane);
   }
 };
 
@@ -1135,18 +1187,28 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
   const std::uint64_t pol = ptx::l2_evict_first();
   // fp8: the widened K and V tiles, then the ring of codes (Sm80Traits::kFp8StageBytes a stage)
-  // from the next 128-byte boundary — the cp.asyncs' and the TMA boxes' destination.
+  // from the next 128-byte boundary — the cp.asyncs' and the TMA boxes' destination. The tile
+  // math on NHD pages' codes (kCodes) has no widened tiles and reads the swizzled ring, whose
+  // pattern is the shared address's bits 4–9: the ring starts on a 1024-byte boundary of the
+  // warp's stage area (Sm80Traits::kCodesRingFits).
+  constexpr bool kCodes = Tr::kFp8 && decode_sm80_fp8_fragments(L, kHeadsOnN, D);
+  constexpr bool kSwizzledRing = kCodes && L == KVLayout::nhd;
   [[maybe_unused]] std::uint8_t* ring = [&] {
-    auto* p = reinterpret_cast<std::uint8_t*>(stages + Tr::kStageElems);
-    return p + ((128u - (sm80::smem_addr(p) & 127u)) & 127u);
+    if constexpr (kSwizzledRing) {
+      auto* p = reinterpret_cast<std::uint8_t*>(stages);
+      return p + ((1024u - (sm80::smem_addr(p) & 1023u)) & 1023u);
+    } else {
+      auto* p = reinterpret_cast<std::uint8_t*>(stages + Tr::kStageElems);
+      return p + ((128u - (sm80::smem_addr(p) & 127u)) & 127u);
+    }
   }();
   auto issue_tile = [&](int st, int t0, int pg) {
     if constexpr (Tr::kFp8) {
       std::uint8_t* r = ring + st * Tr::kFp8StageBytes;
       if (a.l2_evict_first)
-        sm80_issue_tile_fp8<Tr, L, true>(a, w, r, t0, pg, lane, pol);
+        sm80_issue_tile_fp8<Tr, L, true, kSwizzledRing>(a, w, r, t0, pg, lane, pol);
       else
-        sm80_issue_tile_fp8<Tr, L, false>(a, w, r, t0, pg, lane, pol);
+        sm80_issue_tile_fp8<Tr, L, false, kSwizzledRing>(a, w, r, t0, pg, lane, pol);
     } else {
       E* p = stages + st * Tr::kStageElems;
       if (a.l2_evict_first)
@@ -1173,12 +1235,20 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
           if constexpr (Tr::kFp8) {
             // The codes into ring stage st (make_tma_fp8_maps): vLLM, the page's (page, KV head)
             // K block [D/16][16][16] and V block [D][16] as they are (rows of 256 and 128 B); NHD,
-            // the 16 token rows of K and of V, [16][D] each.
+            // the 16 token rows of K and of V, [16][D] each (kSwizzledRing: D/128 swizzled boxes
+            // each, codes_nhd_offset).
             const std::uint32_t rk = sm80::smem_addr(ring + st * Tr::kFp8StageBytes), rv = rk + 16 * D;
             if constexpr (L == KVLayout::vllm) {
               const int block = pg * a.num_kv_heads + w.kv_head;
               ptx::tma_load_2d<kHint>(rk, tk, bar, 0, block * (D / 16), pol);
               ptx::tma_load_2d<kHint>(rv, tv, bar, 0, block * (D / 8), pol);
+            } else if constexpr (kSwizzledRing) {  // boxes of [16][128 B], 128-byte swizzle
+              const int row = pg * a.page_size + (t0 & (a.page_size - 1));
+#pragma unroll
+              for (int b = 0; b < D / 128; ++b) {
+                ptx::tma_load_3d<kHint>(rk + b * 2048, tk, bar, b * 128, w.kv_head, row, pol);
+                ptx::tma_load_3d<kHint>(rv + b * 2048, tv, bar, b * 128, w.kv_head, row, pol);
+              }
             } else {
               const int row = pg * a.page_size + (t0 & (a.page_size - 1));
               ptx::tma_load_3d<kHint>(rk, tk, bar, 0, w.kv_head, row, pol);
@@ -1274,9 +1344,8 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   // widened tiles have the cp.async layouts, however the codes came. kCodes: the tile math reads
   // an fp8 vLLM ring's codes themselves, HeadsOnNCodes.)
   constexpr bool kTmaTiles = kTma && !Tr::kFp8;
-  constexpr bool kCodes = Tr::kFp8 && decode_sm80_fp8_fragments(L, kHeadsOnN);
   using Math = std::conditional_t<
-      kCodes, HeadsOnNCodes<Tr>,
+      kCodes, HeadsOnNCodes<Tr, L>,
       std::conditional_t<kHeadsOnN, HeadsOnN<Tr, L, kTmaTiles>, HeadsOnM<Tr, L, kTmaTiles>>>;
   using TileE = typename Math::E;  // what the tile math reads: E, or fp8 codes (kCodes)
   Math math;

@@ -10,6 +10,12 @@
 //     with the same π (dims 4q .. 4q + 3 of a head, one 8-byte load);
 //   O = P V (k = tokens): Vᵀ's fragment element k is token π(k) of the tile (a V dim row holds
 //     the tile's 16 tokens), so S row r must be token π(r) too — the K rows ldmatrix is given.
+// NHD pages hold V as token rows, so Vᵀ's k = tokens are across rows: ldmatrix .trans of token rows
+// π-free gives lane (g, q) dims 2g, 2g + 1 of tokens 2q, 2q + 1 (one matrix) and 2q + 8, 2q + 9
+// (the next), which two byte permutes turn into the 4 codes of dim 2g and of dim 2g + 1 — whose
+// pairs are the fragment elements k = 2q, 2q + 1, 2q + 8, 2q + 9 in token order. So on NHD pages
+// S rows are tokens in order (RowsInOrder), and Oᵀ's m-tile row g is dim 2g of its 16, row g + 8
+// dim 2g + 1 (NhdCodeDims).
 #pragma once
 
 #include "muh/host_device.hpp"
@@ -62,6 +68,43 @@ MUH_HOST_DEVICE constexpr int codes_v_row(int lane) { return lane * 16; }
 MUH_HOST_DEVICE constexpr unsigned codes_in_range(int valid, int q) {
   const int n = valid - 4 * q;
   return n >= 4 ? 0xffffffffu : n <= 0 ? 0u : 0xffffffffu >> (32 - 8 * n);
+}
+
+// ---- NHD pages ([16 tok][D] codes a tile) ----------------------------------------------------
+// The ring stage's K and V tiles: D/128 boxes of [16 tok][128 B] with the 128-byte swizzle (the
+// TMA's CU_TENSOR_MAP_SWIZZLE_128B; the cp.async form lands its chunks the same way): 16-code
+// chunk c of token t at box c / 8, row t, chunk (c % 8) ^ (t % 8). The 8 rows an ldmatrix phase
+// reads (8 consecutive tokens of one chunk) then fall on 8 distinct 16-byte bank groups;
+// unswizzled, rows D bytes apart would share one (8-way conflicts).
+MUH_HOST_DEVICE constexpr int codes_nhd_offset(int t, int c) {  // in bytes
+  return (c >> 3) * 2048 + t * 128 + (((c & 7) ^ (t & 7)) << 4);
+}
+// The row lane `lane` gives the x4 of chunks 2·k2, 2·k2 + 1 — K's k-steps (A fragments, rows =
+// tokens) and Vᵀ's m-tiles (.trans) alike: matrix i = lane / 8 is chunk 2·k2 + i / 2, tokens
+// 8·(i & 1) .. + 7. It repeats every 4 pairs (one box) at + 2048 bytes (codes_nhd_row_holds).
+MUH_HOST_DEVICE constexpr int codes_nhd_row(int lane, int k2) {
+  return codes_nhd_offset(((lane >> 3) & 1) * 8 + (lane & 7), 2 * k2 + (lane >> 4));
+}
+constexpr bool codes_nhd_row_holds(int head_dim) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int k2 = 0; k2 < head_dim / 32; ++k2)
+      if (codes_nhd_row(lane, k2) != codes_nhd_row(lane, k2 % 4) + (k2 / 4) * 2048) return false;
+  return true;
+}
+// ldmatrix .trans of 8 token rows gives lane (g, q) bytes (token 2q: dims 2g, 2g + 1; token
+// 2q + 1: dims 2g, 2g + 1). Of the registers lo (tokens 0..7) and hi (8..15), the byte permutes
+// below pick dim 2g's codes of tokens 2q, 2q + 1, 2q + 8, 2q + 9 and dim 2g + 1's (__byte_perm
+// selectors: byte i of the result is byte (sel >> 4i) & 7 of hi:lo).
+constexpr unsigned kNhdEvenDim = 0x6420u, kNhdOddDim = 0x7531u;
+// Oᵀ's m-tile row r (16 dims of one chunk) is dim NhdCodeDims::dim_of_row(r) of them.
+struct NhdCodeDims {
+  MUH_HOST_DEVICE static constexpr int dim_of_row(int r) { return 2 * (r & 7) + (r >> 3); }
+};
+// The bytes of a lane's 4 permuted V codes (tokens 2q, 2q + 1, 2q + 8, 2q + 9) that are in range
+// when `valid` tokens of the tile are.
+MUH_HOST_DEVICE constexpr unsigned codes_in_range_in_order(int valid, int q) {
+  return (2 * q < valid ? 0xffu : 0u) | (2 * q + 1 < valid ? 0xff00u : 0u) | (2 * q + 8 < valid ? 0xff0000u : 0u) |
+         (2 * q + 9 < valid ? 0xff000000u : 0u);
 }
 
 }  // namespace muh::kernels::decode

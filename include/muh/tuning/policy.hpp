@@ -181,11 +181,14 @@ inline constexpr int kDecodeRows = 16;
 constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 // Whether the sm80 decode agent's tile math reads an fp8 cache's codes themselves, as ldmatrix
 // fragments widened in registers (HeadsOnNCodes), rather than 16-bit tiles widened from them in
-// shared memory: on vLLM pages (K's 16-code groups and V's 16-token dim rows are ldmatrix rows)
-// with the heads on N. A speed choice only. (The plan's cost model does not tell the two paths
-// apart yet: its fp8 CTA figure is the widening pass's, plan.cpp.)
-constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n) {
-  return layout == KVLayout::vllm && heads_on_n;
+// shared memory: with the heads on N, on vLLM pages (K's 16-code groups and V's 16-token dim
+// rows are ldmatrix rows) and on NHD pages of a head_dim that is whole 128-byte rows (the ring's
+// swizzled boxes: kernels/fp8_fragments.hpp; V's token rows by ldmatrix .trans). A speed choice
+// only; the launch (decode_launch.cuh: the TMA maps' form) and the kernel both take it from here.
+// (The plan's cost model does not tell the two paths apart yet: its fp8 CTA figure is the
+// widening pass's, plan.cpp.)
+constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n, int head_dim) {
+  return heads_on_n && (layout == KVLayout::vllm || head_dim % 128 == 0);
 }
 // Whether a call of a policy with `tma` takes the TMA copies (kernels/decode_sm80.cuh): a tile's
 // 16 tokens must be whole boxes of one page.
