@@ -739,11 +739,13 @@ std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& 
     l.push_back("decode: the same row, instances/decode_fp8_" + file + ": the codes widened to " +
                 (t == DType::bf16 ? "fp16 (bf16 q runs fp16 MMAs, its queries scaled by a power of two)"
                                   : std::string("fp16")) +
-                " — in registers from their own ldmatrix fragments on vLLM pages with ≤ 8 query heads per KV "
-                "head, in shared memory otherwise; copies by " +
+                " — in registers from their own ldmatrix fragments with ≤ 8 query heads per KV head (vLLM "
+                "pages; NHD pages at head_dim 128 and 256), in shared memory otherwise; copies by " +
                 (d.policy.tma ? "TMA boxes where the layout allows" : "cp.async") +
-                "; the plan counts the codes' bytes and the CTAs' widening time (more partitions than the "
-                "16-bit cache's where the SMs allow: size the workspace for the cache type)");
+                "; the fragments' kernels take " + format_bytes(decode_sm80_codes_smem_bytes(d.policy, hd)) +
+                " of shared memory, " + std::to_string(decode_sm80_codes_ctas_per_sm(d.policy, hd)) +
+                " CTA(s)/SM; the plan counts the codes' bytes and the CTAs' widening time (more partitions "
+                "than the 16-bit cache's where the SMs allow: size the workspace for the cache type)");
   }
   // Paged prefill: the walk for an fp8 cache (prefill_agent_reads_kv: the sm80 and portable agents), NHD pages.
   SelectOptions so{-1, KVSource::paged_nhd};

@@ -34,6 +34,8 @@ struct DecodePlan {
   int partition_tokens = 0;    // tokens per partition (a multiple of 16); max_seq_len for V1
   int head_chunks = 1;         // CTAs per KV head: ceil(group / 16)
   int ctas = 0;                // CTAs of the attention kernel (num_seqs · kv heads · chunks · splits)
+  int ctas_per_sm = 0;         // resident CTAs a SM the split count was planned for: the policy's,
+                               // or decode_sm80_codes_ctas_per_sm for an fp8 cache's codes kernel
   double est_seconds = 0;      // the plan's cost model for this choice (plan.cpp)
   DType dtype = DType::bf16;
   int num_seqs = 0;

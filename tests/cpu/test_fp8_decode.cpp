@@ -14,6 +14,7 @@
 #include "muh/instances.hpp"
 #include "muh/muh.h"
 #include "muh/plan.hpp"
+#include "muh/tuning/selectors.hpp"
 
 namespace muh {
 namespace {
@@ -162,7 +163,7 @@ TEST(Fp8DecodePlan, TakesMorePartitionsWhereItsSlowerCtasFillTheSms) {
     EXPECT_EQ(fp8.kv_dtype, KVDType::fp8_e4m3);
     EXPECT_EQ(same.kv_dtype, KVDType::same);
     EXPECT_GE(fp8.num_splits, same.num_splits * 5 / 4) << int(layout);
-    EXPECT_LE(fp8.ctas, presets::h200.sm_count * fp8.policy.ctas_per_sm) << int(layout);  // one wave
+    EXPECT_LE(fp8.ctas, presets::h200.sm_count * fp8.ctas_per_sm) << int(layout);  // one wave
     EXPECT_EQ(fp8.workspace_bytes, std::size_t(1) * fp8.num_splits * 4 * (256 + 1) * sizeof(float));
     EXPECT_GT(fp8.workspace_bytes, same.workspace_bytes);
   }
@@ -181,6 +182,50 @@ TEST(Fp8DecodePlan, TakesMorePartitionsWhereItsSlowerCtasFillTheSms) {
   DecodePlan fp8;
   ASSERT_TRUE(plan_on(p, presets::h200, -1, &fp8).ok());
   EXPECT_EQ(fp8.num_splits, 1);
+}
+
+// The sm80 agent's kernels that read the codes themselves (decode_sm80_fp8_fragments) have no
+// 16-bit tiles: their footprint (decode_sm80_codes_smem_bytes, the launch's) lets two CTAs share
+// a SM at hd 256 where the row holds one, and the plan counts the slots that gives — on a 16-SM
+// partition (the seed's BI-V100 count) twice the 16-bit cache's partitions. Heads on M (a group
+// of 12) and NHD pages at hd 96 widen the codes in shared memory: the row's footprint, its slots.
+TEST(Fp8DecodePlan, CodesKernelsPlanTwoCtasASmAtHd256) {
+  for (DType t : {DType::fp16, DType::bf16}) {
+    const DecodePolicy pol = decode_policy(90, t, 256);
+    ASSERT_EQ(pol.agent, Agent::sm80);
+    EXPECT_EQ(pol.ctas_per_sm, 1);
+    const int codes = decode_sm80_codes_smem_bytes(pol, 256);
+    EXPECT_LT(codes, decode_smem_bytes(pol, t, 256) / 2 + 8 * 1024);
+    EXPECT_LE(2 * (codes + 1024), pol.smem_cap_bytes);
+    EXPECT_EQ(decode_sm80_codes_ctas_per_sm(pol, 256), 2);
+    // the footprint holds Q (16 rows of 264 16-bit elements), 1 KB of alignment and 4 · 3 stages of
+    // 16 · 256 K and V codes, and the combine's fp32 scratch
+    EXPECT_GE(codes, 16 * 264 * 2 + 1023 + pol.num_warps * pol.num_stages * 32 * 256);
+    EXPECT_GE(codes, 16 * 264 * 2 + (pol.num_warps * 16 * 256 + 2 * pol.num_warps * 16 + 16) * 4);
+  }
+  HardwareCapability sm16 = presets::h200;
+  sm16.sm_count = 16;
+  DecodeParams p = seed_params(256, 262144);
+  for (KVLayout layout : {KVLayout::vllm, KVLayout::nhd}) {
+    p.layout = layout;
+    DecodePlan fp8, same;
+    ASSERT_TRUE(plan_on(p, sm16, -1, &fp8).ok());
+    DecodeParams p16 = p;
+    p16.kv = KVQuant{};
+    ASSERT_TRUE(plan_on(p16, sm16, -1, &same).ok());
+    EXPECT_EQ(fp8.ctas_per_sm, 2) << int(layout);
+    EXPECT_EQ(same.ctas_per_sm, 1) << int(layout);
+    EXPECT_EQ(same.ctas, 16) << int(layout);
+    EXPECT_EQ(fp8.ctas, 32) << int(layout);
+  }
+  DecodeParams m = p;  // heads on M: the widening pass, the row's footprint
+  m.num_q_heads = 12;
+  DecodePlan rows;
+  ASSERT_TRUE(plan_on(m, sm16, -1, &rows).ok());
+  EXPECT_EQ(rows.ctas_per_sm, 1);
+  EXPECT_FALSE(decode_sm80_fp8_fragments(KVLayout::nhd, true, 96));
+  EXPECT_TRUE(decode_sm80_fp8_fragments(KVLayout::vllm, true, 96));
+  EXPECT_FALSE(decode_sm80_fp8_fragments(KVLayout::vllm, false, 256));
 }
 
 // A workspace sized for another plan (e.g. the 16-bit cache's) is refused before any CUDA call,

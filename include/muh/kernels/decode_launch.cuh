@@ -149,12 +149,19 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
   using K = DecodeKernel<Getter, DT, D, kGuard, KV>;
   const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
                   static_cast<unsigned>(a.num_seqs));
+  // The kernel's dynamic shared memory: the policy footprint, or the smaller one of the sm80
+  // agent's kernels that read an fp8 cache's codes themselves (decode_sm80_codes_smem_bytes:
+  // what lets two of them share a SM at hd 256; plan.cpp plans for it).
+  int smem = K::smem_bytes;
+  if constexpr (is_fp8(KV) && K::policy.agent == Agent::sm80)
+    if (decode_sm80_fp8_fragments(layout, decode_sm80_heads_on_n(a.group), D))
+      smem = decode_sm80_codes_smem_bytes(K::policy, D);
   // The kernel's launch with the parameters of its kind.
   auto launch = [&](auto kernel, auto... maps) {
     if constexpr (Var::kOn)
-      kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, maps..., input_errors, var.args);
+      kernel<<<grid, K::threads, smem, stream>>>(a, maps..., input_errors, var.args);
     else
-      kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, maps..., input_errors);
+      kernel<<<grid, K::threads, smem, stream>>>(a, maps..., input_errors);
   };
   bool launched = false;
   if constexpr (K::policy.tma && K::policy.agent == Agent::sm80 && DT != DType::fp32) {
@@ -167,7 +174,7 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
       constexpr auto tma_rows = Sm80TmaKernel<Tr, L, false, Var::kOn>::value;
       if (!maps_ok || !runs_sm90_code_once<tma_rows>(device_cc)) return Status::Ok();  // both: the same arch's code
       const auto tma_kernel = decode_sm80_heads_on_n(a.group) ? tma_cols : tma_rows;
-      MUH_TRY(set_max_dynamic_smem(tma_kernel, K::smem_bytes, "paged_decode"));
+      MUH_TRY(set_max_dynamic_smem(tma_kernel, smem, "paged_decode"));
       launch(tma_kernel, tk, tv);
       launched = true;
       return Status::Ok();
@@ -198,7 +205,7 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
   }
   if (!launched) {
     auto kernel = K::template function<Var::kOn>(layout, a.group);
-    MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode"));
+    MUH_TRY(set_max_dynamic_smem(kernel, smem, "paged_decode"));
     launch(kernel);
   }
   MUH_TRY(launch_status("paged_decode launch"));

@@ -43,10 +43,12 @@
 //        (dim d, tokens 8g ..) of row d/4 sits at c ^ (row & 7), so the 8 dims of an ldmatrix
 //        phase land on 8 distinct 16-byte bank groups (unswizzled, dims 32 B apart: 2-way).
 //
-// An fp8 cache (Sm80Traits' KV, muh/kv_quant.hpp): the copies (cp.async, or TMA boxes of codes,
-// unswizzled) fill a ring of stages of 1-byte codes. On vLLM pages with the heads on N (the
-// seed's case) the tile math reads the codes themselves: ldmatrix fragments widened in registers
-// (HeadsOnNCodes). Otherwise the warp widens each landed tile into one 16-bit K and V tile pair
+// An fp8 cache (Sm80Traits' KV, muh/kv_quant.hpp): the copies (cp.async, or TMA boxes of codes)
+// fill a ring of stages of 1-byte codes. With the heads on N — on vLLM pages (the seed's case),
+// and on NHD pages at head_dim 128 and 256, whose ring is 128-byte swizzled — the tile math reads
+// the codes themselves: ldmatrix fragments widened in registers (HeadsOnNCodes;
+// decode_sm80_fp8_fragments), in a footprint of their own (no 16-bit tiles: two CTAs a SM at
+// hd 256, decode_sm80_codes_smem_bytes). Otherwise the warp widens each landed tile into one 16-bit K and V tile pair
 // with the cp.async layouts above (widen_tokens, widen_v_tile), which the tile math reads
 // unchanged — a pass through shared memory that took an hd-256 warp-tile from 272 to 671
 // instructions (ncu, bench/results/h100-2026-12-06-portable-fp8/README.md, call 2). bf16 q runs
@@ -232,10 +234,13 @@ struct Sm80Traits {
   static_assert(!kFp8 || kStageElems * int(sizeof(E)) + kStages * kFp8StageBytes + 128 <=
                              kStages * kStageElems * int(sizeof(E)),
                 "fp8: the widened tiles and the ring of codes fit the stage area");
-  // The tile math on NHD pages' codes (HeadsOnNCodes, D % 128 == 0) reads no widened tiles: its
-  // swizzled ring starts at the first 1024-byte boundary of the warp's stage area.
-  static constexpr bool kCodesRingFits = kStages * kFp8StageBytes + 1023 <= kStages * kStageElems * int(sizeof(E));
-  static_assert(!kFp8 || D % 128 != 0 || kCodesRingFits, "fp8: the swizzled ring fits the stage area");
+  // The tile math on the codes themselves (HeadsOnNCodes) has no widened tiles: its kernels take
+  // the smaller footprint of decode_sm80_codes_smem_bytes (policy.hpp) — Q, then the warps' rings
+  // from the next 1024-byte boundary (or the combine's scratch).
+  static constexpr int kCodesSmemBytes = decode_sm80_codes_smem_bytes(kPolicy, D);
+  static_assert(!kFp8 || (kCodesSmemBytes <= kSmemBytes &&
+                          kQElems * int(sizeof(E)) + 1023 + kWarps * kStages * kFp8StageBytes <= kCodesSmemBytes),
+                "fp8: the codes' footprint holds Q and the aligned rings");
 
   static_assert(kPolicy.agent == Agent::sm80, "sm80 traits need an sm80 policy row");
   static_assert(DT == DType::fp16 || DT == DType::bf16, "tensor cores take 16-bit K/V");
@@ -1188,15 +1193,15 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
   const std::uint64_t pol = ptx::l2_evict_first();
   // fp8: the widened K and V tiles, then the ring of codes (Sm80Traits::kFp8StageBytes a stage)
   // from the next 128-byte boundary — the cp.asyncs' and the TMA boxes' destination. The tile
-  // math on NHD pages' codes (kCodes) has no widened tiles and reads the swizzled ring, whose
-  // pattern is the shared address's bits 4–9: the ring starts on a 1024-byte boundary of the
-  // warp's stage area (Sm80Traits::kCodesRingFits).
+  // math on the codes themselves (kCodes) has no widened tiles: the warps' rings follow Q from
+  // its next 1024-byte boundary, the kernel's footprint Sm80Traits::kCodesSmemBytes (the swizzled
+  // NHD ring's pattern is the shared address's bits 4–9).
   constexpr bool kCodes = Tr::kFp8 && decode_sm80_fp8_fragments(L, kHeadsOnN, D);
   constexpr bool kSwizzledRing = kCodes && L == KVLayout::nhd;
   [[maybe_unused]] std::uint8_t* ring = [&] {
-    if constexpr (kSwizzledRing) {
-      auto* p = reinterpret_cast<std::uint8_t*>(stages);
-      return p + ((1024u - (sm80::smem_addr(p) & 1023u)) & 1023u);
+    if constexpr (kCodes) {
+      auto* p = reinterpret_cast<std::uint8_t*>(sQ + Tr::kQElems);
+      return p + ((1024u - (sm80::smem_addr(p) & 1023u)) & 1023u) + warp * S * Tr::kFp8StageBytes;
     } else {
       auto* p = reinterpret_cast<std::uint8_t*>(stages + Tr::kStageElems);
       return p + ((128u - (sm80::smem_addr(p) & 127u)) & 127u);

@@ -224,6 +224,28 @@ constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
   return (p.num_stages * 2 * p.tile_tokens + kDecodeRows) * (head_dim + 8) * e;
 }
 
+// The sm80 decode agent's shared memory where its tile math reads an fp8 cache's codes
+// (decode_sm80_fp8_fragments: no 16-bit K/V tiles): Q's 16 padded 16-bit rows, then from the next
+// 1024-byte boundary each warp's S stages of codes [K 16·D | V 16·D] (the swizzled NHD ring wants
+// the boundary) — or the combine's fp32 scratch ([W][16][D] o, [W][16] m and l, [16] sink
+// factors, from the end of Q), whichever is larger. At hd 256 (4 warps × 3 stages) 107 KB where
+// decode_smem_bytes() is 203 KB: two CTAs a SM on a 228 KB SM, where one left each scheduler a
+// single latency-bound warp (bench/results/2026-12-06-fp8-fragments: one CTA a SM reads codes
+// no faster than 16-bit values, 0.29–0.40 of the read floor on 16 SMs).
+constexpr int decode_sm80_codes_smem_bytes(const DecodePolicy& p, int head_dim) {
+  const int q = kDecodeRows * (head_dim + 8) * 2;
+  const int ring = 1023 + p.num_warps * p.num_stages * 32 * head_dim;
+  const int scratch = (p.num_warps * kDecodeRows * head_dim + 2 * p.num_warps * kDecodeRows + kDecodeRows) * 4;
+  return q + (ring > scratch ? ring : scratch);
+}
+// CTAs a SM that kernel is planned for: two where two of its footprints fit the row's cap (1 KB
+// held back a CTA, as fit.hpp's rule), else the row's own.
+constexpr int decode_sm80_codes_ctas_per_sm(const DecodePolicy& p, int head_dim) {
+  return p.ctas_per_sm < 2 && 2 * (decode_sm80_codes_smem_bytes(p, head_dim) + 1024) <= p.smem_cap_bytes
+             ? 2
+             : p.ctas_per_sm;
+}
+
 constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // A row is valid when its tiles fit the profile's shared memory and its shape is one the agent
