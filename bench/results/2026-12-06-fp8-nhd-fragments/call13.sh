@@ -4,7 +4,9 @@
 # (scripts/device_pack.sh p11 -DMUH_TARGETS="0;90;90a" -DMUH_HEAD_DIMS="128;256"
 # -DMUH_DTYPES="fp16;bf16" -DMUH_KV_FP8_HEAD_DIMS="128;256" -DMUH_VARIANT_HEAD_DIMS=128 -- muh_cli
 # muh_gpu_decode_fp8_tests muh_gpu_decode_tests muh_gpu_mixed_batch_tests muh_gpu_input_guard_tests
-# muh_cpu_tests), moved to devrun13/. FlashInfer's decode modules build in the background while
+# muh_cpu_tests), moved to devrun13/; .fi/ as scripts/flashinfer_bundle.py's header says (the
+# flashinfer-python 0.7.2 and apache-tvm-ffi cp312 wheels from PyPI; both packs local, excluded
+# from git: rebuild them in a fresh checkout). FlashInfer's decode modules build in the background while
 # the tests run; then bench/fp8_decode.py (NHD, bf16 q: muh and FlashInfer over bf16 and e4m3).
 set -u
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
