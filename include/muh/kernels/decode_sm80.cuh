@@ -1347,7 +1347,7 @@ __device__ __forceinline__ void decode_sm80_body(const DecodeArgs& a, const CUte
 
   // (The tile math reads the TMA boxes' layouts where the boxes are its tiles; an fp8 cache's
   // widened tiles have the cp.async layouts, however the codes came. kCodes: the tile math reads
-  // an fp8 vLLM ring's codes themselves, HeadsOnNCodes.)
+  // an fp8 ring's codes themselves, HeadsOnNCodes.)
   constexpr bool kTmaTiles = kTma && !Tr::kFp8;
   using Math = std::conditional_t<
       kCodes, HeadsOnNCodes<Tr, L>,
