@@ -221,9 +221,12 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 // batch 2: 64–66 against 66), where the 16-bit cache's plan (87–90, 44–46) was 1.26–1.45× off;
 // on 16 SMs both are one CTA per SM. The 16-bit cache's CTA (10.3 ns a token there) stays bound
 // by the latency model.
-// The ldmatrix fragments of the codes (decode_sm80_fp8_fragments) are not measured yet; they
-// issue fewer instructions, so the figure is an upper bound for them (the model then splits at
-// least as much as they want).
+// The ldmatrix fragments of the codes (decode_sm80_fp8_fragments) issue fewer instructions: V1
+// of the same cell on vLLM pages, H200 (1980 MHz), 504.6 µs for 32768 tokens, 3.0e-11 s a code
+// (ncu, bench/results/2026-12-06-fp8-fragments/s10-call1). The figure is kept, an upper bound for
+// them: with it the plan's split count was the best forced one or within 2.2 % of it on every
+// one of the seed's 32 cells on 132 SMs in that run (one CTA a SM then). Their two CTAs a SM at
+// hd 256 (decode_sm80_codes_ctas_per_sm) double the slots the model fills; not yet timed.
 double fp8_token_seconds(const DecodeParams& p) {
   constexpr double kWidenSecondsPerCode = 5.97e-11;
   return 2.0 * p.head_dim * kWidenSecondsPerCode;
