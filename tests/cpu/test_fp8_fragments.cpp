@@ -132,12 +132,14 @@ Tile make_tile(unsigned seed) {
   return t;
 }
 
-// Sᵀ as HeadsOnNCodes::scores computes it: row r, head n.
-void codes_scores(const Tile& t, double (&s)[16][8]) {
+// Sᵀ as HeadsOnNCodes::scores computes it from a K ring `mem` whose x4 of k-step pair k2 takes
+// its rows from row_of(lane, k2): row r, head n.
+template <class RowOf>
+void codes_scores(const Tile& t, const std::vector<double>& mem, RowOf row_of, double (&s)[16][8]) {
   for (auto& row : s)
     for (double& x : row) x = 0;
   for (int k2 = 0; k2 < kD / 32; ++k2) {
-    const Regs r = ldmatrix_x4(t.kmem, [&](int lane) { return codes_k_row(lane) + k2 * 512; });
+    const Regs r = ldmatrix_x4(mem, [&](int lane) { return row_of(lane, k2); });
     for (int h = 0; h < 2; ++h) {
       const int kk = 2 * k2 + h;
       std::array<LaneA, 32> a;
@@ -156,7 +158,7 @@ void codes_scores(const Tile& t, double (&s)[16][8]) {
 TEST(Fp8Fragments, ScoresRowRIsTokenPiOfR) {
   const Tile t = make_tile(1);
   double s[16][8];
-  codes_scores(t, s);
+  codes_scores(t, t.kmem, [](int lane, int k2) { return codes_k_row(lane) + k2 * 512; }, s);
   for (int r = 0; r < 16; ++r)
     for (int n = 0; n < 8; ++n) {
       double ref = 0;
@@ -249,22 +251,8 @@ TEST(Fp8Fragments, NhdRingIsABijectionAndConflictFree) {
 // Sᵀ from the NHD ring: row r is token r.
 TEST(Fp8Fragments, NhdScoresAreInTokenOrder) {
   const Tile t = make_tile(5);
-  double s[16][8] = {};
-  for (int k2 = 0; k2 < kD / 32; ++k2) {
-    const Regs r = ldmatrix_x4(t.nk, [&](int lane) { return codes_nhd_row(lane, k2); });
-    for (int h = 0; h < 2; ++h) {
-      const int kk = 2 * k2 + h;
-      std::array<LaneA, 32> a;
-      std::array<LaneB, 32> b;
-      for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, q = l % 4;
-        a[l] = widen_a(r[l][2 * h], r[l][2 * h + 1]);
-        const double* qd = &t.Q[g * kD + codes_q_dim(kk, q)];
-        b[l] = LaneB{{{qd[0], qd[1]}, {qd[2], qd[3]}}};
-      }
-      mma(s, a, b);
-    }
-  }
+  double s[16][8];
+  codes_scores(t, t.nk, codes_nhd_row, s);
   for (int r = 0; r < 16; ++r)
     for (int n = 0; n < 8; ++n) {
       double ref = 0;
