@@ -185,8 +185,8 @@ constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 // rows are ldmatrix rows) and on NHD pages of a head_dim that is whole 128-byte rows (the ring's
 // swizzled boxes: kernels/fp8_fragments.hpp; V's token rows by ldmatrix .trans). A speed choice
 // only; the launch (decode_launch.cuh: the TMA maps' form) and the kernel both take it from here.
-// (The plan's cost model does not tell the two paths apart yet: its fp8 CTA figure is the
-// widening pass's, plan.cpp.)
+// (The plan's cost model counts the codes kernels' own CTAs a SM, decode_sm80_codes_ctas_per_sm
+// below, but one fp8 CTA time for both paths: the widening pass's, plan.cpp.)
 constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n, int head_dim) {
   return heads_on_n && (layout == KVLayout::vllm || head_dim % 128 == 0);
 }
