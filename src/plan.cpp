@@ -293,9 +293,9 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   // Where the sm80 agent's tile math reads the codes themselves, its kernel's footprint is smaller
   // (decode_sm80_codes_smem_bytes, the launch's): two CTAs a SM at hd 256.
   const bool fp8 = is_fp8(p.kv.dtype);
-  const bool codes = fp8 && pol.agent == Agent::sm80 &&
-                     decode_sm80_fp8_fragments(p.layout, decode_sm80_heads_on_n(group), p.head_dim);
-  r.ctas_per_sm = codes ? decode_sm80_codes_ctas_per_sm(pol, p.head_dim) : pol.ctas_per_sm;
+  r.ctas_per_sm = decode_sm80_reads_codes(pol, p.kv.dtype, p.layout, group, p.head_dim)
+                      ? decode_sm80_codes_ctas_per_sm(pol, p.head_dim)
+                      : pol.ctas_per_sm;
   m.slots = static_cast<double>(hw.sm_count) * r.ctas_per_sm;
   m.bytes_per_token = 2.0 * p.head_dim * (fp8 ? 1.0 : static_cast<double>(dtype_size(p.dtype)));
   m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /

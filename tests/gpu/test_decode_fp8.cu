@@ -1,7 +1,8 @@
 // test_decode_fp8.cu — paged decode over an fp8 KV cache (muh/kv_quant.hpp): every compiled fp8
 // instance (e4m3 / e5m2 × fp16 / bf16 q × head dim) on every compiled target — the sm80 agent's
-// rows (vLLM pages with GQA 4: the codes' own ldmatrix fragments widened in registers; NHD pages
-// and GQA 12: codes widened in shared memory) and the portable agent's (widened in registers) —
+// rows (GQA 4 — vLLM pages, and NHD pages at hd 128 / 256: the codes' own ldmatrix fragments
+// widened in registers; GQA 12: codes widened in shared memory) and the portable agent's (widened
+// in registers) —
 // forced, both layouts, query heads on the MMA's columns (GQA 4) and rows (GQA 12), against the
 // CPU reference on the dequantised cache (code · scale) with check/decode_case.hpp's tolerance
 // (2× a naive same-precision implementation over the same dequantised values: widening the codes

@@ -152,10 +152,8 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
   // The kernel's dynamic shared memory: the policy footprint, or the smaller one of the sm80
   // agent's kernels that read an fp8 cache's codes themselves (decode_sm80_codes_smem_bytes:
   // what lets two of them share a SM at hd 256; plan.cpp plans for it).
-  int smem = K::smem_bytes;
-  if constexpr (is_fp8(KV) && K::policy.agent == Agent::sm80)
-    if (decode_sm80_fp8_fragments(layout, decode_sm80_heads_on_n(a.group), D))
-      smem = decode_sm80_codes_smem_bytes(K::policy, D);
+  const bool codes = decode_sm80_reads_codes(K::policy, KV, layout, a.group, D);
+  const int smem = codes ? decode_sm80_codes_smem_bytes(K::policy, D) : K::smem_bytes;
   // The kernel's launch with the parameters of its kind.
   auto launch = [&](auto kernel, auto... maps) {
     if constexpr (Var::kOn)
@@ -183,9 +181,8 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
       CUtensorMap tk, tv;
       if constexpr (is_fp8(KV)) {
         // (The kernel that runs reads swizzled NHD boxes where its tile math reads the codes.)
-        const bool swizzled = decode_sm80_fp8_fragments(layout, decode_sm80_heads_on_n(a.group), D);
         const bool ok = make_tma_fp8_maps(&tk, &tv, a.k_cache, a.v_cache, layout, D, a.num_kv_heads, a.num_pages,
-                                          a.page_size, swizzled);
+                                          a.page_size, codes);
         if (layout == KVLayout::vllm)
           MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{}, ok, tk, tv));
         else

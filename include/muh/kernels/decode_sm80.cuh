@@ -247,9 +247,8 @@ struct Sm80Traits {
   static_assert(validate(kPolicy, DT, D), "decode policy row does not fit its profile");
   static_assert(kSmemBytes == decode_smem_bytes(kPolicy, DT, D), "footprint differs from the table's");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
-  // The final combine reuses the stage area for [W][16][D] fp32 o, [W][16] m and l, and [16]
-  // sink factors (the general kind: fold_sinks).
-  static_assert((kWarps * kRows * D + 2 * kWarps * kRows + kRows) * 4 <= kWarps * kStages * kStageElems * int(sizeof(E)),
+  // The final combine reuses the stage area (decode_sm80_combine_bytes).
+  static_assert(decode_sm80_combine_bytes(kPolicy, D) <= kWarps * kStages * kStageElems * int(sizeof(E)),
                 "combine scratch must fit the stage area");
 };
 
@@ -967,12 +966,21 @@ struct HeadsOnNCodes : HeadsOnNLayout {
     state().clear_o();
   }
 
-  // The lane's ldmatrix row of k-step pair (or Vᵀ m-tile pair) k2 of the tile at `tile`.
+  // The lane's ldmatrix row of k-step pair k2 of a K tile at `tile` (NHD: and of Vᵀ's m-tile pair
+  // k2 of a V tile; vLLM: a V tile's is v_row_at).
   __device__ __forceinline__ std::uint32_t row_at(std::uint32_t tile, int k2) const {
     if constexpr (kNhd)
       return tile + rows[k2 % 4] + (k2 / 4) * 2048;
     else
       return tile + rows[0] + k2 * 512;
+  }
+  // ... of Vᵀ's m-tile pair p of a V tile at `tile`: NHD, the K rows (.trans reads them); vLLM,
+  // dim rows 32p + lane of the [D][16 tok] block.
+  __device__ __forceinline__ std::uint32_t v_row_at(std::uint32_t tile, int p, int lane) const {
+    if constexpr (kNhd)
+      return row_at(tile, p);
+    else
+      return tile + codes_v_row(lane) + p * 512;
   }
 
   // An A fragment (16 rows × k16) from two ldmatrix registers of 4 codes: rows g and g + 8.
@@ -1005,7 +1013,7 @@ struct HeadsOnNCodes : HeadsOnNLayout {
   template <class Hooks>
   __device__ __forceinline__ void update(Scores& sc, const E* sV, int valid, float scale_log2, int lane,
                                          const Hooks& hk, int t0) {
-    const std::uint32_t v_tile = sm80::smem_addr(sV) + (kNhd ? 0u : std::uint32_t(codes_v_row(lane)));
+    const std::uint32_t v_tile = sm80::smem_addr(sV);
     const uint2 pb = heads_on_n_softmax<Tr, Rows>(state(), sc.s, valid, scale_log2, lane, hk, t0);
     // Oᵀ += Vᵀ Pᵀ: Vᵀ's A fragments of m-tiles 2p, 2p + 1 from one x4 — vLLM: over the dim rows
     // 32p + lane (16 codes each: the tile's tokens); NHD: .trans over the token rows of chunks
@@ -1015,10 +1023,7 @@ struct HeadsOnNCodes : HeadsOnNLayout {
 #pragma unroll
     for (int p = 0; p < D / 32; ++p) {
       std::uint32_t r[4];
-      if constexpr (kNhd)
-        sm80::ldmatrix_x4<true>(r, row_at(v_tile, p));
-      else
-        sm80::ldmatrix_x4(r, v_tile + p * 512);
+      sm80::ldmatrix_x4<kNhd>(r, v_row_at(v_tile, p, lane));
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         std::uint32_t va[4];

@@ -190,6 +190,12 @@ constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n, int head_dim) {
   return heads_on_n && (layout == KVLayout::vllm || head_dim % 128 == 0);
 }
+// Whether a call (a cache of element type kv, `group` query heads per KV head) on row p runs
+// such a kernel: what the launch sizes its shared memory and TMA maps by and the plan its slots.
+constexpr bool decode_sm80_reads_codes(const DecodePolicy& p, KVDType kv, KVLayout layout, int group, int head_dim) {
+  return is_fp8(kv) && p.agent == Agent::sm80 &&
+         decode_sm80_fp8_fragments(layout, decode_sm80_heads_on_n(group), head_dim);
+}
 // Whether a call of a policy with `tma` takes the TMA copies (kernels/decode_sm80.cuh): a tile's
 // 16 tokens must be whole boxes of one page.
 //   NHD:  page_size ≥ 16 and head_dim a multiple of 64 (boxes of 16 rows × 64 dims).
@@ -232,10 +238,15 @@ constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
 // decode_smem_bytes() is 203 KB: two CTAs a SM on a 228 KB SM, where one left each scheduler a
 // single latency-bound warp (bench/results/2026-12-06-fp8-fragments: one CTA a SM reads codes
 // no faster than 16-bit values, 0.29–0.40 of the read floor on 16 SMs).
+// The sm80 decode agent's combine scratch, which reuses the stage area after the main loop:
+// [W][16][D] fp32 o, [W][16] m and l, and [16] sink factors (the general kind: fold_sinks).
+constexpr int decode_sm80_combine_bytes(const DecodePolicy& p, int head_dim) {
+  return (p.num_warps * kDecodeRows * head_dim + 2 * p.num_warps * kDecodeRows + kDecodeRows) * 4;
+}
 constexpr int decode_sm80_codes_smem_bytes(const DecodePolicy& p, int head_dim) {
   const int q = kDecodeRows * (head_dim + 8) * 2;
   const int ring = 1023 + p.num_warps * p.num_stages * 32 * head_dim;
-  const int scratch = (p.num_warps * kDecodeRows * head_dim + 2 * p.num_warps * kDecodeRows + kDecodeRows) * 4;
+  const int scratch = decode_sm80_combine_bytes(p, head_dim);
   return q + (ring > scratch ? ring : scratch);
 }
 // CTAs a SM that kernel is planned for: two where two of its footprints fit the row's cap (1 KB
