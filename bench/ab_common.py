@@ -12,15 +12,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2}        # enum muh_dtype
-LAYOUTS = {"nhd": 0, "vllm": 1}                    # enum muh_kv_layout
-STATUS = {0: "MUH_OK", 1: "MUH_INVALID_ARGUMENT", 2: "MUH_UNSUPPORTED", 3: "MUH_NOT_COMPILED",
-          4: "MUH_NO_DEVICE", 5: "MUH_CUDA_ERROR"}
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import muh_capi as capi  # noqa: E402
+
+DTYPES, LAYOUTS, STATUS = capi.DTYPES, capi.LAYOUTS, capi.STATUS  # muh.h's enums
 ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
-
-
-def status_name(rc):
-    return STATUS.get(rc, f"status {rc}")
+status_name = capi.status_name
 
 
 def load_lib(path):
@@ -36,17 +34,7 @@ def load_lib(path):
     if ctypes.DEFAULT_MODE != os.RTLD_LOCAL:
         raise SystemExit("ab_common: ctypes does not open libraries RTLD_LOCAL here; the two builds would bind "
                          "to each other's symbols")
-    if HERE not in sys.path:
-        sys.path.insert(0, HERE)
-    import compare_torch as ct  # imports torch: only when a library is loaded
-    lib = ct.load_muh(os.path.abspath(path))  # muh_prefill, muh_prefill_workspace_size, muh_last_error
-    c = ctypes
-    vp, i = c.c_void_p, c.c_int
-    lib.muh_paged_decode.argtypes = ([i, i] + [vp] * 7 + [i] * 8 + [c.c_float, vp, c.c_size_t] + [i] * 3 + [vp])
-    lib.muh_paged_decode.restype = i
-    lib.muh_decode_workspace_size.argtypes = [i] * 11 + [c.POINTER(c.c_size_t)]
-    lib.muh_decode_workspace_size.restype = i
-    lib.muh_version.restype = c.c_char_p
+    lib = capi.load(path)  # every function of muh.h, typed from the header
     lib.ab_path = os.path.abspath(path)
     return lib
 
@@ -61,8 +49,7 @@ def copy_lib(path):
     return dst
 
 
-def last_error(lib, rc):
-    return lib.muh_last_error().decode(errors="replace") if rc != 0 else ""
+last_error = capi.last_error
 
 
 def prefill_workspace(lib, dtype, batch, total_q, total_k, max_q, max_k, hq, hkv, hd, causal, target):

@@ -32,7 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-MUH_BF16 = 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import muh_capi as capi  # noqa: E402
+
+MUH_BF16 = capi.DTYPES["bf16"]
+
 BACKENDS = [("FLASH", SDPBackend.FLASH_ATTENTION), ("CUDNN", SDPBackend.CUDNN_ATTENTION),
             ("EFFICIENT", SDPBackend.EFFICIENT_ATTENTION)]
 TOKENS = 16384
@@ -40,20 +44,6 @@ TOKENS = 16384
 # and one GQA cell (32 q / 8 kv heads at 4k).
 CELLS = [(128, 32, 32, [1024, 4096, 16384]), (256, 16, 16, [1024, 4096, 16384]), (64, 32, 32, [1024, 4096, 16384]),
          (128, 32, 8, [4096])]
-
-
-def load_muh(path):
-    lib = ctypes.CDLL(path)
-    c = ctypes
-    lib.muh_prefill.argtypes = [c.c_int, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p,
-                                c.c_void_p, c.c_void_p, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int,
-                                c.c_int, c.c_int, c.c_int, c.c_float, c.c_int, c.c_void_p, c.c_size_t,
-                                c.c_int, c.c_void_p]
-    lib.muh_prefill.restype = c.c_int
-    lib.muh_prefill_workspace_size.argtypes = [c.c_int] * 11 + [c.POINTER(c.c_size_t)]
-    lib.muh_prefill_workspace_size.restype = c.c_int
-    lib.muh_last_error.restype = c.c_char_p
-    return lib
 
 
 def muh_prefill_fn(lib, q, k, v, out, cu, batch, seq, causal, stream, target=-1):
@@ -144,7 +134,7 @@ def main():
     if args.iters < 20:
         sys.exit("--iters must be >= 20")
     os.makedirs(args.out, exist_ok=True)
-    lib = load_muh(args.lib)
+    lib = capi.load(args.lib)
     dev = torch.cuda.get_device_name()
     stream = torch.cuda.current_stream().cuda_stream
     print(f"device {dev}; torch {torch.__version__}; cudnn {torch.backends.cudnn.version()}; {clocks()}", flush=True)

@@ -28,39 +28,17 @@ import random
 
 import torch
 
-from compare_torch import clocks, interleaved_ms  # noqa: E402 (paged_prefill.py put bench/ on the path)
+import muh_capi as capi  # noqa: E402 (paged_prefill.py put bench/ on the path)
+from compare_torch import clocks, interleaved_ms  # noqa: E402
+from muh_capi import check  # noqa: E402
 
-BF16, NHD, VLLM = 1, 0, 1
+BF16, NHD, VLLM = capi.DTYPES["bf16"], capi.LAYOUTS["nhd"], capi.LAYOUTS["vllm"]
 HQ, HKV, HD, PAGE = 32, 8, 128, 16
 
 CELLS = [
     dict(name="serving", q=[1] * 63 + [2048], kv=[8192] * 63 + [16384 + 2048]),
     dict(name="verify", q=[4] * 64, kv=[8192] * 64),
 ]
-
-
-def load(path):
-    lib = ctypes.CDLL(os.path.abspath(path))
-    c, vp, i = ctypes, ctypes.c_void_p, ctypes.c_int
-    ip = c.POINTER(c.c_int)
-    lib.muh_last_error.restype = c.c_char_p
-    lib.muh_paged_attention.argtypes = ([i, i] + [vp] * 8 + [ip, ip] + [i] * 10 + [c.c_float, i, vp, c.c_size_t] +
-                                        [i] * 5 + [vp])
-    lib.muh_paged_attention.restype = i
-    lib.muh_paged_attention_workspace_size.argtypes = [i, i, ip, ip] + [i] * 16 + [vp, c.POINTER(c.c_size_t)]
-    lib.muh_paged_attention_workspace_size.restype = i
-    lib.muh_paged_prefill.argtypes = [i, i] + [vp] * 8 + [i] * 10 + [c.c_float, i, vp, c.c_size_t, i, i, vp]
-    lib.muh_paged_prefill.restype = i
-    lib.muh_paged_decode.argtypes = [i, i] + [vp] * 7 + [i] * 8 + [c.c_float, vp, c.c_size_t] + [i] * 3 + [vp]
-    lib.muh_paged_decode.restype = i
-    lib.muh_decode_workspace_size.argtypes = [i] * 11 + [c.POINTER(c.c_size_t)]
-    lib.muh_decode_workspace_size.restype = i
-    return lib
-
-
-def check(lib, rc, what):
-    if rc != 0:
-        raise SystemExit(f"{what}: status {rc}: {lib.muh_last_error().decode(errors='replace')}")
 
 
 def make(cell, layout, gen):
@@ -170,7 +148,7 @@ def runners(lib, cell, layout, t):
 
 
 def run(args):
-    lib = load(args.lib)
+    lib = capi.load(args.lib)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     print("clocks before:", clocks(), flush=True)

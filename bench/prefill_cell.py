@@ -14,7 +14,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_torch import TOKENS, load_muh, muh_prefill_fn  # noqa: E402
+from compare_torch import TOKENS, capi, muh_prefill_fn  # noqa: E402
 
 
 def main():
@@ -30,7 +30,7 @@ def main():
     args = ap.parse_args()
     if TOKENS % args.seq:
         sys.exit(f"--seq must divide {TOKENS}")
-    lib = load_muh(args.lib)
+    lib = capi.load(args.lib)
     kvh = args.kv_heads or args.heads
     q = torch.randn(TOKENS, args.heads, args.hd, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(TOKENS, kvh, args.hd, device="cuda", dtype=torch.bfloat16)

@@ -20,7 +20,7 @@ import compare_torch as ct  # noqa: E402
 
 
 def main():
-    lib = ct.load_muh(sys.argv[1])
+    lib = ct.capi.load(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     stream = torch.cuda.current_stream().cuda_stream
     seq, batch = 4096, 4

@@ -11,12 +11,16 @@ halved for causal; median of --iters CUDA-event-timed calls after 5 warm-ups.
 usage: python3 bench/prefill_targets.py BUILD/libmuh.so [--targets 75,90,0] [--iters 20]
 """
 import argparse
-import ctypes
+import os
 import statistics
+import sys
 
 import torch
 
-MUH_FP16 = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import muh_capi as capi  # noqa: E402
+
+MUH_FP16 = capi.DTYPES["fp16"]
 TOKENS = 16384
 
 
@@ -27,13 +31,7 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args()
     targets = [int(t) for t in args.targets.split(",")]
-    c = ctypes
-    lib = c.CDLL(args.lib)
-    lib.muh_prefill.argtypes = [c.c_int, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p, c.c_void_p,
-                                c.c_void_p, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int, c.c_int,
-                                c.c_float, c.c_int, c.c_int, c.c_void_p]
-    lib.muh_prefill.restype = c.c_int
-    lib.muh_last_error.restype = c.c_char_p
+    lib = capi.load(args.lib)
     print(f"{torch.cuda.get_device_name()} fp16, median of {args.iters}")
     for hd, heads in [(128, 32), (256, 16)]:
         q = torch.randn(TOKENS, heads, hd, device="cuda", dtype=torch.float16)
@@ -51,7 +49,7 @@ def main():
                     def run():
                         rc = lib.muh_prefill(MUH_FP16, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), None,
                                              cu.data_ptr(), cu.data_ptr(), b, TOKENS, TOKENS, seq, seq, heads, heads,
-                                             hd, 0.0, int(causal), t, None)
+                                             hd, 0.0, int(causal), None, 0, t, None)
                         if rc != 0:
                             raise RuntimeError(lib.muh_last_error().decode())
                     for _ in range(5):

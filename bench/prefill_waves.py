@@ -23,7 +23,7 @@ BLOCK_M = 128  # the sm90 prefill rows' block_m at head dims 128 and 256
 
 
 def main():
-    lib = ct.load_muh(sys.argv[1])
+    lib = ct.capi.load(sys.argv[1])
     stream = torch.cuda.current_stream().cuda_stream
     causal = False
     for hd, heads in [(256, 16), (128, 32)]:
