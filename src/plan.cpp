@@ -221,15 +221,18 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 // batch 2: 64–66 against 66), where the 16-bit cache's plan (87–90, 44–46) was 1.26–1.45× off;
 // on 16 SMs both are one CTA per SM. The 16-bit cache's CTA (10.3 ns a token there) stays bound
 // by the latency model.
-// The ldmatrix fragments of the codes (decode_sm80_fp8_fragments) issue fewer instructions: V1
-// of the same cell on vLLM pages, H200 (1980 MHz), 504.6 µs for 32768 tokens, 3.0e-11 s a code
-// (ncu, bench/results/2026-12-06-fp8-fragments/s10-call1). The figure is kept, an upper bound for
-// them: with it the plan's split count was the best forced one or within 2.2 % of it on every
-// one of the seed's 32 cells on 132 SMs in that run (one CTA a SM then). Their two CTAs a SM at
-// hd 256 (decode_sm80_codes_ctas_per_sm) double the slots the model fills; not yet timed.
-double fp8_token_seconds(const DecodeParams& p) {
-  constexpr double kWidenSecondsPerCode = 5.97e-11;
-  return 2.0 * p.head_dim * kWidenSecondsPerCode;
+// The kernels that read the codes themselves (decode_sm80_reads_codes: ldmatrix fragments of the
+// codes) issue fewer instructions: V1 of the same cell on vLLM pages, H200 (1980 MHz), 504.6 µs
+// for 32768 tokens, 3.0e-11 s a code (ncu, bench/results/2026-12-06-fp8-fragments/s10-call1);
+// NHD pages 534.8 µs on an H100 (2026-12-06-fp8-nhd-fragments/call13). Their own figure, since
+// they run two CTAs a SM at hd 256 (decode_sm80_codes_ctas_per_sm): with the widening pass's,
+// the model filled both slots of all 132 SMs (196–256 partitions at batch 1) and was 1.04–1.18×
+// the best count of call13's seed run; with theirs one CTA a SM takes the SM's share of HBM on
+// 132 SMs (64–128 partitions, the best ones) and two pay on 16 SMs (tests/cpu/test_plan.cpp,
+// SeedCellsOverAnE4m3CacheWithin10PercentOfTheMeasuredBest).
+double fp8_token_seconds(const DecodeParams& p, bool reads_codes) {
+  constexpr double kWidenSecondsPerCode = 5.97e-11, kFragmentSecondsPerCode = 3.0e-11;
+  return 2.0 * p.head_dim * (reads_codes ? kFragmentSecondsPerCode : kWidenSecondsPerCode);
 }
 
 }  // namespace
@@ -293,9 +296,8 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   // Where the sm80 agent's tile math reads the codes themselves, its kernel's footprint is smaller
   // (decode_sm80_codes_smem_bytes, the launch's): two CTAs a SM at hd 256.
   const bool fp8 = is_fp8(p.kv.dtype);
-  r.ctas_per_sm = decode_sm80_reads_codes(pol, p.kv.dtype, p.layout, group, p.head_dim)
-                      ? decode_sm80_codes_ctas_per_sm(pol, p.head_dim)
-                      : pol.ctas_per_sm;
+  const bool reads_codes = decode_sm80_reads_codes(pol, p.kv.dtype, p.layout, group, p.head_dim);
+  r.ctas_per_sm = reads_codes ? decode_sm80_codes_ctas_per_sm(pol, p.head_dim) : pol.ctas_per_sm;
   m.slots = static_cast<double>(hw.sm_count) * r.ctas_per_sm;
   m.bytes_per_token = 2.0 * p.head_dim * (fp8 ? 1.0 : static_cast<double>(dtype_size(p.dtype)));
   m.cta_peak = bytes_in_flight(pol, m.bytes_per_token) /
@@ -304,7 +306,7 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
                     ? kLatencyVllmSeconds
                     : kLatencySeconds);
   if (fp8 && pol.agent == Agent::sm80)
-    m.cta_peak = std::min(m.cta_peak, m.bytes_per_token / fp8_token_seconds(p));
+    m.cta_peak = std::min(m.cta_peak, m.bytes_per_token / fp8_token_seconds(p, reads_codes));
   m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
   m.partial_bytes = static_cast<double>(p.num_seqs) * p.num_q_heads * (p.head_dim + 1) * 4.0;
 
