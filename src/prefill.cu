@@ -19,7 +19,8 @@
 // Zero-length sequences are valid (they produce nothing); a batch of 0 or total_q
 // of 0 launches nothing and returns ok.
 // An fp8 paged cache (PrefillParams::kv): its instance (prefill_paged_fp8_*.cu) runs the plan's
-// sm80-agent row; the plan must have been made for the cache's type (the selection differs).
+// row (the sm80 or portable agent's), of the plain or the general variant kind; the plan must
+// have been made for the cache's type (the selection differs).
 // Paged K/V (PrefillParams::kv_source): the same checks (the shape's paged part and the cache
 // pointers in check_prefill_call), then, with debug_checks, one device→host copy of
 // cu_seqlens_q, seqused_k and the block table (check_paged_tables_host: monotonic cu_seqlens_q
@@ -80,13 +81,14 @@ constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
 // The fp8 KV-cache instances (prefill_paged_fp8_*.cu), looked up by (fp8 type, dtype, head_dim).
 #define MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE(k, t, d)                                                     \
   template <>                                                                                             \
-  Status prefill_paged_fp8_instance<KVDType::k, DType::t, d>(const kernels::PrefillArgs&,                 \
-                                                             const kernels::PrefillPagedKV&, KVSource,    \
-                                                             const kernels::PrefillTail&, int, int, cudaStream_t);
+  Status prefill_paged_fp8_instance<KVDType::k, DType::t, d>(                                             \
+      const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource, const kernels::PrefillTail&, \
+      const kernels::VariantArgs*, int, int, cudaStream_t);
 MUH_FOR_EACH_FP8_INSTANCE(MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE)
 #undef MUH_DECLARE_PREFILL_PAGED_FP8_INSTANCE
 using PrefillPagedFp8InstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
-                                             const kernels::PrefillTail&, int, int, cudaStream_t);
+                                             const kernels::PrefillTail&, const kernels::VariantArgs*, int, int,
+                                             cudaStream_t);
 #define MUH_PREFILL_PAGED_FP8_INSTANCE_ENTRY(k, t, d)                                    \
   Fp8InstanceEntry<PrefillPagedFp8InstanceFn>{KVDType::k, DType::t, d,                   \
                                               &prefill_paged_fp8_instance<KVDType::k, DType::t, d>},
@@ -281,6 +283,13 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     const kernels::PrefillPagedKV kv = is_paged(p.kv_source) ? detail::make_prefill_paged_kv(p) : kernels::PrefillPagedKV{};
     const kernels::VariantArgs v =
         kernels::make_variant_args(p.variant, a.scale, p.causal, p.max_seqlen_q, p.max_seqlen_k);
+#if MUH_PAGED_PREFILL
+    if (is_fp8(p.kv.dtype)) {  // (check_prefill_call refused an fp8 instance not compiled)
+      const auto fp8 = find_fp8_instance(detail::kPrefillPagedFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
+      if (fp8 == nullptr) return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
+      return fp8(a, kv, p.kv_source, kernels::PrefillTail{}, &v, plan.target, hw.compute_capability, opt.stream);
+    }
+#endif
     detail::PrefillGeneralInstanceFn fn = find_instance(detail::kPrefillGeneralInstances, p.dtype, p.head_dim);
 #if MUH_PAGED_PREFILL
     if (is_paged(p.kv_source)) fn = find_instance(detail::kPrefillPagedGeneralInstances, p.dtype, p.head_dim);
@@ -301,7 +310,7 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     if (is_fp8(p.kv.dtype)) {  // (check_prefill_call refused an fp8 instance not compiled)
       const auto fn = find_fp8_instance(detail::kPrefillPagedFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
       if (fn == nullptr) return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
-      return fn(a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), plan.target,
+      return fn(a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), nullptr, plan.target,
                 hw.compute_capability, opt.stream);
     }
     return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(

@@ -50,9 +50,10 @@ Status check_prefill_shape(const PrefillParams& p, const char* where_) {
 }
 
 // The cache's element type (muh/kv_quant.hpp, PrefillParams::kv): an fp8 cache is a paged one
-// (contiguous K/V are q's type), read with fp16 / bf16 q, without a variant (the general kind has
-// no fp8 instances), and, in the vLLM layout, with pages of whole 16-slot value chunks (the sm80
-// agent copies a value row's 16 codes = 16 slots of one page at a time).
+// (contiguous K/V are q's type), read with fp16 / bf16 q (with or without a variant: the fp8
+// instances have the general kind where their (dtype, head dim) has it, check_variant_compiled),
+// and, in the vLLM layout, with pages of whole 16-slot value chunks (the sm80 agent copies a value
+// row's 16 codes = 16 slots of one page at a time).
 Status check_prefill_kv_quant(const PrefillParams& p, const std::string& where) {
   MUH_TRY(check_kv_quant_values(p.kv, where));
   if (!is_fp8(p.kv.dtype)) return Status::Ok();
@@ -60,9 +61,6 @@ Status check_prefill_kv_quant(const PrefillParams& p, const std::string& where) 
   if (!is_paged(p.kv_source))
     return invalid_argument(where + kind + " is read from a paged cache only (kv_source paged_nhd or paged_vllm)");
   if (p.dtype == DType::fp32) return invalid_argument(where + kind + " is read with fp16 or bf16 q, not fp32");
-  if (variant_kind(p.variant) != VariantKind::plain)
-    return {StatusCode::unsupported, where + kind + " with an attention variant (" + describe_variant(p.variant) +
-                                         ") is not implemented in prefill"};
   if (p.kv_source == KVSource::paged_vllm && p.page_size % 16 != 0)
     return invalid_argument(where + kind + " in the vllm layout needs page_size a multiple of 16 (got " +
                             std::to_string(p.page_size) + ")");

@@ -762,7 +762,11 @@ std::vector<std::string> kv_cache_lines(KVDType kv, DType t, int hd, const Row& 
                                 : ": the codes land by cp.async in the upper half of each row of the 16-bit ring and "
                                   "are widened there";
     l.push_back("paged prefill: " + target_name(p.target) + "'s row (" + describe(p) + "), instances/prefill_paged_fp8_" +
-                file + how + "; no attention variant");
+                file + how + "; an attention variant runs the same file's general kind (" +
+                (MUH_VARIANT_GENERAL && is_general_instance(t, hd)
+                     ? std::string("compiled")
+                     : std::string("not compiled in this build: MUH_VARIANTS / MUH_VARIANT_HEAD_DIMS")) +
+                ")");
   }
   return l;
 }

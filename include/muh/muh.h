@@ -230,11 +230,11 @@ enum muh_kv_dtype { MUH_KV_AUTO = 0, MUH_KV_FP8_E4M3 = 1, MUH_KV_FP8_E5M2 = 2 };
  * struct above). An fp8 cache holds 1-byte codes in `layout`: MUH_KV_NHD [num_pages, page_size,
  * num_kv_heads, head_dim], MUH_KV_VLLM key [num_pages, num_kv_heads, head_dim/16, page_size, 16]
  * (x = 16) and value [num_pages, num_kv_heads, head_dim, page_size], page_size then a multiple of
- * 16. It needs dtype MUH_FP16 or MUH_BF16 (q and out; MUH_FP32 is MUH_INVALID_ARGUMENT) and no
- * attention variant (variant null or MUH_VARIANT_NONE; another is MUH_UNSUPPORTED), and runs on
- * the sm80 agent's rows or the portable agent's (never the sm90 or sm75 agent's: the selection
- * walks past those). k_scale multiplies the logits with
- * softmax_scale, v_scale the output. The plan depends on the cache's element type: size the
+ * 16. It needs dtype MUH_FP16 or MUH_BF16 (q and out; MUH_FP32 is MUH_INVALID_ARGUMENT), takes
+ * any attention variant (the general kind: MUH_NOT_COMPILED where the build has none for this
+ * dtype and head_dim), and runs on the sm80 agent's rows or the portable agent's (never the sm90
+ * or sm75 agent's: the selection walks past those). k_scale multiplies the logits with
+ * softmax_scale (a soft-cap, ALiBi and the window see the dequantised scores), v_scale the output. The plan depends on the cache's element type: size the
  * workspace with muh_paged_prefill_workspace_size_quant() of the same kv_dtype. */
 int muh_paged_prefill_quant(int dtype, int layout, const void* q, const void* k_cache,
                             const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,

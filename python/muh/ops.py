@@ -10,7 +10,7 @@
   uint8 (or the kind's float8) codes, x = 16, dequantised by ``k_scale`` / ``v_scale`` (a CUDA
   tensor scale is read to the host: a sync per call, refused under CUDA-graph capture);
   block-sparse attention raises NotImplementedError. The paged prefill drop-ins read fp8 caches
-  too (below), without attention variants.
+  too (below), with the attention variants.
 * ``flash_attn_varlen_func``: FlashAttention's ``flash_attn_varlen_func``, its positional order,
   defaults and return convention; what muh cannot honour raises NotImplementedError naming it.
 * ``paged_decode``: one query token per sequence over an NHD cache
@@ -221,11 +221,6 @@ def _paged_prefill_fake(out, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block
         if q.dtype == torch.float32:
             raise NotImplementedError(f"muh.{op}: q is float32 with an fp8 KV cache: muh reads an fp8 KV cache "
                                       "with a float16 or bfloat16 query only")
-        for name, given in (("alibi_slopes", alibi_slopes is not None), ("s_aux", s_aux is not None),
-                            ("softcap", softcap != 0.0), ("window_size", window_left != -1 or window_right != -1)):
-            if given:
-                raise NotImplementedError(f"muh.{op}: {name} with an fp8 KV cache is not supported: muh's paged "
-                                          "prefill reads an fp8 cache without attention variants")
         _check_descale(op, "k_descale", k_descale)
         _check_descale(op, "v_descale", v_descale)
     _check(k_cache.dim() in (4, 5), op, "k (the key cache) must be 4-D [num_pages, page_size, num_kv_heads, "
@@ -249,12 +244,6 @@ def _context_attention_fwd_fake(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_
             "(= 'fp8_e4m3'), 'fp8_e4m3' and 'fp8_e5m2')")
     _check(sliding_window is None or sliding_window >= 0, op,
            f"sliding_window must be >= 0 (None or 0: no window), got {sliding_window}")
-    if fp8 is not None and alibi_slopes is not None:
-        raise NotImplementedError(f"muh.{op}: alibi_slopes with kv_cache_dtype='{kv_cache_dtype}' is not supported: "
-                                  "muh's prefill reads an fp8 KV cache without attention variants")
-    if fp8 is not None and sliding_window:
-        raise NotImplementedError(f"muh.{op}: sliding_window={sliding_window} with kv_cache_dtype='{kv_cache_dtype}' "
-                                  "is not supported: muh's prefill reads an fp8 KV cache without attention variants")
     if alibi_slopes is not None:  # ALiBi (muh/variant.hpp): fp32 [num_heads]
         _check(alibi_slopes.dim() == 1 and alibi_slopes.dtype == torch.float32
                and alibi_slopes.shape[0] == q.shape[1], op,
@@ -348,7 +337,7 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     value (0-dim, one element, or one value expanded, as vLLM's ``layer._k_scale.expand(...)``;
     distinct values per sequence or head raise NotImplementedError: muh's scales are per tensor).
     A CUDA tensor is read to the host (a sync per call, refused under CUDA-graph capture). q is
-    float16 or bfloat16; no attention variant. For a cache of q's dtype the descales are not
+    float16 or bfloat16; the attention variants below apply. For a cache of q's dtype the descales are not
     read, as FlashAttention 3 applies them to fp8 inputs only.
 
     Attention variants (muh/variant.hpp), as FlashAttention and vLLM's fork name them:

@@ -599,15 +599,6 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   const float scale = a.scale(softmax_scale, "softmax_scale");
   const int64_t hq = q.size(1);
   const Variant variant = a.variant(window_left, window_right, softcap, alibi_slopes, s_aux, hq);
-  if (is_fp8(kv)) {
-    // muh's fp8 prefill instances are of the plain kind only (prefill_check.cpp).
-    const char* arg = variant.use_alibi ? "alibi_slopes" : variant.use_sinks ? "s_aux"
-                      : variant.softcap != 0.f ? "softcap" : "window_size";
-    MUH_NOT_IMPLEMENTED_CHECK(variant_kind(variant) == VariantKind::plain, "muh.", a.op, ": ", arg,
-                              " with an fp8 KV cache (", kv_dtype_name(kv), ") is not supported: muh's paged "
-                              "prefill reads an fp8 cache without attention variants (variant: ",
-                              describe_variant(variant), ")");
-  }
   at::Tensor lse = return_lse ? at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat))
                               : at::empty({0}, q.options().dtype(at::kFloat));
   const c10::cuda::CUDAGuard guard(q.device());
@@ -661,9 +652,8 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 // dtype, k_scale / v_scale are not read; 'fp8' (= 'fp8_e4m3'), 'fp8_e4m3', 'fp8_e5m2' — uint8 (or
 // the kind's torch.float8) codes, x = 16, dequantised by k_scale / v_scale: floats (vLLM 0.6.3, the
 // default overload) or one-element tensors (later vLLM, .tensor_scales; a CUDA one is read to the
-// host: kv_scale()). Only the prefix part reads the cache (its PrefillParams::kv); the chunk's k, v
-// are q's dtype as in vLLM. An fp8 cache with alibi_slopes or a sliding_window raises
-// NotImplementedError (muh's fp8 prefill has no attention variant).
+// host: kv_scale()). Only the prefix part reads the cache (its PrefillParams::kv, with the
+// variant: an fp8 instance's general kind); the chunk's k, v are q's dtype as in vLLM.
 // The chunk lengths are taken from b_start_loc (the offsets vLLM passes); b_seq_len is checked for
 // its shape only — a b_seq_len ≠ b_ctx_len + chunk length is not detected (it lives on the device).
 // ScaleArg: double (the default overload) or const at::Tensor& (.tensor_scales), as
@@ -680,15 +670,6 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   const KVDType kv = kv_dtype_of(a.op, kv_name);
   MUH_ARG_CHECK(!sliding_window.has_value() || *sliding_window >= 0, a.op, "sliding_window must be >= 0 "
                 "(None or 0: no window), got ", sliding_window.value_or(0));
-  // muh's fp8 prefill instances are of the plain kind only (prefill_check.cpp): said up front,
-  // naming the argument, rather than by the prefix part's plan.
-  MUH_NOT_IMPLEMENTED_CHECK(!is_fp8(kv) || !alibi_slopes.has_value(), "muh.", a.op, ": alibi_slopes with "
-                            "kv_cache_dtype='", kv_name, "' is not supported: muh's prefill reads an fp8 KV cache "
-                            "without attention variants (ALiBi runs with kv_cache_dtype='auto')");
-  MUH_NOT_IMPLEMENTED_CHECK(!is_fp8(kv) || sliding_window.value_or(0) == 0, "muh.", a.op, ": sliding_window=",
-                            sliding_window.value_or(0), " with kv_cache_dtype='", kv_name, "' is not supported: "
-                            "muh's prefill reads an fp8 KV cache without attention variants (a window runs with "
-                            "kv_cache_dtype='auto')");
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[num_tokens, num_heads, head_size]");
   const DType t = a.element(q_in, "q");

@@ -392,10 +392,18 @@ TEST(PagedPrefillBadInput, CAbiQuantSaysWhy) {
     // 8 slots a page is a valid 16-bit vLLM page (16 bytes of fp16), not an fp8 one (16 codes).
     EXPECT_EQ(call(dt, MUH_KV_VLLM, 8, 16, nullptr, &kv), MUH_INVALID_ARGUMENT) << t;
     EXPECT_TRUE(says("multiple of 16")) << muh_last_error();
+    // A variant over an fp8 cache is checked like any other (a bad value: a clear Status); a valid
+    // one passes the checks (checked without a call: the fake pointers must not reach a GPU).
     muh_variant v = MUH_VARIANT_NONE;
-    v.softcap = 30.f;
-    EXPECT_EQ(call(dt, MUH_KV_NHD, 16, 8, &v, &kv), MUH_UNSUPPORTED) << t;
-    EXPECT_TRUE(says("variant")) << muh_last_error();
+    v.softcap = -30.f;
+    EXPECT_EQ(call(dt, MUH_KV_NHD, 16, 8, &v, &kv), MUH_INVALID_ARGUMENT) << t;
+    EXPECT_TRUE(says("softcap")) << muh_last_error();
+    PrefillParams fp8 = p;
+    fp8.dtype = static_cast<DType>(dt);
+    fp8.kv = KVQuant{static_cast<KVDType>(t), 1.f, 2.f};
+    fp8.variant.softcap = 30.f;
+    fp8.variant.window_left = 64;
+    EXPECT_TRUE(detail::check_prefill_shape(fp8, "prefill: ").ok()) << detail::check_prefill_shape(fp8, "").message();
   }
   // The ABI's own checks come first, kv or not (null kv: MUH_KV_QUANT_AUTO).
   EXPECT_EQ(call(dt, 5, 16, 8, nullptr, &kv), MUH_INVALID_ARGUMENT);

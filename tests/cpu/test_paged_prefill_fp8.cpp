@@ -4,6 +4,7 @@
 //     row; a T4 passes its sm75 row for the portable one; the BI-V100 profile its portable row;
 //   * the plan records the cache type, never runs the persistent schedule (the sm90 agent's),
 //     and prefill() refuses a plan made for another cache type before any CUDA call;
+//   * a variant over an fp8 cache: the general kind's plan on a row that reads the codes;
 //   * bad input: every fp8 rule a clear Status from plan_prefill() and prefill();
 //   * a mixed batch over an fp8 cache: both parts carry the cache type (the decode part's
 //     DecodeParams::kv with the scales, the prefill part's plan on the sm80 agent).
@@ -133,6 +134,37 @@ TEST(PagedPrefillFp8Plan, APlanOfAnotherCacheTypeIsRefused) {
   }
 }
 
+// A variant over an fp8 cache: the general kind's plan (whole q tiles: no split, no persistent
+// schedule) on the row that reads fp8 codes, on each layout; the call's compiled-instance check
+// passes exactly where this build has the fp8 instance and the general kind for its (dtype, head
+// dim), and otherwise says not compiled (before any CUDA call).
+TEST(PagedPrefillFp8Plan, AVariantTakesTheGeneralKindOnAnFp8Row) {
+  const auto variants = {+[](Variant& v) { v.window_left = 64; }, +[](Variant& v) { v.softcap = 30.f; },
+                         +[](Variant& v) { v.use_sinks = true; v.sinks = reinterpret_cast<const float*>(g_fake); },
+                         +[](Variant& v) { v.use_alibi = true; v.alibi_slopes = reinterpret_cast<const float*>(g_fake); }};
+  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
+    for (auto set : variants) {
+      PrefillParams p = good_fp8(layout);
+      cpu_test::make_long(&p);
+      set(p.variant);
+      const bool compiled = MUH_PAGED_PREFILL && MUH_VARIANT_GENERAL && is_general_instance(p.dtype, p.head_dim) &&
+                            is_fp8_instance(p.kv.dtype, p.dtype, p.head_dim);
+      const Status c = detail::check_prefill_compiled(p);
+      EXPECT_EQ(c.code(), compiled ? StatusCode::ok : StatusCode::not_compiled) << c.message();
+      PrefillPlan plan;
+      const Status s = plan_prefill(p, presets::h200, PrefillPlanOptions{}, &plan);
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_EQ(plan.variant, VariantKind::general);
+      EXPECT_EQ(plan.kv_dtype, KVDType::fp8_e4m3);
+      EXPECT_EQ(plan.policy.agent, Agent::sm80);
+      EXPECT_FALSE(plan.split.split());
+      EXPECT_FALSE(plan.persistent.on());
+      // The T4: the sm75 agent reads no fp8 (it has the variant hooks): the portable row.
+      ASSERT_TRUE(plan_prefill(p, presets::t4, PrefillPlanOptions{}, &plan).ok());
+      EXPECT_EQ(plan.policy.agent, Agent::portable);
+    }
+}
+
 struct Bad {
   const char* name;
   void (*mutate)(PrefillParams&);
@@ -152,8 +184,9 @@ const Bad kBad[] = {
        p.kv_source = KVSource::contiguous;
        p.total_k = p.max_seqlen_k = 100;
      }, StatusCode::invalid_argument, "paged cache only"},
-    {"with_a_window", [](PrefillParams& p) { p.variant.window_left = 64; }, StatusCode::unsupported, "variant"},
-    {"with_softcap", [](PrefillParams& p) { p.variant.softcap = 30.f; }, StatusCode::unsupported, "variant"},
+    {"window_below_minus_one", [](PrefillParams& p) { p.variant.window_left = -2; }, StatusCode::invalid_argument,
+     "window"},
+    {"softcap_negative", [](PrefillParams& p) { p.variant.softcap = -30.f; }, StatusCode::invalid_argument, "softcap"},
 };
 
 TEST(PagedPrefillFp8BadInput, EveryRuleIsAClearStatusBeforeAnyLaunch) {

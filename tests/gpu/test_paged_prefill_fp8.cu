@@ -11,7 +11,8 @@
 // another agent (sm75, sm90) has no row — the case checks that plan_prefill says so and that
 // the unforced walk runs a row that reads it (the sm80 agent's on sm_80 and newer, else the
 // portable one's). The vLLM layout needs pages of a multiple of 16 slots (the sm80 agent's value
-// rows copy 16 codes): its page-8 case is refused.
+// rows copy 16 codes): its page-8 case is refused. PagedPrefillFp8Variant: the attention
+// variants over an fp8 cache (below).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -117,6 +118,98 @@ TEST_P(PagedPrefillFp8, MatchesReferenceOnTheDequantisedCache) {
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PagedPrefillFp8);  // (a build without fp8 instances)
 INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillFp8, ::testing::ValuesIn(all_params()),
                          [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
+
+// ---- Attention variants over an fp8 cache (the fp8 instances' general kind) ----------------------
+// Every compiled fp8 instance that has the general kind (MUH_VARIANT_HEAD_DIMS), under each
+// compiled target whose agent reads fp8 codes, both layouts: windows smaller than a tile and
+// equal to a page, soft-cap 30 on sharp scores, sinks far below / near / far above the scores,
+// ALiBi with GQA 4, all at once (page 32), and context_attention_fwd's prefix part (queries after
+// the keys, not causal, a window and ALiBi) — against the reference on the dequantised cache.
+// Per-head values for 8 q heads (2 KV heads).
+const std::vector<float> kSinks = {-60.f, -8.f, -1.f, 0.f, 2.5f, 9.f, 30.f, 80.f};
+const std::vector<float> kAlibi = {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f};
+
+check::VariantSpec window(int left, int right) {
+  check::VariantSpec v;
+  v.window_left = left;
+  v.window_right = right;
+  return v;
+}
+
+const std::vector<check::PagedPrefillCase>& variant_cases() {
+  static const std::vector<check::PagedPrefillCase> cases = [] {
+    check::VariantSpec cap;
+    cap.softcap = 30.f;
+    check::VariantSpec sinks;
+    sinks.sinks = kSinks;
+    check::VariantSpec alibi;
+    alibi.alibi = kAlibi;
+    check::VariantSpec all = window(40, 0);
+    all.softcap = 30.f;
+    all.sinks = kSinks;
+    all.alibi = kAlibi;
+    check::VariantSpec prefix_part = window(30, -1);
+    prefix_part.alibi = kAlibi;
+    prefix_part.queries_after_keys = true;
+    std::vector<check::PagedPrefillCase> v = {
+        {"win5_causal_p16", {0, 40, 100}, {1, 70, 30}, 8, 2, 16, true, 0.f, window(5, 0)},
+        {"win16_page_p16", {200, 37}, {37, 64}, 8, 2, 16, true, 0.5f, window(16, 0)},
+        {"softcap30_sharp_p16", {129, 4}, {64, 1}, 8, 2, 16, true, 2.f, cap},
+        {"sinks_p16", {60, 0}, {9, 40}, 8, 2, 16, true, 1.f, sinks},
+        {"alibi_gqa4_p16", {300, 33}, {33, 129}, 8, 2, 16, true, 0.f, alibi},
+        {"all_p32", {200, 1, 0}, {60, 1, 64}, 8, 2, 32, true, 1.f, all},
+        {"prefix_part_win_alibi_p16", {40, 70, 1}, {9, 130, 5}, 8, 2, 16, false, 0.5f, prefix_part},
+    };
+    return v;
+  }();
+  return cases;
+}
+
+std::string variant_param_name(const Param& p) {
+  return "t" + std::to_string(p.target) + "_" + std::string(kv_dtype_name(p.kv)) + "_" +
+         std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) +
+         (p.layout == KVLayout::nhd ? "_nhd_" : "_vllm_") + variant_cases()[p.case_index].name;
+}
+
+std::vector<Param> variant_params() {
+  std::vector<Param> v;
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    for (const auto& e : kCompiledFp8Instances) {
+      const int target = compiled_targets::values[ti];
+      if (e.head_dim == 0 || !is_general_instance(e.dtype, e.head_dim) ||
+          !prefill_agent_reads_kv(prefill_policy(target, e.dtype, e.head_dim).agent, e.kv))
+        continue;
+      for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
+        for (std::size_t c = 0; c < variant_cases().size(); ++c) v.push_back({target, e.kv, e.dtype, e.head_dim, l, c});
+    }
+  return v;
+}
+
+class PagedPrefillFp8Variant : public ::testing::TestWithParam<Param> {};
+
+TEST_P(PagedPrefillFp8Variant, MatchesReferenceOnTheDequantisedCache) {
+  MUH_REQUIRE_GPU();
+  const Param prm = GetParam();
+  if (!target_runs_on_cc(prm.target, device_cc()))
+    GTEST_SKIP() << "target " << prm.target << " is newer than the device (sm_" << device_cc() << ")";
+  check::PagedPrefillCase c = variant_cases()[prm.case_index];
+  c.kv = KVQuant{prm.kv, kKScale, kVScale};
+  const auto pi = check::make_paged_prefill_inputs(c, prm.layout, prm.dtype, prm.head_dim, 53 + unsigned(prm.case_index));
+  SCOPED_TRACE("policy: " + to_string(prefill_policy(prm.target, prm.dtype, prm.head_dim), prm.dtype, prm.head_dim));
+  PrefillPlan plan;
+  const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(plan.target, prm.target);
+  EXPECT_EQ(plan.kv_dtype, prm.kv);
+  EXPECT_EQ(plan.variant, VariantKind::general);
+  EXPECT_FALSE(plan.split.split());
+  testing::expect_matches_reference(r, pi->in->naive_err, pi->in->max_ref,
+                                    "fp8 cache, a variant; pre-filled with NaN; NaN codes in unused cache slots");
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PagedPrefillFp8Variant);  // (no fp8 instance with the general kind)
+INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillFp8Variant, ::testing::ValuesIn(variant_params()),
+                         [](const ::testing::TestParamInfo<Param>& info) { return variant_param_name(info.param); });
 
 // The same cache read as q's own 16-bit type with the codes' values gives the same output within
 // the tolerance: the scales are where the kernel puts them (k_scale in the softmax scale, v_scale

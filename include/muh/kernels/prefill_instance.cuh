@@ -30,12 +30,15 @@ Status prefill_paged_instance(const kernels::PrefillArgs& a, const kernels::Pref
                               const kernels::PrefillTail& tail, const kernels::PrefillSchedule& sched, int target,
                               int device_cc, cudaStream_t stream);
 
-// The same over a paged cache of fp8 codes (muh/kv_quant.hpp; the sm80 agent's rows, the plain
-// kind; never persistent: that is the sm90 agent's schedule), generated from
-// src/instances/prefill_paged_fp8_instance.cu.in for each MUH_FOR_EACH_FP8_INSTANCE entry.
+// The same over a paged cache of fp8 codes (muh/kv_quant.hpp; the sm80 and portable agents'
+// rows; never persistent: that is the sm90 agent's schedule), generated from
+// src/instances/prefill_paged_fp8_instance.cu.in for each MUH_FOR_EACH_FP8_INSTANCE entry: the
+// plain kind (v null; a split's tail per `tail`) or, where (T, D) has the general kind
+// (MUH_FOR_EACH_GENERAL_INSTANCE), the general one (v: its arguments; whole tiles).
 template <KVDType KV, DType T, int D>
 Status prefill_paged_fp8_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv, KVSource source,
-                                  const kernels::PrefillTail& tail, int target, int device_cc, cudaStream_t stream);
+                                  const kernels::PrefillTail& tail, const kernels::VariantArgs* v, int target,
+                                  int device_cc, cudaStream_t stream);
 
 // The general variant kind (muh/variant.hpp) over K/V from `source`: contiguous (kv unused) from
 // src/instances/prefill_general_instance.cu.in, paged from prefill_paged_general_instance.cu.in

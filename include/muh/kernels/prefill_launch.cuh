@@ -67,11 +67,11 @@ struct PrefillKernel {
   template <KVSource S, KVDType KV = KVDType::same>
   static constexpr auto paged_tail_function() { return &prefill_sm80_paged_tail_kernel<Getter, DT, D, S, KV>; }
   // The general variant kind (kernels/variant.cuh) over source S (contiguous or a paged layout
-  // the agent reads).
-  template <KVSource S>
+  // the agent reads) of element type KV (fp8: paged, the sm80 and portable agents).
+  template <KVSource S, KVDType KV = KVDType::same>
   static auto variant_function() {
-    if constexpr (tensor_cores) return &prefill_sm80_variant_kernel<Getter, DT, D, S>;
-    else return &prefill_portable_variant_kernel<Getter, DT, D, S>;
+    if constexpr (tensor_cores) return &prefill_sm80_variant_kernel<Getter, DT, D, S, KV>;
+    else return &prefill_portable_variant_kernel<Getter, DT, D, S, KV>;
   }
 };
 
@@ -215,20 +215,23 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
 }
 
 // Launches one prefill of the general variant kind (kernels/variant.cuh; the call validated by
-// src/prefill.cu), K/V from source S (contiguous: a's k, v; paged: kv): every q tile whole, one
-// CTA each — the general kind is never tail-split (prefill_split_applies).
-template <class Getter, DType DT, int D, KVSource S>
+// src/prefill.cu), K/V from source S (contiguous: a's k, v; paged: kv, of element type KV): every
+// q tile whole, one CTA each — the general kind is never tail-split (prefill_split_applies).
+template <class Getter, DType DT, int D, KVSource S, KVDType KV = KVDType::same>
 Status launch_prefill_variant(PrefillArgs a, const PrefillPagedKV& kv, const VariantArgs& v, cudaStream_t stream) {
   using K = PrefillKernel<Getter, DT, D>;
+  static_assert(!is_fp8(KV) || is_paged(S), "an fp8 cache is a paged one");
   if constexpr (is_paged(S) && !prefill_agent_reads(K::policy.agent, S)) {
     return {StatusCode::invalid_argument, "prefill: the plan's agent does not read this paged layout (internal)"};
+  } else if constexpr (!prefill_agent_reads_kv(K::policy.agent, KV)) {
+    return {StatusCode::invalid_argument, "prefill: the plan's agent does not read an fp8 KV cache (internal)"};
   } else if constexpr (!prefill_agent_has_variants(K::policy.agent)) {
     return {StatusCode::invalid_argument, "prefill: the plan's agent has no variant hooks (internal)"};
   } else {
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
     const long long tiles = prefill_grid_size(a);
     if (tiles == 0) return Status::Ok();
-    auto kernel = K::template variant_function<S>();
+    auto kernel = K::template variant_function<S, KV>();
     MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "prefill (variant)"));
     kernel<<<static_cast<unsigned>(tiles), K::threads, K::smem_bytes, stream>>>(a, kv, v);
     return launch_status("prefill launch (variant)");

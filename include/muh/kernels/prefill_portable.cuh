@@ -135,7 +135,7 @@ __device__ __forceinline__ void prefill_portable_body(const PrefillArgs& a, cons
                                                       const Var& var = Var{}) {
   using T = storage_t<DT>;
   using C = std::conditional_t<is_fp8(KV), std::uint8_t, T>;  // a cache element
-  static_assert(!is_fp8(KV) || (is_paged(S) && !Var::kOn && sizeof(T) == 2), "fp8: paged, plain kind, 16-bit q");
+  static_assert(!is_fp8(KV) || (is_paged(S) && sizeof(T) == 2), "fp8: paged, 16-bit q");
   using Vec = PortableVec<T>;
   constexpr PrefillPolicy P = Getter{}();
   constexpr int BM = P.block_m, BN = P.block_n, NT = tile32::kLanes * P.num_warps;  // num_warps counts 32-lane tiles
@@ -296,11 +296,12 @@ __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
   prefill_portable_body<Getter, DT, D, KVSource::contiguous>(a, PrefillPagedKV{});
 }
 
-// The general variant kind (kernels/variant.cuh), K/V from source S (contiguous: pkv unused).
-template <class Getter, DType DT, int D, KVSource S>
+// The general variant kind (kernels/variant.cuh), K/V from source S (contiguous: pkv unused), a
+// paged cache's elements of type KV.
+template <class Getter, DType DT, int D, KVSource S, KVDType KV = KVDType::same>
 __global__ void __launch_bounds__(Getter{}().num_warps * tile32::kLanes)
     prefill_portable_variant_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const VariantArgs v) {
-  prefill_portable_body<Getter, DT, D, S, GeneralVariant>(a, pkv, GeneralVariant{v});
+  prefill_portable_body<Getter, DT, D, S, GeneralVariant, KV>(a, pkv, GeneralVariant{v});
 }
 
 // K/V from a paged cache (S: paged_nhd or paged_vllm) of element type KV.

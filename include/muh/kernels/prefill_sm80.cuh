@@ -228,7 +228,9 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
     else
       store_piece<Sh>(piece_o, piece_lse, o, row_m, l_row, units, m0, sq, w);
   } else {
-    if constexpr (Var::kOn)
+    if constexpr (Var::kOn && Sh::kFp8)
+      stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w, &vh, pkv->v_scale);
+    else if constexpr (Var::kOn)
       stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w, &vh);  // with the sink
     else if constexpr (Sh::kFp8)
       stage_tile<Sh>(a, tc, q_off, m0, sq, sQ, o, row_m, l_row, units, w, nullptr, pkv->v_scale);
@@ -275,13 +277,14 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 }
 
 // The general variant kind (kernels/variant.cuh): CTA i computes q tile i whole, K/V from source
-// kSrc (contiguous: pkv unused). No tail split (prefill_split_applies).
-template <class Getter, DType DT, int D, KVSource kSrc>
+// kSrc (contiguous: pkv unused), a paged cache's elements of type kKV. No tail split
+// (prefill_split_applies).
+template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::same>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_variant_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const VariantArgs v) {
   if constexpr (sm80::agent_has_ptx(Getter{}().agent))
-    prefill_sm80_body<Getter, DT, D, false, kSrc, GeneralVariant>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv,
-                                                                  GeneralVariant{v});
+    prefill_sm80_body<Getter, DT, D, false, kSrc, GeneralVariant, kKV>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv,
+                                                                       GeneralVariant{v});
 }
 
 // K/V from a paged cache of element type kKV: CTA i computes q tile i whole — the grid of an

@@ -11,8 +11,11 @@ values)."""
 
 import pytest
 
+from types import SimpleNamespace
+
 from gpu_helpers import PagedBatch, assert_close_to_reference, ops, pick, run_fp8, torch
 from test_paged_dropins import _cu, _reference
+from test_variants import SINKS, SLOPES, variant_reference
 
 FP8_KINDS = {"fp8": (torch.float8_e4m3fn, 448.0), "fp8_e4m3": (torch.float8_e4m3fn, 448.0),
              "fp8_e5m2": (torch.float8_e5m2, 57344.0)}
@@ -131,6 +134,51 @@ def test_context_attention_fwd_fp8_through_the_op_overloads():
     assert_close_to_reference(o1, o32, olp, "torch.ops.muh.context_attention_fwd fp8")
 
 
+def _variant_batch(q, ks, vs, q_lens, hq, hkv):
+    """test_variants.variant_reference's batch: q rows per sequence, its dequantised keys/values."""
+    k_lens = [k.shape[0] for k in ks]
+    cq, ck = [0], [0]
+    for lq, lk in zip(q_lens, k_lens):
+        cq.append(cq[-1] + lq)
+        ck.append(ck[-1] + lk)
+    return SimpleNamespace(q=q, k=torch.cat(ks), v=torch.cat(vs), q_lens=q_lens, k_lens=k_lens, cq=cq, ck=ck,
+                           num_q_heads=hq, num_kv_heads=hkv)
+
+
+@pytest.mark.parametrize("variant", ["alibi", "window", "alibi_window"])
+@pytest.mark.parametrize("kind", ["fp8", "fp8_e5m2"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_context_attention_fwd_fp8_with_variants(variant, kind, dtype):
+    # vLLM's alibi_slopes and sliding_window over an fp8 prefix: the prefix part runs the fp8
+    # instance's general kind, the chunk part the 16-bit one; the whole equals one attention of
+    # each new token over prefix + chunk (bottom-right causal) with the variant.
+    skip_unless_fp8()
+    d = pick(dtype, (128,))
+    ctx, chunk, hq, hkv, page = [100, 33], [64, 5], 8, 2, 16
+    seed = len(variant) * 10 + len(kind) + (dtype == torch.bfloat16)
+    c = Fp8Cache(ctx, hq, hkv, d, page, dtype, kind, "vllm", "uint8", seed)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    n = sum(chunk)
+    q, k, v = (torch.randn(n, h, d, generator=g, device="cuda").to(dtype) for h in (hq, hkv, hkv))
+    o = torch.full_like(q, float("nan"))
+    b_ctx = torch.tensor(ctx, dtype=torch.int32, device="cuda")
+    b_seq = b_ctx + torch.tensor(chunk, dtype=torch.int32, device="cuda")
+    alibi = torch.tensor(SLOPES, device="cuda") if "alibi" in variant else None
+    window = 40 if "window" in variant else None  # vLLM's: i' - j < 40, window_size left 39
+    with torch.no_grad():
+        run_fp8(lambda: ops.context_attention_fwd(q, k, v, o, kind, c.k_cache, c.v_cache, c.block_table, _cu(chunk),
+                                                  b_seq, b_ctx, max(chunk), K_SCALE, V_SCALE, alibi_slopes=alibi,
+                                                  sliding_window=window))
+    ks, vs, start = [], [], 0
+    for b, lq in enumerate(chunk):
+        ks.append(torch.cat([c.k[b], k[start:start + lq]]))
+        vs.append(torch.cat([c.v[b], v[start:start + lq]]))
+        start += lq
+    ref32, naive, _ = variant_reference(_variant_batch(q, ks, vs, chunk, hq, hkv), d ** -0.5, True,
+                                        (window - 1 if window else -1, 0), 0.0, alibi, None, dtype)
+    assert_close_to_reference(o, ref32, naive, f"context_attention_fwd {kind} {variant} {dtype}")
+
+
 def test_context_attention_fwd_fp8_bad_arguments():
     # All refused before any plan or kernel (so on any GPU, any build).
     t = torch.float16
@@ -144,10 +192,6 @@ def test_context_attention_fwd_fp8_bad_arguments():
     def call(kind="fp8", k_cache=c.k_cache, v_cache=c.v_cache, q=q, k=k, o=o, **kw):
         ops.context_attention_fwd(q, k, k, o, kind, k_cache, v_cache, c.block_table, cu, ctx + 5, ctx, 5, **kw)
 
-    with pytest.raises(NotImplementedError, match="alibi_slopes with kv_cache_dtype='fp8'"):
-        call(alibi_slopes=torch.ones(4, device="cuda"))
-    with pytest.raises(NotImplementedError, match="sliding_window=8 with kv_cache_dtype='fp8_e5m2'"):
-        call(kind="fp8_e5m2", sliding_window=8)
     # The decode ops' cache-dtype rule: fp8 = uint8 or the kind's float8; 'auto' = q's dtype.
     cache16 = PagedBatch([20], 4, 1, d, 16, t, "vllm", seed=5)
     with pytest.raises(ValueError, match="k_cache must be uint8 or"):
@@ -234,11 +278,6 @@ def test_flash_attn_varlen_fp8_cache_bad_arguments():
         call(k_descale=0.0)
     with pytest.raises(ValueError, match="v_descale must be finite and > 0"):
         call(v_descale=torch.tensor(float("inf"), device="cuda"))
-    for kw, arg in ((dict(softcap=30.0), "softcap"), (dict(window_size=(8, 0)), "window_size"),
-                    (dict(alibi_slopes=torch.ones(4, device="cuda")), "alibi_slopes"),
-                    (dict(s_aux=torch.zeros(4, device="cuda")), "s_aux")):
-        with pytest.raises(NotImplementedError, match=f"{arg} with an fp8 KV cache"):
-            call(**kw)
     with pytest.raises(ValueError, match="must be Float8_e4m3fn as k"):
         call(v_cache=c.v_cache.view(torch.float8_e5m2))
     with pytest.raises(NotImplementedError, match="does not say which fp8 kind"):
@@ -260,3 +299,43 @@ def test_flash_attn_varlen_fp8_cache_bad_arguments():
         b = call(k_cache=cache16.k_cache, v_cache=cache16.v_cache, block_table=cache16.block_table,
                  k_descale=0.25, v_descale=torch.tensor(4.0, device="cuda"))
     assert torch.equal(a, b)
+
+
+# The attention variants over an fp8 cache (the fp8 instances' general kind), both layouts: soft-
+# cap, window, ALiBi with GQA, sinks with large positive / negative logits, and all of them.
+FP8_VARIANT_CASES = [
+    # name, window, softcap, alibi, sinks
+    ("win7", (7, 0), 0.0, False, False),
+    ("softcap30", (-1, -1), 30.0, False, False),
+    ("alibi", (-1, -1), 0.0, True, False),
+    ("sinks", (-1, -1), 0.0, False, True),
+    ("all", (32, 0), 50.0, True, True),
+]
+
+
+@pytest.mark.parametrize("case", FP8_VARIANT_CASES, ids=lambda c: c[0])
+@pytest.mark.parametrize("layout", ["nhd", "vllm"])
+@pytest.mark.parametrize("kind", ["fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_flash_attn_varlen_fp8_cache_with_variants(case, layout, kind, dtype):
+    skip_unless_fp8()
+    name, window, softcap, use_alibi, use_sinks = case
+    d = pick(dtype, (128,))
+    kv_lens, q_lens, hq, hkv, page = [300, 64, 5], [70, 64, 1], 8, 2, 16
+    seed = len(name) * 7 + len(kind) + (layout == "vllm") * 3 + (dtype == torch.bfloat16) * 13
+    c = Fp8Cache(kv_lens, hq, hkv, d, page, dtype, kind, layout, "float8", seed)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    q = torch.randn(sum(q_lens), hq, d, generator=g, device="cuda").to(dtype)
+    out = torch.full_like(q, float("nan"))
+    scale = 2.0 / d ** 0.5  # sharp enough for the cap and the sinks to matter
+    alibi = torch.tensor(SLOPES, device="cuda") if use_alibi else None
+    sinks = torch.tensor(SINKS, device="cuda") if use_sinks else None
+    with torch.no_grad():
+        run_fp8(lambda: ops.flash_attn_varlen_func(q, c.k_cache, c.v_cache, _cu(q_lens), None, max(q_lens),
+                                                   max(kv_lens), softmax_scale=scale, causal=True,
+                                                   window_size=window, softcap=softcap, alibi_slopes=alibi,
+                                                   block_table=c.block_table, seqused_k=c.seq_lens, out=out,
+                                                   k_descale=K_SCALE, v_descale=V_SCALE, s_aux=sinks))
+    ref32, naive, _ = variant_reference(_variant_batch(q, c.k, c.v, q_lens, hq, hkv), scale, True, window, softcap,
+                                        alibi, sinks, dtype)
+    assert_close_to_reference(out, ref32, naive, f"paged flash_attn_varlen_func {kind} {layout} {name} {dtype}")
