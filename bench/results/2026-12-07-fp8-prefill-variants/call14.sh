@@ -5,7 +5,7 @@
 # prefix, `muh` and four GPU test binaries). Then the Python extension against the install prefix
 # and the fp8 prefill drop-in tests (tests/python/gpu/test_fp8_prefill.py) with DL's time left.
 set -u
-t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
+source scripts/devcall.sh  # el, run
 L=/tmp/logs14; mkdir -p $L; trap 'tar czf $OUT/logs14.tgz -C $L .' EXIT
 [ -d /tmp/p12 ] || tar xJf devrun12/p12.tar.xz -C /tmp
 P=/tmp/p12; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 PYTHONDONTWRITEBYTECODE=1
@@ -13,12 +13,6 @@ nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format
 ( cmake -S python -B /tmp/py12 -DCMAKE_BUILD_TYPE=Release -DMUH_PYTHON_USE_INSTALLED=ON -Dmuh_DIR=$P/inst/lib/cmake/muh \
     > $L/py_build.log 2>&1 && cmake --build /tmp/py12 -j12 >> $L/py_build.log 2>&1; echo "rc $?" >> $L/py_build.log ) &
 py_pid=$!
-run() {  # run NAME TIMEOUT CMD...
-  local name=$1 t=$2; shift 2
-  timeout $t "$@" > $L/$name.log 2>&1; local rc=$?
-  echo "$name rc $rc at $(el) s: $(grep -E '^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|RACECHECK SUMMARY' $L/$name.log | tail -3 | tr '\n' ' ' | cut -c1-220)"
-  grep -E "^\[  FAILED  \]" $L/$name.log | head -8
-}
 run fp8_prefill 150 $P/muh_gpu_paged_prefill_fp8_tests
 F='*PagedPrefillFp8Variant*t90_fp8_e4m3_fp16_hd128_vllm_all_p32:*PagedPrefillFp8Variant*t90_fp8_e5m2_bf16_hd128_nhd_win5_causal_p16:*PagedPrefillFp8Variant*t0_fp8_e4m3_bf16_hd128_nhd_prefix_part_win_alibi_p16'
 run memcheck 60 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter="$F"
