@@ -234,8 +234,9 @@ enum muh_kv_dtype { MUH_KV_AUTO = 0, MUH_KV_FP8_E4M3 = 1, MUH_KV_FP8_E5M2 = 2 };
  * any attention variant (the general kind: MUH_NOT_COMPILED where the build has none for this
  * dtype and head_dim), and runs on the sm80 agent's rows or the portable agent's (never the sm90
  * or sm75 agent's: the selection walks past those). k_scale multiplies the logits with
- * softmax_scale (a soft-cap, ALiBi and the window see the dequantised scores), v_scale the output. The plan depends on the cache's element type: size the
- * workspace with muh_paged_prefill_workspace_size_quant() of the same kv_dtype. */
+ * softmax_scale (a soft-cap, ALiBi and the window see the dequantised scores), v_scale the
+ * output. The plan depends on the cache's element type: size the workspace with
+ * muh_paged_prefill_workspace_size_quant() of the same kv_dtype. */
 int muh_paged_prefill_quant(int dtype, int layout, const void* q, const void* k_cache,
                             const void* v_cache, void* out, float* lse, const int* cu_seqlens_q,
                             const int* block_table, const int* seqused_k, int batch, int total_q,
