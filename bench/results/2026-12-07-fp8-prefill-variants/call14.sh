@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Session 11's call for the attention variants over an fp8 paged cache in prefill (carry
-# ["devrun12"]; ~4 min): pack p12 built on the CPU machine (/tmp/pack_p12.sh of that session:
-# MUH_TARGETS="0;90", hd 128, fp16/bf16, e4m3/e5m2, general kind at hd 128; libmuh.so, its install
-# prefix, `muh` and four GPU test binaries). Then the Python extension against the install prefix
+# ["devrun12"]; ~4 min; not run in session 11). Pack p12, built on the CPU machine: cmake -S . -B
+# /tmp/muh-pack-p12 -G Ninja -DCMAKE_BUILD_TYPE=Release -DMUH_CUDA_ARCHITECTURES=90
+# -DMUH_BUILD_PYTHON=OFF -DMUH_BUILD_BENCH=OFF -DMUH_TARGETS="0;90" -DMUH_HEAD_DIMS=128
+# -DMUH_DTYPES="fp16;bf16" -DMUH_KV_FP8_HEAD_DIMS=128 -DMUH_VARIANT_HEAD_DIMS=128 -DMUH_BUILD_TESTS=ON
+# -DCMAKE_INSTALL_PREFIX=/tmp/p12stage/p12/inst; build muh muh_cli muh_gpu_paged_prefill_fp8_tests
+# muh_gpu_prefill_variants_tests muh_gpu_paged_prefill_tests muh_gpu_mixed_batch_tests (~15 min on 2
+# cores); cmake --install; p12/ = libmuh.so, muh, the four tests (stripped) and inst/ with its
+# lib/libmuh.so a link to ../../libmuh.so (one copy: 22 MB as .tar.xz) → devrun12/p12.tar.xz. Then the Python extension against the install prefix
 # and the fp8 prefill drop-in tests (tests/python/gpu/test_fp8_prefill.py) with DL's time left.
 set -u
 source scripts/devcall.sh  # el, run
