@@ -186,7 +186,7 @@ constexpr bool decode_sm80_heads_on_n(int group) { return group <= 8; }
 // swizzled boxes: kernels/fp8_fragments.hpp; V's token rows by ldmatrix .trans). A speed choice
 // only; the launch (decode_launch.cuh: the TMA maps' form) and the kernel both take it from here.
 // (The plan's cost model counts the codes kernels' own CTAs a SM, decode_sm80_codes_ctas_per_sm
-// below, but one fp8 CTA time for both paths: the widening pass's, plan.cpp.)
+// below, and their own per-code time: plan.cpp, fp8_token_seconds.)
 constexpr bool decode_sm80_fp8_fragments(KVLayout layout, bool heads_on_n, int head_dim) {
   return heads_on_n && (layout == KVLayout::vllm || head_dim % 128 == 0);
 }
@@ -230,19 +230,19 @@ constexpr int decode_smem_bytes(const DecodePolicy& p, DType t, int head_dim) {
   return (p.num_stages * 2 * p.tile_tokens + kDecodeRows) * (head_dim + 8) * e;
 }
 
-// The sm80 decode agent's shared memory where its tile math reads an fp8 cache's codes
-// (decode_sm80_fp8_fragments: no 16-bit K/V tiles): Q's 16 padded 16-bit rows, then from the next
-// 1024-byte boundary each warp's S stages of codes [K 16·D | V 16·D] (the swizzled NHD ring wants
-// the boundary) — or the combine's fp32 scratch ([W][16][D] o, [W][16] m and l, [16] sink
-// factors, from the end of Q), whichever is larger. At hd 256 (4 warps × 3 stages) 107 KB where
-// decode_smem_bytes() is 203 KB: two CTAs a SM on a 228 KB SM, where one left each scheduler a
-// single latency-bound warp (bench/results/2026-12-06-fp8-fragments: one CTA a SM reads codes
-// no faster than 16-bit values, 0.29–0.40 of the read floor on 16 SMs).
 // The sm80 decode agent's combine scratch, which reuses the stage area after the main loop:
 // [W][16][D] fp32 o, [W][16] m and l, and [16] sink factors (the general kind: fold_sinks).
 constexpr int decode_sm80_combine_bytes(const DecodePolicy& p, int head_dim) {
   return (p.num_warps * kDecodeRows * head_dim + 2 * p.num_warps * kDecodeRows + kDecodeRows) * 4;
 }
+// The sm80 decode agent's shared memory where its tile math reads an fp8 cache's codes
+// (decode_sm80_fp8_fragments: no 16-bit K/V tiles): Q's 16 padded 16-bit rows, then from the next
+// 1024-byte boundary each warp's S stages of codes [K 16·D | V 16·D] (the swizzled NHD ring wants
+// the boundary) — or the combine's scratch from the end of Q (decode_sm80_combine_bytes),
+// whichever is larger. At hd 256 (4 warps × 3 stages) 107 KB where decode_smem_bytes() is
+// 203 KB: two CTAs a SM on a 228 KB SM, where one left each scheduler a single latency-bound
+// warp (one CTA a SM read codes no faster than 16-bit values on 16 SMs, 0.29–0.40 of the read
+// floor: bench/results/2026-12-06-fp8-fragments; two: 0.48–0.51, 2026-12-06-fp8-nhd-fragments).
 constexpr int decode_sm80_codes_smem_bytes(const DecodePolicy& p, int head_dim) {
   const int q = kDecodeRows * (head_dim + 8) * 2;
   const int ring = 1023 + p.num_warps * p.num_stages * 32 * head_dim;
