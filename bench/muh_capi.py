@@ -71,8 +71,8 @@ FUNCTIONS, ENUMS = parse_header()
 DTYPES = {"fp16": ENUMS["MUH_FP16"], "bf16": ENUMS["MUH_BF16"], "fp32": ENUMS["MUH_FP32"]}
 LAYOUTS = {"nhd": ENUMS["MUH_KV_NHD"], "vllm": ENUMS["MUH_KV_VLLM"]}
 KV_DTYPES = {"auto": ENUMS["MUH_KV_AUTO"], "fp8_e4m3": ENUMS["MUH_KV_FP8_E4M3"], "fp8_e5m2": ENUMS["MUH_KV_FP8_E5M2"]}
-STATUS = {v: k for k, v in ENUMS.items() if k.startswith("MUH_") and k in
-          ("MUH_OK", "MUH_INVALID_ARGUMENT", "MUH_UNSUPPORTED", "MUH_NOT_COMPILED", "MUH_NO_DEVICE", "MUH_CUDA_ERROR")}
+STATUS = {ENUMS[k]: k for k in ("MUH_OK", "MUH_INVALID_ARGUMENT", "MUH_UNSUPPORTED", "MUH_NOT_COMPILED",
+                                  "MUH_NO_DEVICE", "MUH_CUDA_ERROR")}
 
 
 class KvQuant(ctypes.Structure):

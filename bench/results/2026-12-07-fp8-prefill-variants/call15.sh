@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The next session's first call (carry ["devrun15"]; ~5 min): call14's checks of the attention
-# variants over an fp8 paged cache in prefill, and the timing of the fp8 seed plan's new counts
+# The next session's first call (carry ["devrun15"]; ~5 min): the checks of the attention
+# variants over an fp8 paged cache in prefill (README.md), and the timing of the fp8 seed plan's new counts
 # (src/plan.cpp's fp8_token_seconds after 2026-12-06-fp8-nhd-fragments/call13). Pack p15 =
 # /tmp/muh-pack-p11's configuration of session 11 (MUH_TARGETS="0;90;90a", hd 128/256, fp16/bf16,
 # e4m3/e5m2 at 128/256, general kind at 128, tests on; devrun15/COMMIT says which commit), its
