@@ -38,6 +38,7 @@ struct PagedPrefillCase {
   float softmax_scale = 0.f;
   VariantSpec variant = {};  // none by default
   KVQuant kv = {};           // the cache's element type and scales (fp8: the cache holds codes)
+  int tail_chunk = -1;       // PrefillPlanOptions::tail_chunk (prefill_check.hpp's PrefillCase)
 };
 
 // The paged-prefill shapes of the GPU tests and `muh verify` (page P): prefix lengths 0, 1,
@@ -75,6 +76,16 @@ inline const std::vector<PagedPrefillCase>& paged_prefill_cases() {
     // long before max_seqlen_k, so its pieces past them are empty.
     PagedPrefillCase split{"noncausal_split_p16", {3000, 1000}, {64, 64}, 4, 1, 16, false, 0.f};
     v.push_back(split);
+    // A causal chunk over its prefix in one call (flash_attn_varlen_func, vLLM V1): the plan
+    // splits it too where every q tile sees most keys (prefill_split_applies). The plan's own
+    // chunk; then one key tile a piece, 100 queries over 800 keys, so that the pieces past a
+    // row's diagonal hold no key of that row (the top rows see keys < 701: in the last two key
+    // tiles of 64, none) and the second sequence's past its 300 keys none at all.
+    PagedPrefillCase causal_split{"causal_split_p16", {3000, 1000}, {64, 64}, 4, 1, 16, true, 0.f};
+    v.push_back(causal_split);
+    PagedPrefillCase causal_chunk1{"causal_split_chunk1_p16", {700, 200}, {100, 100}, 4, 1, 16, true, 1.f};
+    causal_chunk1.tail_chunk = 1;
+    v.push_back(causal_chunk1);
     return v;
   }();
   return all;
@@ -264,7 +275,7 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
     Status s = stream ? stream_profile(stream, &hw) : device_profile(-1, &hw);
     if (!s.ok()) return fail(std::move(s));
     if (sm_count > 0) hw.sm_count = sm_count;
-    Status planned = plan_prefill(p, hw, PrefillPlanOptions{target, kPrefillTailAuto}, &plan);
+    Status planned = plan_prefill(p, hw, PrefillPlanOptions{target, pi.pc.tail_chunk}, &plan);
     if (!planned.ok()) return fail(std::move(planned));
   }
   if (plan_out) *plan_out = plan;

@@ -50,7 +50,8 @@ struct PrefillCase {
   float softmax_scale;  // 0 → 1/sqrt(head_dim); larger values make the softmax sharp
   // PrefillPlanOptions::tail_chunk: -1 runs with the workspace the plan asks for (none for these
   // small shapes), > 0 forces the tail split (prefill_plan.hpp) with that many key tiles per
-  // tail CTA — where the agent allows it (tensor-core agents; equal lengths, no causal mask).
+  // tail CTA — where the agent and the shape allow it (prefill_split_applies: tensor-core
+  // agents; equal lengths; causal only where every q tile sees most keys).
   int tail_chunk = -1;
   VariantSpec variant = {};  // none by default (the plain kind)
   // An fp8 KV cache (paged cases only: check/paged_prefill_check.hpp stores the codes): K and V
@@ -82,6 +83,11 @@ inline const std::vector<PrefillCase>& prefill_cases() {
       {"split_q1_chunk1", {1, 1}, {1000, 1000}, 4, 1, false, 0.f, 1},
       {"split_main_and_tail", {384, 384, 384}, {300, 300, 300}, 16, 4, false, 0.5f, 3},
       {"split_one_key", {64, 64}, {1, 1}, 4, 4, false, 0.f, 1},
+      // Causal, a chunk over its prefix (every q tile sees ≥ 3/4 of the keys): one key tile a
+      // piece, so that the top rows of a tile find none of their keys in the pieces past their
+      // diagonal (row 0 sees keys < 601 of 700), and a 200-row chunk of two q tiles of 128.
+      {"split_causal_chunk1", {100, 100}, {700, 700}, 4, 1, true, 1.f, 1},
+      {"split_causal_two_tiles", {200}, {1000}, 6, 1, true, 0.f, 2},
   };
   return cases;
 }

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <string>
 
+#include "muh/kernels/prefill_common.cuh"
 #include "prefill_check.hpp"
 
 namespace muh {
@@ -60,8 +61,20 @@ int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, 
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) {
   if (policy.agent != Agent::sm80 && policy.agent != Agent::sm75) return false;
   if (variant_kind(p.variant) != VariantKind::plain) return false;
-  if (p.causal || p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
+  if (p.batch <= 0 || p.max_seqlen_q <= 0 || p.max_seqlen_k <= 0) return false;
   if (static_cast<long long>(p.batch) * p.max_seqlen_q != p.total_q) return false;
+  // Causal: the cost model deals key_tiles key tiles per tail tile, but a causal tile sees only
+  // the keys up to its diagonal (the pieces past it are empty: the body clips them, visible_keys).
+  // Taken where every tile sees at least 3/4 of the keys — a short chunk over a long prefix, the
+  // one call of flash_attn_varlen_func or vLLM V1 for a prefill chunk (the seed's 512-token
+  // chunks over 8k: 16 q tiles, each seeing 97–100 % of the keys) — so that the model is off by
+  // at most a quarter. Causal self-attention (q as long as k: tiles seeing 1/nk to all of the
+  // keys) stays whole: tile_of's longest-first order already fills its last round.
+  if (p.causal) {
+    const int rows = p.max_seqlen_q < policy.block_m ? p.max_seqlen_q : policy.block_m;
+    const long long least = kernels::visible_keys(0, rows, p.max_seqlen_q, p.max_seqlen_k, true);
+    if (4 * least < 3LL * p.max_seqlen_k) return false;
+  }
   // Paged K/V: the key lengths (seqused_k) live on the device, so the split is planned for
   // max_seqlen_k; a sequence with fewer keys has empty pieces past its end (prefill_sm80.cuh),
   // correct and only slower than planned. The case it is for: context_attention_fwd's prefix
@@ -115,8 +128,8 @@ PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& pol
 namespace {
 
 // The sm90 agent runs every q tile whole (no key split). A call of few q tiles over many keys —
-// context_attention_fwd's prefix part at 4–6 q heads: a 512-token chunk is 16–24 tiles on 132
-// SMs — then leaves most SMs idle, where the sm80 agent's tail split spreads the keys over all
+// context_attention_fwd's prefix part, or a causal chunk over its prefix in one call, at 4–6 q
+// heads: a 512-token chunk is 16–24 tiles on 132 SMs — then leaves most SMs idle, where the sm80 agent's tail split spreads the keys over all
 // of them. In the cost model's units (one SM's time for a tile's keys on the sm80 agent): whole
 // tiles on the sm90 agent take ceil(N / S) · (block_m ratio) / kSm90Speed, the sm80 agent's split
 // est_rounds · (its CTAs an SM) — its rounds share an SM between that many CTAs. The cheaper one

@@ -52,11 +52,12 @@ struct PrefillSplit {
 int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, const HardwareCapability& hw);
 
 // Whether `p` can be split at all: a tensor-core agent (the portable one has no partial
-// epilogue), no causal mask and every sequence of max length (total = batch · max, for q and
-// for k) — so every q tile sees the same key tiles — at least one key, and no variant (the
-// general kind has no tail kernel: a window gives the q tiles different key ranges, and the
-// sink would have to be folded in the merge). Paged K/V: the q lengths as above, the keys
-// planned at max_seqlen_k (seqused_k lives on the device).
+// epilogue), every sequence of max length (total = batch · max, for q and for k) — so every q
+// tile sees the same key tiles — at least one key, and no variant (the general kind has no tail
+// kernel: a window gives the q tiles different key ranges, and the sink would have to be folded
+// in the merge). A causal call only where every q tile sees at least 3/4 of the keys (a short
+// chunk over a long prefix; prefill_plan.cpp says why). Paged K/V: the q lengths as above, the
+// keys planned at max_seqlen_k (seqused_k lives on the device).
 bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy);
 
 // The split for `p` run by `policy` on `hw`. tail_chunk: kPrefillTailAuto (the cost model

@@ -39,10 +39,18 @@ TEST(PrefillPlan, CtasPerSmOfTheH200Rows) {
   EXPECT_EQ(prefill_ctas_per_sm(prefill_policy(90, DType::bf16, 256), DType::bf16, 256, presets::h200), 1);
 }
 
-TEST(PrefillPlan, AppliesOnlyToEqualLengthNonCausalTensorCoreCalls) {
+TEST(PrefillPlan, AppliesOnlyToEqualLengthTensorCoreCallsWhoseTilesSeeMostKeys) {
   const PrefillPolicy tc = prefill_policy(90, DType::bf16, 128);
   EXPECT_TRUE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128), tc));
-  EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128, true), tc));  // causal
+  EXPECT_FALSE(prefill_split_applies(shape(4, 4096, 4096, 32, 8, 128, true), tc));  // causal, q as long as k
+  // Causal, a chunk over a prefix: where the top q tile (block_m rows) sees at least 3/4 of the
+  // keys — 128 + (sk − sq) ≥ 3 sk / 4.
+  ASSERT_EQ(tc.block_m, 128);
+  EXPECT_TRUE(prefill_split_applies(shape(1, 512, 8704, 4, 1, 128, true), tc));   // 8320 of 8704
+  EXPECT_TRUE(prefill_split_applies(shape(1, 1152, 4096, 4, 1, 128, true), tc));  // 3072 of 4096: the edge
+  EXPECT_FALSE(prefill_split_applies(shape(1, 1153, 4096, 4, 1, 128, true), tc));
+  EXPECT_TRUE(prefill_split_applies(shape(1, 7, 7, 4, 1, 128, true), tc));  // one tile: it sees every key
+  EXPECT_FALSE(prefill_split_applies(shape(1, 4096, 100, 4, 1, 128, true), tc));  // q longer than k
   PrefillParams varlen = shape(4, 4096, 4096, 32, 8, 128);
   varlen.total_q -= 7;  // one sequence shorter than max_seqlen_q
   EXPECT_FALSE(prefill_split_applies(varlen, tc));
@@ -56,7 +64,7 @@ TEST(PrefillPlan, AppliesOnlyToEqualLengthNonCausalTensorCoreCalls) {
     return make_paged_prefill(q, KVLayout::vllm, nullptr, nullptr, nullptr, nullptr, 16, 8000, 7000);
   };
   EXPECT_TRUE(prefill_split_applies(paged(shape(1, 512, 100000, 4, 1, 256)), tc));
-  EXPECT_FALSE(prefill_split_applies(paged(shape(1, 512, 100000, 4, 1, 256, true)), tc));  // causal
+  EXPECT_TRUE(prefill_split_applies(paged(shape(1, 512, 100000, 4, 1, 256, true)), tc));  // causal chunk
   PrefillParams paged_varlen = paged(shape(2, 512, 100000, 4, 1, 256));
   paged_varlen.total_q -= 1;
   EXPECT_FALSE(prefill_split_applies(paged_varlen, tc));
@@ -93,10 +101,14 @@ TEST(PrefillPlan, SplitsTheSeedsPagedPrefixPart) {
   PrefillParams half = p;  // 2048 tokens: 64 tiles, under half of the 132 slots
   half.max_seqlen_q = half.total_q = 2048;
   EXPECT_TRUE(plan_prefill_split(half, pol, presets::h200, kPrefillTailAuto).split());
-  // Causal (flash_attn_varlen_func's prefix + chunk call) stays whole.
+  // Causal (flash_attn_varlen_func's prefix + chunk call, the chunk's tokens in the cache): the
+  // same split — every tile sees 99.6–100 % of the 100 512 keys.
   PrefillParams c = p;
   c.causal = true;
-  EXPECT_FALSE(plan_prefill_split(c, pol, presets::h200, kPrefillTailAuto).split());
+  c.max_seqlen_k += 512;
+  const PrefillSplit sc = plan_prefill_split(c, pol, presets::h200, kPrefillTailAuto);
+  EXPECT_TRUE(sc.split());
+  EXPECT_EQ(sc.tail_tiles, sc.tiles);
 }
 
 // The 4k cells are 15.52 rounds on the H200: the plan splits the last 68 (hd 256) / 136
@@ -160,7 +172,7 @@ TEST(PrefillPlan, ForcedChunkIsClampedAndSplitsAFullRound) {
 // The sm90 agent runs whole q tiles only. A call of few q tiles over long keys (a short chunk
 // against a long prefix, non-causal: context_attention_fwd's prefix part) would leave most SMs idle
 // on it; the plan takes the sm80 agent's key split instead and says why. A call that fills the
-// GPU, a causal call (no split applies), a plan without the split or a forced target keep the
+// GPU, causal self-attention (no split applies), a plan without the split or a forced target keep the
 // row the selection chose.
 TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
   const bool sm90a = compiled_target_set().contains(kTargetSm90a);
@@ -192,12 +204,20 @@ TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
       PrefillPlan off;
       ASSERT_TRUE(plan_prefill(few, presets::h200, PrefillPlanOptions{-1, kPrefillTailOff}, &off).ok());
       EXPECT_EQ(off.target, top);
-      // Causal: no split applies.
+      // Causal, the chunk over its prefix in one call (every tile sees ≥ 98 % of the keys): the
+      // same split. Causal self-attention of 512 tokens (16 tiles too, but seeing 1/4 to all of
+      // the keys): no split applies, the sm90 agent.
       PrefillParams causal = few;
       causal.causal = true;
       PrefillPlan pc;
       ASSERT_TRUE(plan_prefill(causal, presets::h200, {}, &pc).ok());
-      EXPECT_EQ(pc.target, top);
+      EXPECT_EQ(pc.policy.agent, Agent::sm80);
+      EXPECT_TRUE(pc.split.split());
+      EXPECT_EQ(pc.selection.passed[0].why, Pass::no_key_split);
+      PrefillPlan self;
+      ASSERT_TRUE(plan_prefill(as(shape(1, 512, 512, 4, 1, 128, true)), presets::h200, {}, &self).ok());
+      EXPECT_EQ(self.target, top);
+      EXPECT_FALSE(self.split.split());
       // Forced: exactly the row asked for.
       PrefillPlan forced;
       ASSERT_TRUE(plan_prefill(few, presets::h200, PrefillPlanOptions{kTargetSm90a, kPrefillTailAuto}, &forced).ok());
@@ -245,9 +265,10 @@ TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
   ASSERT_TRUE(plan_prefill(many, presets::h200, PrefillPlanOptions{-1, kPrefillTailOff}, &off).ok());
   EXPECT_FALSE(off.persistent.on());
   EXPECT_EQ(off.workspace_bytes, 0u);
-  // No more tiles than slots: nothing to go on to (8 tiles, causal so that no key split applies).
+  // No more tiles than slots: nothing to go on to (8 tiles; causal with q as long as k, so that no
+  // key split applies).
   PrefillPlan few;
-  ASSERT_TRUE(plan_prefill(shape(1, 256, 4096, 4, 1, 128, true), presets::h200, {}, &few).ok());
+  ASSERT_TRUE(plan_prefill(shape(1, 256, 256, 4, 1, 128, true), presets::h200, {}, &few).ok());
   EXPECT_FALSE(few.persistent.on());
   EXPECT_EQ(few.workspace_bytes, 0u);
   // The sm80-class agent (sm_90's row forced) has none.

@@ -92,10 +92,16 @@ TEST_P(PagedPrefillForced, MatchesReference) {
   }
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_EQ(plan.target, prm.target);
-  // A workspace only where the plan split the keys (non-causal, equal q lengths: prefill_plan.hpp)
-  // or runs the sm90 agent's persistent schedule (more q tiles than SMs).
+  // A workspace only where the plan split the keys (equal q lengths; causal where every q tile
+  // sees most keys: prefill_split_applies) or runs the sm90 agent's persistent schedule (more q
+  // tiles than SMs). A forced split must have run on an agent that splits, else the case tests
+  // nothing new.
   EXPECT_EQ(plan.workspace_bytes > 0, plan.split.split() || plan.persistent.on());
-  if (plan.split.split()) EXPECT_FALSE(pi->pc.causal);
+  PrefillParams planned;
+  static_cast<PrefillShape&>(planned) = plan.shape;
+  if (plan.split.split()) EXPECT_TRUE(prefill_split_applies(planned, plan.policy));
+  if (pi->pc.tail_chunk > 0 && (pol.agent == Agent::sm80 || pol.agent == Agent::sm75))
+    EXPECT_TRUE(plan.split.split()) << "the forced tail split did not run";
   testing::expect_matches_reference(r, pi->in->naive_err, pi->in->max_ref,
                                     "pre-filled with NaN; NaN in unused cache slots");
   RecordProperty("max_err", std::to_string(r.max_err));

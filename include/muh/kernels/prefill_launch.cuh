@@ -175,8 +175,8 @@ Status launch_prefill(PrefillArgs a, cudaStream_t stream, PrefillTail t = {}, in
 }
 
 // Launches one prefill whose K/V come from the paged cache `kv` in source S, of element type KV
-// (validated by src/prefill.cu), with tail split `t` as launch_prefill (a split needs a
-// non-causal call: the plan, prefill_plan.hpp). A source or cache type the policy's agent does
+// (validated by src/prefill.cu), with tail split `t` as launch_prefill (where the plan splits:
+// prefill_split_applies, prefill_plan.hpp). A source or cache type the policy's agent does
 // not read is an internal error (the selection never plans it).
 template <class Getter, DType DT, int D, KVSource S, KVDType KV = KVDType::same>
 Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_t stream, PrefillTail t = {},
