@@ -1,6 +1,7 @@
 // mixed.cu — muh::paged_attention(): a mixed batch (mixed_plan.hpp) run as its plan says, on one
-// stream: one paged-prefill launch, or the rebase kernel (kernels/mixed_rebase.cuh), the decode
-// part (paged_decode) and the prefill part (prefill), in that order.
+// stream: one paged-prefill launch, or the rebase kernel (kernels/mixed_rebase.cuh), with short
+// rows expanded the expand kernel (kernels/mixed_expand.cuh), the decode part (paged_decode) and
+// the prefill part (prefill), in that order.
 //
 // What is checked before any launch (each failure one line, no launch): the call's inputs
 // (check_prefill_call: shape, the instance compiled, the pointers), kv_source paged; the plan
@@ -18,6 +19,7 @@
 #include "prefill_check.hpp"
 #include "muh/attention.hpp"
 #include "muh/kernels/launch_status.hpp"
+#include "muh/kernels/mixed_expand.cuh"
 #include "muh/kernels/mixed_rebase.cuh"
 #include "muh/mixed_plan.hpp"
 
@@ -48,7 +50,7 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
 
   // ---- Split: both parts checked first, then the device ----------------------------------------
   int* cu_part = plan.rebase ? reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) + plan.cu_offset) : nullptr;
-  const DecodeParams dp = mixed_decode_part(p, plan);
+  const DecodeParams dp = mixed_decode_part(p, plan, workspace);
   const PrefillParams pp = mixed_prefill_part(p, plan, cu_part);
   if (plan.has_decode()) MUH_TRY(detail::check_decode_call(dp));
   if (plan.has_prefill()) MUH_TRY(detail::check_prefill_call(pp));
@@ -59,13 +61,35 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
     return unsupported(w + "the plan's targets do not run on the device (sm_" + std::to_string(hw.compute_capability) +
                        ")");
 
+  int* flags = opt.input_errors;
+  if ((plan.rebase || plan.expand) && flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
   if (plan.rebase) {
-    int* flags = opt.input_errors;
-    if (flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
     const int n_part = plan.has_prefill() ? plan.num_prefills + 1 : 0;
-    kernels::mixed_rebase_kernel<<<1, kernels::kMixedRebaseThreads, 0, opt.stream>>>(p.cu_seqlens_q, plan.num_decodes,
-                                                                                     n_part, cu_part, flags);
+    kernels::mixed_rebase_kernel<<<1, kernels::kMixedRebaseThreads, 0, opt.stream>>>(
+        p.cu_seqlens_q, plan.num_decodes, plan.decode_tokens, plan.expand ? kMixedShortRowMaxQ : 1, n_part, cu_part,
+        flags);
     MUH_TRY(kernels::launch_status("paged_attention: rebase launch"));
+  }
+  if (plan.expand) {
+    unsigned char* ws = static_cast<unsigned char*>(workspace);
+    kernels::MixedExpandArgs a;
+    a.cu_seqlens_q = p.cu_seqlens_q;
+    a.seqused_k = p.seqused_k;
+    a.block_table = p.block_table;
+    a.nd = plan.num_decodes;
+    a.tokens = plan.decode_tokens;
+    a.max_blocks = p.max_blocks_per_seq;
+    a.page_size = p.page_size;
+    a.max_q = kMixedShortRowMaxQ;
+    a.max_seqlen_k = p.max_seqlen_k;
+    a.causal = p.causal;
+    a.lens = reinterpret_cast<int*>(ws + plan.lens_offset);
+    a.table = reinterpret_cast<int*>(ws + plan.table_offset);
+    a.input_errors = flags;
+    const unsigned blocks = static_cast<unsigned>((plan.decode_tokens + kernels::kMixedExpandWarps - 1) /
+                                                  kernels::kMixedExpandWarps);
+    kernels::mixed_expand_kernel<<<blocks, kernels::kMixedExpandWarps * 32, 0, opt.stream>>>(a);
+    MUH_TRY(kernels::launch_status("paged_attention: expand launch"));
   }
   if (plan.has_decode())
     MUH_TRY(detail::paged_decode_unchecked(dp, plan.decode, workspace, plan.decode.workspace_bytes, opt));

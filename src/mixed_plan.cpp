@@ -92,7 +92,7 @@ double rows_in_prefill(const PrefillParams& p, const PrefillPlan& plan, const Ha
 
 }  // namespace
 
-DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan) {
+DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan, void* workspace) {
   DecodeParams d;
   d.dtype = p.dtype;
   d.layout = paged_layout(p.kv_source);
@@ -103,7 +103,12 @@ DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan) {
   d.lse = nullptr;  // the split writes no lse (mixed_plan.hpp)
   d.block_table = p.block_table;
   d.seq_lens = p.seqused_k;
-  d.num_seqs = plan.num_decodes;
+  d.num_seqs = plan.decode_tokens;  // = num_decodes, or (expanded) one decode row per token
+  if (plan.expand) {  // the rows' own lengths and block-table rows, written by the expand kernel
+    unsigned char* ws = static_cast<unsigned char*>(workspace);
+    d.seq_lens = ws ? reinterpret_cast<const int*>(ws + plan.lens_offset) : nullptr;
+    d.block_table = ws ? reinterpret_cast<const int*>(ws + plan.table_offset) : nullptr;
+  }
   d.num_q_heads = p.num_q_heads;
   d.num_kv_heads = p.num_kv_heads;
   d.head_dim = p.head_dim;
@@ -119,7 +124,7 @@ DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan) {
 PrefillParams mixed_prefill_part(const PrefillParams& p, const MixedPlan& plan, const int* rebased_cu) {
   PrefillParams s = p;
   const std::size_t row_bytes = std::size_t(p.num_q_heads) * p.head_dim * dtype_size(p.dtype);
-  const std::size_t skip = std::size_t(plan.num_decodes) * row_bytes;
+  const std::size_t skip = std::size_t(plan.decode_tokens) * row_bytes;
   s.q = p.q ? static_cast<const unsigned char*>(p.q) + skip : nullptr;
   s.out = p.out ? static_cast<unsigned char*>(p.out) + skip : nullptr;
   s.lse = nullptr;
@@ -162,19 +167,24 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
   r.shape = p;
   r.cuda_graph = opt.cuda_graph;
 
-  // ---- The batch's rows: the leading run of q_len 1, and what follows ---------------------------
-  int lead = 0;
+  // ---- The batch's rows: the leading runs of q_len 1 and of decode-like rows, and what follows ----
+  // lead: rows 0 .. lead − 1 have q_len 1; lead_short (eager plans): rows 0 .. lead_short − 1 have
+  // 1 ≤ q_len ≤ kMixedShortRowMaxQ (decodes and verification rows, vLLM's order with speculative
+  // decoding: requests of ≤ 1 + num_spec_tokens first). A q_len-1 row after that run is late.
+  int lead = 0, lead_short = 0;
   if (cq) {
-    bool in_lead = true;
+    bool in_lead = true, in_short = !opt.cuda_graph;
     for (int b = 0; b < p.batch; ++b) {
       const int sq = cq[b + 1] - cq[b];
       if (sq == 0) ++r.rows_empty;
       else if (sq == 1) ++r.rows_decode;
-      else if (sq <= 16) ++r.rows_short;
+      else if (sq <= kMixedShortRowMaxQ) ++r.rows_short;
       else ++r.rows_long;
       if (in_lead && sq == 1) ++lead;
       else in_lead = false;
-      if (!in_lead && sq == 1 && r.first_late_decode < 0) r.first_late_decode = b;
+      if (in_short && sq >= 1 && sq <= kMixedShortRowMaxQ) ++lead_short;
+      else in_short = false;
+      if (!in_lead && !in_short && sq == 1 && b >= lead_short && r.first_late_decode < 0) r.first_late_decode = b;
     }
   }
   int nd = lead;
@@ -213,64 +223,112 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
 
   if (opt.force_split == 0) return go_single("force_split = 0");
   if (p.batch == 0 || p.total_q == 0) return go_single("nothing to run (batch or total_q is 0)");
-  if (nd == 0) {
+  if (nd == 0 && lead_short == 0) {
     if (r.first_late_decode >= 0)
       return refuse("the decodes are not a prefix of the batch (row " + num(r.first_late_decode) +
                     " has q_len 1 after row 0 with q_len " + num(cq[1] - cq[0]) +
                     "); the pair needs decodes first (vLLM's order)");
-    return refuse(opt.cuda_graph ? "graph_num_decodes is 0" : "no decode rows (q_len 1) in the batch");
+    return refuse(opt.cuda_graph ? "graph_num_decodes is 0" : "no decode rows (q_len 1 to " +
+                                                                  num(kMixedShortRowMaxQ) + ") in the batch");
   }
   if (!opt.cuda_graph && r.first_late_decode >= 0)
-    return refuse("the decodes are not a prefix of the batch: rows 0.." + num(nd - 1) + " have q_len 1, row " +
-                  num(r.first_late_decode) + " has q_len 1 after a longer row; the pair needs decodes first "
-                  "(vLLM's order)");
+    return refuse("the decodes are not a prefix of the batch: rows 0.." + num(std::max(nd, lead_short) - 1) +
+                  " have q_len 1 to " + num(kMixedShortRowMaxQ) + ", row " + num(r.first_late_decode) +
+                  " has q_len 1 after a longer row; the pair needs decodes first (vLLM's order)");
   if (opt.with_lse)
     return refuse("lse asked: the decode kernel writes lse [seqs, heads], the prefill [heads, total_q]; the pair's "
                   "lse is not built");
 
-  // ---- The two parts ---------------------------------------------------------------------------
-  r.route = MixedRoute::split;
-  r.num_decodes = nd;
-  r.num_prefills = p.batch - nd;
-  r.prefill_tokens = p.total_q - nd;
-  if (opt.cuda_graph) {
-    r.decode_max_kv = p.max_seqlen_k;
-    r.prefill_max_q = std::min(p.max_seqlen_q, r.prefill_tokens);
-  } else {
-    for (int b = 0; b < nd; ++b) r.decode_max_kv = std::max(r.decode_max_kv, used[b]);
-    for (int b = nd; b < p.batch; ++b) r.prefill_max_q = std::max(r.prefill_max_q, cq[b + 1] - cq[b]);
-  }
-  const DecodeParams dp = mixed_decode_part(p, r);
-  if (Status s = detail::check_decode_shape(dp); !s.ok()) return refuse("the decode part: " + s.message());
-  PlanOptions dopt;
-  dopt.force_target = opt.force_target;
-  dopt.cuda_graph = opt.cuda_graph;
-  if (Status s = detail::plan_decode_unchecked(dp, hw, dopt, &r.decode); !s.ok())
-    return refuse("the decode part: " + s.message());
-  const bool with_prefill = r.num_prefills > 0 && r.prefill_tokens > 0;
-  if (with_prefill) {
-    const PrefillParams pp = mixed_prefill_part(p, r, nullptr);
-    MUH_TRY(detail::check_prefill_shape(pp, "plan_mixed: the prefill part: "));
-    MUH_TRY(detail::plan_prefill_unchecked(pp, hw, PrefillPlanOptions{opt.force_target, kPrefillTailOff}, &r.prefill));
-  }
-  // The rebase kernel: the prefill part's offsets, and the decode rows' check under a graph.
-  r.rebase = with_prefill || opt.cuda_graph;
+  // ---- The pair for the first `rows` rows (q_len 1, or up to kMixedShortRowMaxQ: expanded) --------
+  // Fills c (from r's row counts) or says why it cannot be split; its model's gain in *gain.
+  auto pair = [&](int rows, MixedPlan* c, std::string* why_not, double* gain) -> Status {
+    *c = r;
+    c->route = MixedRoute::split;
+    c->num_decodes = rows;
+    c->decode_tokens = opt.cuda_graph || cq == nullptr ? rows : cq[rows];
+    c->expand = c->decode_tokens != rows;
+    c->num_prefills = p.batch - rows;
+    c->prefill_tokens = p.total_q - c->decode_tokens;
+    if (opt.cuda_graph) {
+      c->decode_max_kv = p.max_seqlen_k;
+      c->prefill_max_q = std::min(p.max_seqlen_q, c->prefill_tokens);
+    } else {
+      for (int b = 0; b < rows; ++b) c->decode_max_kv = std::max(c->decode_max_kv, used[b]);
+      for (int b = rows; b < p.batch; ++b) c->prefill_max_q = std::max(c->prefill_max_q, cq[b + 1] - cq[b]);
+    }
+    const DecodeParams dp = mixed_decode_part(p, *c);
+    if (Status s = detail::check_decode_shape(dp); !s.ok()) {
+      *why_not = "the decode part: " + s.message();
+      return Status::Ok();
+    }
+    PlanOptions dopt;
+    dopt.force_target = opt.force_target;
+    dopt.cuda_graph = opt.cuda_graph;
+    if (Status s = detail::plan_decode_unchecked(dp, hw, dopt, &c->decode); !s.ok()) {
+      *why_not = "the decode part: " + s.message();
+      return Status::Ok();
+    }
+    const bool with_prefill = c->num_prefills > 0 && c->prefill_tokens > 0;
+    if (with_prefill) {
+      const PrefillParams pp = mixed_prefill_part(p, *c, nullptr);
+      MUH_TRY(detail::check_prefill_shape(pp, "plan_mixed: the prefill part: "));
+      MUH_TRY(detail::plan_prefill_unchecked(pp, hw, PrefillPlanOptions{opt.force_target, kPrefillTailOff}, &c->prefill));
+    }
+    // The rebase kernel: the prefill part's offsets, and the decode rows' check under a graph.
+    c->rebase = with_prefill || opt.cuda_graph;
+    const int launches = 1 + (c->rebase ? 1 : 0) + (c->expand ? 1 : 0) + (with_prefill ? 1 : 0);  // against 1
+    // A graph plan's model reads the maxima only: its fixed parts must not depend on one replay's lengths.
+    c->est_rows_in_prefill = rows_in_prefill(p, single, hw, opt.cuda_graph ? nullptr : used, rows, p.max_seqlen_k);
+    c->est_rows_as_decode = c->decode.est_seconds + (launches - 1) * kLaunchSeconds;
+    *gain = c->est_rows_in_prefill - c->est_rows_as_decode;
+    c->reason = num(rows) + " decode rows" +
+                (c->expand ? " (" + num(c->decode_tokens) + " tokens, one decode row each)" : std::string()) + ": " +
+                us(c->est_rows_in_prefill) + " inside one paged-prefill launch, " + us(c->est_rows_as_decode) +
+                " as the decode part (+" + num(launches - 1) + " launches)";
+    // The workspace: decode partials, the rebased offsets, then (expanded) the rows' lengths and
+    // block-table rows.
+    const auto align16 = [](std::size_t x) { return (x + 15) / 16 * 16; };
+    c->cu_offset = align16(c->decode.workspace_bytes);
+    std::size_t end = c->cu_offset + (c->rebase ? std::size_t(c->num_prefills + 1) * sizeof(int) : 0);
+    if (c->expand) {
+      c->lens_offset = align16(end);
+      c->table_offset = align16(c->lens_offset + std::size_t(c->decode_tokens) * sizeof(int));
+      end = c->table_offset + std::size_t(c->decode_tokens) * p.max_blocks_per_seq * sizeof(int);
+    }
+    c->workspace_bytes = align16(end);
+    return Status::Ok();
+  };
 
-  // ---- The model ---------------------------------------------------------------------------------
-  const int launches = 1 + (r.rebase ? 1 : 0) + (with_prefill ? 1 : 0);  // against 1
-  // A graph plan's model reads the maxima only: its fixed parts must not depend on one replay's lengths.
-  r.est_rows_in_prefill = rows_in_prefill(p, single, hw, opt.cuda_graph ? nullptr : used, nd, p.max_seqlen_k);
-  r.est_rows_as_decode = r.decode.est_seconds + (launches - 1) * kLaunchSeconds;
-  const std::string model = num(nd) + " decode rows: " + us(r.est_rows_in_prefill) + " inside one paged-prefill launch, " +
-                            us(r.est_rows_as_decode) + " as the decode part (+" + num(launches - 1) + " launches)";
-  if (opt.force_split != 1 && r.est_rows_as_decode >= r.est_rows_in_prefill) return go_single(model);
-  r.reason = (opt.force_split == 1 ? "force_split = 1; " : "") + model;
-
-  // ---- The workspace: decode partials, then the rebased offsets ---------------------------------
-  r.cu_offset = (r.decode.workspace_bytes + 15) / 16 * 16;
-  const std::size_t cu_bytes = r.rebase ? std::size_t(r.num_prefills + 1) * sizeof(int) : 0;
-  r.workspace_bytes = (r.cu_offset + cu_bytes + 15) / 16 * 16;
-  *plan = r;
+  // The candidates: the q_len-1 rows alone, and (eager plans with short rows leading) the decode-like
+  // rows with the short ones expanded. The one whose model gains the most; none gaining, one launch.
+  MixedPlan best;
+  double best_gain = 0;
+  std::string why_not;
+  bool have = false;
+  for (const int rows : {nd, lead_short}) {
+    if (rows == 0 || (have && rows == best.num_decodes)) continue;
+    MixedPlan c;
+    std::string no;
+    double gain = 0;
+    MUH_TRY(pair(rows, &c, &no, &gain));
+    if (!no.empty()) {
+      if (why_not.empty()) why_not = no;
+      continue;
+    }
+    // Forced: the most rows the decode part can take.
+    const bool better = !have || (opt.force_split == 1 ? c.num_decodes > best.num_decodes : gain > best_gain);
+    if (better) {
+      best = c;
+      best_gain = gain;
+      have = true;
+    }
+  }
+  if (!have) return refuse(why_not);
+  r.est_rows_in_prefill = best.est_rows_in_prefill;
+  r.est_rows_as_decode = best.est_rows_as_decode;
+  if (opt.force_split != 1 && best_gain <= 0) return go_single(best.reason);
+  if (opt.force_split == 1) best.reason = "force_split = 1; " + best.reason;
+  *plan = best;
   return Status::Ok();
 }
 
@@ -285,7 +343,9 @@ std::string describe(const MixedPlan& m) {
          " long, " + num(m.rows_empty) + " empty";
   s += "\n";
   if (m.has_decode())
-    s += "  decode part: rows 0.." + num(m.num_decodes - 1) + ", " + target_name(m.decode.target) + ", " +
+    s += "  decode part: rows 0.." + num(m.num_decodes - 1) +
+         (m.expand ? " (" + num(m.decode_tokens) + " tokens: one decode row each, its own kv length)" : std::string()) +
+         ", " + target_name(m.decode.target) + ", " +
          (m.decode.use_v2 ? "V2 " + num(m.decode.num_splits) + " splits of " + num(m.decode.partition_tokens) + " tokens"
                           : std::string("V1")) +
          ", max kv " + num(m.decode_max_kv) + ", est " + us(m.decode.est_seconds) + " (" + describe(m.decode.selection) +
@@ -299,10 +359,14 @@ std::string describe(const MixedPlan& m) {
     s += target_name(m.prefill.target) + " " + num(m.prefill.policy.block_m) + "x" + num(m.prefill.policy.block_n) +
          " tiles (" + describe(m.prefill.selection) + ")\n";
   }
-  if (m.route == MixedRoute::split)
-    s += "  short rows (2-16 tokens) run in the paged prefill: the decode family's multi-token split-KV is not built\n";
+  if (m.route == MixedRoute::split && !m.expand && m.rows_short > 0)
+    s += "  short rows (2-" + num(kMixedShortRowMaxQ) + " tokens) run in the paged prefill part" +
+         (m.cuda_graph ? " (a graph plan's decode rows are q_len 1)" : std::string(" (the model preferred it)")) + "\n";
   s += "  workspace " + num(static_cast<long long>(m.workspace_bytes)) + " B";
   if (m.rebase) s += " (rebased cu_seqlens_q at " + num(static_cast<long long>(m.cu_offset)) + ")";
+  if (m.expand)
+    s += " (the decode rows' kv lengths at " + num(static_cast<long long>(m.lens_offset)) + ", block-table rows at " +
+         num(static_cast<long long>(m.table_offset)) + ")";
   return s;
 }
 

@@ -23,14 +23,29 @@
 // kernel (kernels/mixed_rebase.cuh) that reads the device cu_seqlens_q — valid under CUDA-graph
 // replay, where the offsets change. That kernel also flags a decode row whose q length is not 1
 // (InputError::seqlen_q_max: the decode rows' max q length is 1) and cu_seqlens_q[0] != 0
-// (cu_seqlens_q_start).
+// (cu_seqlens_q_start). With short rows expanded (below) the same holds with the decode part's q
+// rows in place of nd where q and out are offset and cu_seqlens_q rebased (q + decode_tokens
+// rows; cu_seqlens_q[nd + i] − decode_tokens), and the rows' max q length is kMixedShortRowMaxQ.
 // A batch whose decodes are not a prefix (a q_len-1 row after a longer one) is planned as one
 // paged-prefill launch, and describe() says so.
 //
-// Not built yet: the decode family's multi-token split-KV for the short rows (2–16 tokens) —
-// they run in the paged prefill — and lse for the pair (the decode kernel writes lse
-// [num_seqs, num_q_heads], the prefill [num_q_heads, total_q]; a call that asks for lse is
-// planned as one launch: MixedPlanOptions::with_lse).
+// Short rows (2–16 tokens: speculative-decoding verification). Where they lead the batch with the
+// decodes (vLLM's order: requests of ≤ 1 + num_spec_tokens tokens first), an eager plan may give
+// them to the decode part too, expanded: each of their tokens becomes one decode row of its own,
+// the query row as it is in q (rows 0 .. decode_tokens − 1 of the call's q and out, no copy),
+// over its own kv length — seqused_k − q_len + 1 + t for token t under the causal mask (bottom-
+// right), seqused_k without it — and its sequence's block-table row. The expand kernel
+// (kernels/mixed_expand.cuh) writes those lengths and rows into the workspace from the device
+// arrays; the decode kernel then streams each token's keys with the GQA group on the MMA rows and
+// its own split-KV plan. A sequence's tokens read the same pages at nearly the same time (they are
+// neighbouring decode rows), mostly from L2. Measured: bench/paged_prefill.py --mixed (verify).
+// The model weighs the q_len-1 rows alone against the decode-like rows expanded and takes the
+// larger gain. A graph plan keeps its short rows in the prefill part (graph_num_decodes counts
+// q_len-1 rows).
+//
+// Not built yet: lse for the pair (the decode kernel writes lse [num_seqs, num_q_heads], the
+// prefill [num_q_heads, total_q]; a call that asks for lse is planned as one launch:
+// MixedPlanOptions::with_lse).
 //
 // The CUDA-graph contract (MixedPlanOptions::cuda_graph). The plan is made for maxima, and a
 // graph captured once replays it with other lengths:
@@ -70,6 +85,10 @@ enum class MixedRoute : unsigned char {
 
 inline const char* mixed_route_name(MixedRoute r) { return r == MixedRoute::split ? "split" : "single"; }
 
+// Rows of 2 .. kMixedShortRowMaxQ tokens are short rows (verification of 1–15 draft tokens); an
+// eager split may run them in the decode part, one decode row per token (above).
+inline constexpr int kMixedShortRowMaxQ = 16;
+
 struct MixedPlanOptions {
   // -1: the selection walks the compiled targets; 0, 75, 80, ...: that target for both parts.
   int force_target = -1;
@@ -86,9 +105,11 @@ struct MixedPlanOptions {
 struct MixedPlan {
   MixedRoute route = MixedRoute::single;
   bool cuda_graph = false;
-  int num_decodes = 0;        // split: decode rows, rows 0 .. num_decodes − 1 (0 for single)
+  int num_decodes = 0;        // split: the decode part's sequences, rows 0 .. num_decodes − 1 (0 for single)
+  int decode_tokens = 0;      // split: their q rows (= num_decodes unless expanded)
+  bool expand = false;        // split: short rows among them, one decode row per token (above)
   int num_prefills = 0;       // split: the suffix's sequences, batch − num_decodes
-  int prefill_tokens = 0;     // split: the suffix's q rows, total_q − num_decodes
+  int prefill_tokens = 0;     // split: the suffix's q rows, total_q − decode_tokens
   int decode_max_kv = 0;      // split: the decode plan's max_seq_len
   int prefill_max_q = 0;      // the prefill part's max_seqlen_q
   // The batch as the host saw it (lengths given): rows by kind, and the first q_len-1 row after a
@@ -102,10 +123,14 @@ struct MixedPlan {
   DecodePlan decode;          // split, when num_decodes > 0
   PrefillShape shape;         // the call's shape the plan was made for
   // The workspace: the decode part's partials at 0 (decode.workspace_bytes), then the prefill
-  // part's rebased cu_seqlens_q, int32 [num_prefills + 1], at cu_offset (16-byte aligned).
+  // part's rebased cu_seqlens_q, int32 [num_prefills + 1], at cu_offset; expanded, then the
+  // decode rows' kv lengths, int32 [decode_tokens], at lens_offset and their block-table rows,
+  // int32 [decode_tokens][max_blocks_per_seq], at table_offset (each 16-byte aligned).
   std::size_t cu_offset = 0;
+  std::size_t lens_offset = 0, table_offset = 0;
   std::size_t workspace_bytes = 0;
   bool rebase = false;        // the run launches the rebase kernel (split with a prefill part, or any graph split)
+                              // (and, expanded, the expand kernel)
   std::string reason;         // why this route, one line with numbers
   bool has_decode() const { return route == MixedRoute::split && num_decodes > 0; }
   bool has_prefill() const { return prefill.target >= 0; }  // single, or a split with prefill rows
@@ -124,8 +149,9 @@ std::string describe(const MixedPlan& plan);
 
 // The two parts' parameters of a split plan, for the run and for tests: pointer offsets into the
 // call's tensors (no copies). `rebased_cu` is the device array of the suffix's offsets (the
-// workspace at plan.cu_offset).
-DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan);
+// workspace at plan.cu_offset); an expanded decode part reads its kv lengths and block-table
+// rows from `workspace` (null: null pointers, for shape checks).
+DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan, void* workspace = nullptr);
 PrefillParams mixed_prefill_part(const PrefillParams& p, const MixedPlan& plan, const int* rebased_cu);
 
 }  // namespace muh

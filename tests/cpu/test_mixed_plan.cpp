@@ -85,7 +85,12 @@ const std::vector<Mix>& mixes() {
       {"one_decode", {1}, {8192}, Want::either, ""},
       {"one_chunk", {2048}, {4096}, Want::single, "no decode rows"},
       {"empty_rows", {1, 1, 0, 7, 0}, {4096, 4095, 100, 7, 0}, Want::either, ""},
-      {"verification_rows", rep(64, 4), rep(64, 8192), Want::single, "no decode rows"},
+      // Expanded, one decode row per token (256 here): split where GQA shares the keys (the
+      // model keeps MHA in one launch: each token's row then streams all of its keys).
+      {"verification_rows", rep(64, 4), rep(64, 8192), Want::either, ""},
+      {"decodes_and_verification", cat(rep(16, 1), rep(16, 5)), rep(32, 8192), Want::either, ""},
+      {"verification_then_chunk", cat(rep(8, 3), {2048}), cat(rep(8, 8192), {4096}), Want::either, ""},
+      {"short_then_decode", {4, 1, 300}, {8192, 8192, 300}, Want::either, ""},
       {"decodes_then_short", cat(rep(8, 1), {2, 7, 16}), cat(rep(8, 4096), {4096, 15, 16}), Want::either, ""},
       {"tiny_decode_kv", {1, 300}, {5, 300}, Want::either, ""},  // one launch on the H200 (ForcedRoutes)
       {"page_edges", {1, 1, 1, 511}, {1, kPage - 1, kPage * 50, 511 + kPage}, Want::either, ""},
@@ -117,50 +122,81 @@ std::vector<MixParam> all_mix_params() {
   return v;
 }
 
-// The invariants of a split plan of batch b: the decode prefix and the suffix, exactly the batch
-// between them; the parts views of the call's tensors; the workspace layout.
-void check_split(const Batch& b, const MixedPlan& plan) {
+// The leading rows of q_len 1, and of q_len 1 to kMixedShortRowMaxQ (decodes and short rows).
+int lead_of(const Batch& b, int max_q) {
   int lead = 0;
-  while (lead < b.p.batch && b.q[lead] == 1) ++lead;
-  EXPECT_EQ(plan.num_decodes, lead);
+  while (lead < b.p.batch && b.q[lead] >= 1 && b.q[lead] <= max_q) ++lead;
+  return lead;
+}
+
+// The invariants of a split plan of batch b: the decode prefix (the q_len-1 rows, or with short
+// rows expanded the decode-like rows, one decode row per token) and the suffix, exactly the batch
+// between them; the parts' views of the call's tensors; the workspace layout.
+void check_split(const Batch& b, const MixedPlan& plan) {
+  const int lead = lead_of(b, 1), lead_short = lead_of(b, kMixedShortRowMaxQ);
+  ASSERT_TRUE(plan.num_decodes == lead || plan.num_decodes == lead_short) << plan.num_decodes;
+  const int nd = plan.num_decodes, tokens = b.cu[nd];
+  EXPECT_EQ(plan.decode_tokens, tokens);
+  EXPECT_EQ(plan.expand, tokens != nd);
   EXPECT_EQ(plan.num_decodes + plan.num_prefills, b.p.batch);
-  EXPECT_EQ(plan.num_decodes + plan.prefill_tokens, b.p.total_q);
-  EXPECT_EQ(plan.decode_max_kv, *std::max_element(b.kv.begin(), b.kv.begin() + lead));
+  EXPECT_EQ(plan.decode_tokens + plan.prefill_tokens, b.p.total_q);
+  EXPECT_EQ(plan.decode_max_kv, *std::max_element(b.kv.begin(), b.kv.begin() + nd));
   EXPECT_TRUE(plan.has_decode());
-  EXPECT_EQ(plan.decode.num_seqs, lead);
+  EXPECT_EQ(plan.decode.num_seqs, tokens);
   EXPECT_EQ(plan.decode.max_seq_len, plan.decode_max_kv);
   EXPECT_FALSE(plan.decode.cuda_graph);
-  const bool rows_after = b.cu.back() > lead;
+  const bool rows_after = b.cu.back() > tokens;
   EXPECT_EQ(plan.has_prefill(), rows_after);
   EXPECT_EQ(plan.rebase, rows_after);
   const DecodeParams d = mixed_decode_part(b.p, plan);
   EXPECT_EQ(d.q, b.p.q);
   EXPECT_EQ(d.out, b.p.out);
-  EXPECT_EQ(d.block_table, b.p.block_table);
-  EXPECT_EQ(d.seq_lens, b.p.seqused_k);
+  EXPECT_EQ(d.num_seqs, tokens);
+  if (plan.expand) {
+    // Lengths and block-table rows of the tokens: the workspace's (none given here: null).
+    EXPECT_EQ(d.block_table, nullptr);
+    EXPECT_EQ(d.seq_lens, nullptr);
+    unsigned char* ws = static_cast<unsigned char*>(fake(0x900000));
+    const DecodeParams dw = mixed_decode_part(b.p, plan, ws);
+    EXPECT_EQ(reinterpret_cast<const unsigned char*>(dw.seq_lens), ws + plan.lens_offset);
+    EXPECT_EQ(reinterpret_cast<const unsigned char*>(dw.block_table), ws + plan.table_offset);
+    EXPECT_EQ(dw.max_blocks_per_seq, b.p.max_blocks_per_seq);
+  } else {
+    EXPECT_EQ(d.block_table, b.p.block_table);
+    EXPECT_EQ(d.seq_lens, b.p.seqused_k);
+  }
   EXPECT_EQ(d.layout, KVLayout::vllm);
   EXPECT_EQ(d.lse, nullptr);
   const int* cu_dev = static_cast<const int*>(fake(0x800000));
   const PrefillParams pp = mixed_prefill_part(b.p, plan, cu_dev);
   const std::ptrdiff_t row = std::ptrdiff_t(b.p.num_q_heads) * b.p.head_dim * 2;  // bf16
-  EXPECT_EQ(static_cast<const char*>(pp.q) - static_cast<const char*>(b.p.q), lead * row);
-  EXPECT_EQ(static_cast<char*>(pp.out) - static_cast<char*>(b.p.out), lead * row);
-  EXPECT_EQ(pp.block_table - b.p.block_table, std::ptrdiff_t(lead) * b.p.max_blocks_per_seq);
-  EXPECT_EQ(pp.seqused_k - b.p.seqused_k, lead);
+  EXPECT_EQ(static_cast<const char*>(pp.q) - static_cast<const char*>(b.p.q), tokens * row);
+  EXPECT_EQ(static_cast<char*>(pp.out) - static_cast<char*>(b.p.out), tokens * row);
+  EXPECT_EQ(pp.block_table - b.p.block_table, std::ptrdiff_t(nd) * b.p.max_blocks_per_seq);
+  EXPECT_EQ(pp.seqused_k - b.p.seqused_k, nd);
   EXPECT_EQ(pp.cu_seqlens_q, cu_dev);
   EXPECT_EQ(pp.max_seqlen_k, b.p.max_seqlen_k);  // the kernels' guard bounds seqused_k by it
   if (plan.has_prefill()) {
     EXPECT_TRUE(plan.prefill.shape == static_cast<const PrefillShape&>(pp));
-    EXPECT_EQ(pp.max_seqlen_q, *std::max_element(b.q.begin() + lead, b.q.end()));
+    EXPECT_EQ(pp.max_seqlen_q, *std::max_element(b.q.begin() + nd, b.q.end()));
   }
   EXPECT_EQ(plan.cu_offset % 16, 0u);
   EXPECT_GE(plan.cu_offset, plan.decode.workspace_bytes);
   EXPECT_LT(plan.cu_offset, plan.decode.workspace_bytes + 16);
+  std::size_t end = plan.cu_offset;
   if (plan.rebase) {
-    EXPECT_GE(plan.workspace_bytes, plan.cu_offset + sizeof(int) * (plan.num_prefills + 1));
+    end += sizeof(int) * (plan.num_prefills + 1);
+    EXPECT_GE(plan.workspace_bytes, end);
+  }
+  if (plan.expand) {  // after the offsets, each 16-byte aligned, none overlapping
+    EXPECT_EQ(plan.lens_offset % 16, 0u);
+    EXPECT_EQ(plan.table_offset % 16, 0u);
+    EXPECT_GE(plan.lens_offset, end);
+    EXPECT_GE(plan.table_offset, plan.lens_offset + sizeof(int) * tokens);
+    EXPECT_GE(plan.workspace_bytes, plan.table_offset + sizeof(int) * std::size_t(tokens) * b.p.max_blocks_per_seq);
+    EXPECT_NE(describe(plan).find("one decode row each"), std::string::npos);
   }
   EXPECT_EQ(plan.workspace_bytes % 16, 0u);
-  EXPECT_NE(describe(plan).find("not built"), std::string::npos);  // the short rows' note
 }
 
 class MixedPlanMix : public testing::TestWithParam<MixParam> {};
@@ -185,8 +221,6 @@ TEST_P(MixedPlanMix, RouteAndPartsFollowTheBatch) {
     EXPECT_NE(plan.reason.find(mix.why), std::string::npos);
   }
   // The rows as counted on the host.
-  int lead = 0;
-  while (lead < b.p.batch && b.q[lead] == 1) ++lead;
   EXPECT_EQ(plan.rows_decode, int(std::count(b.q.begin(), b.q.end(), 1)));
   EXPECT_EQ(plan.rows_empty, int(std::count(b.q.begin(), b.q.end(), 0)));
   EXPECT_EQ(plan.rows_decode + plan.rows_short + plan.rows_long + plan.rows_empty, b.p.batch);
@@ -201,9 +235,10 @@ TEST_P(MixedPlanMix, RouteAndPartsFollowTheBatch) {
     EXPECT_GT(plan.est_rows_in_prefill, plan.est_rows_as_decode);  // the model chose it
     check_split(b, plan);
   }
-  // Forced, every batch whose decodes lead splits (and the parts are the same views); the others
-  // are refused with the reason.
-  const bool splittable = lead > 0 && std::find(b.q.begin() + lead, b.q.end(), 1) == b.q.end();
+  // Forced, every batch whose decode-like rows lead splits, as many rows as it can in the decode
+  // part (and the parts are the same views); the others are refused with the reason.
+  const int lead_short = lead_of(b, kMixedShortRowMaxQ);
+  const bool splittable = lead_short > 0 && std::find(b.q.begin() + lead_short, b.q.end(), 1) == b.q.end();
   MixedPlanOptions forced;
   forced.force_split = 1;
   MixedPlan fp;
@@ -214,6 +249,7 @@ TEST_P(MixedPlanMix, RouteAndPartsFollowTheBatch) {
   }
   ASSERT_TRUE(fs.ok()) << fs.message();
   EXPECT_EQ(fp.route, MixedRoute::split);
+  EXPECT_EQ(fp.num_decodes, lead_short);
   SCOPED_TRACE(describe(fp));
   check_split(b, fp);
 }
@@ -235,6 +271,45 @@ TEST(MixedPlan, ServingCellSplitsByTheModel) {
   EXPECT_GT(plan.est_rows_in_prefill, 2.0 * plan.est_rows_as_decode);
   EXPECT_EQ(plan.decode.target, 90);
   EXPECT_EQ(plan.prefill.target, 90);
+}
+
+// The verification cell (64 sequences × 4 tokens at 8k, 32 / 8 heads, bf16 hd 128): no
+// q_len-1 row, so before short rows could be expanded it was one paged-prefill launch (0.63× the
+// separate decode calls on vLLM pages, bench/results/2026-12-07-prefill-flashinfer). Now the
+// decode part: 256 decode rows, each token over its own keys (8189 + t), no prefill part; the
+// workspace holds the rows' lengths and block-table rows after the decode partials.
+TEST(MixedPlan, VerificationRowsRunAsExpandedDecodeRows) {
+  const Batch b = make_batch(rep(64, 4), rep(64, 8192), 32, 8);
+  MixedPlan plan;
+  ASSERT_TRUE(plan_mixed(b.p, b.cu.data(), b.used.data(), presets::h200, {}, &plan).ok());
+  SCOPED_TRACE(describe(plan));
+  EXPECT_EQ(plan.route, MixedRoute::split);
+  EXPECT_TRUE(plan.expand);
+  EXPECT_EQ(plan.num_decodes, 64);
+  EXPECT_EQ(plan.decode_tokens, 256);
+  EXPECT_EQ(plan.decode.num_seqs, 256);
+  EXPECT_EQ(plan.decode.max_seq_len, 8192);
+  EXPECT_FALSE(plan.has_prefill());
+  EXPECT_FALSE(plan.rebase);
+  // The model: 3.3 ms of padded tiles against 1.9 ms for 4.3 GB streamed (each token's row reads
+  // its keys; L2 serves a sequence's repeats, which the model does not count).
+  EXPECT_GT(plan.est_rows_in_prefill, 1.5 * plan.est_rows_as_decode);
+  EXPECT_EQ(plan.table_offset - plan.lens_offset, 256u * sizeof(int));
+  EXPECT_EQ(plan.workspace_bytes, plan.table_offset + std::size_t(256) * b.p.max_blocks_per_seq * sizeof(int));
+  // With lse asked, or under a graph plan (whose decode rows are q_len 1), still one launch.
+  MixedPlanOptions lse;
+  lse.with_lse = true;
+  ASSERT_TRUE(plan_mixed(b.p, b.cu.data(), b.used.data(), presets::h200, lse, &plan).ok());
+  EXPECT_EQ(plan.route, MixedRoute::single);
+  // Decodes then verification rows: the decode-like rows all go (the larger gain), a chunk after them stays.
+  const Batch m = make_batch(cat(cat(rep(16, 1), rep(16, 5)), {2048}), cat(rep(32, 8192), {4096}), 32, 8);
+  ASSERT_TRUE(plan_mixed(m.p, m.cu.data(), m.used.data(), presets::h200, {}, &plan).ok());
+  EXPECT_EQ(plan.route, MixedRoute::split);
+  EXPECT_EQ(plan.num_decodes, 32);
+  EXPECT_EQ(plan.decode_tokens, 16 + 16 * 5);
+  EXPECT_EQ(plan.prefill_tokens, 2048);
+  EXPECT_TRUE(plan.rebase);
+  EXPECT_GE(plan.lens_offset, plan.cu_offset + 2 * sizeof(int));
 }
 
 TEST(MixedPlan, ForcedRoutes) {

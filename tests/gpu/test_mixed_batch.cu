@@ -9,7 +9,9 @@
 //   * a batch whose decodes are not first: planned as one launch, correct.
 // Then a CUDA graph: one capture of a plan for maxima, replayed with three length sets (each
 // checked against its own reference), and a replay that breaks the decodes-first contract is
-// flagged by the rebase kernel's guard. And the C ABI (muh_paged_attention) against the C++ call.
+// flagged by the rebase kernel's guard. Short rows expanded into decode rows (the split cases with
+// rows of 2–16 tokens leading), and bad device lengths under them flagged by the expand kernel.
+// And the C ABI (muh_paged_attention) against the C++ call.
 // The per-case test runs over an e4m3 cache too (k_scale 0.5, v_scale 2; where the fp8 instance is
 // compiled and the device has the sm80 agent): both parts read the codes.
 #include <gtest/gtest.h>
@@ -45,6 +47,10 @@ const std::vector<check::PagedPrefillCase>& cases() {
       {"decodes_first_q511_gqa1", {2047, 1, 1000}, {1, 1, 511}, 4, 4, 16},  // the long case
       {"all_decodes_gqa8", {0, 14, 15, 16, 499, 1999}, {1, 1, 1, 1, 1, 1}, 8, 1, 16},
       {"decodes_then_empty_rows_gqa4", {19, 39, 3, 0, 0}, {1, 1, 0, 5, 0}, 8, 2, 16},
+      // Short rows expanded (one decode row per token) with a prefill part after them: rows of
+      // 3, 16 and 4 tokens, over a page − 1 prefix (the first is 3 tokens over none: its first token sees
+      // one key); then a 100-token chunk.
+      {"verify_expanded_then_chunk_gqa4", {0, 30, 15, 200}, {3, 16, 4, 100}, 8, 2, 16},
   };
   return all;
 }
@@ -311,6 +317,61 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MixedBatchGraph, ::testing::Values(KVLayout::n
                          [](const ::testing::TestParamInfo<KVLayout>& i) {
                            return std::string(i.param == KVLayout::vllm ? "vllm" : "nhd");
                          });
+
+// Short rows expanded: the expand kernel's guard. The plan is made from host lengths; then the
+// device's seqused_k of the second sequence is set past max_seqlen_k, and (a second run)
+// cu_seqlens_q[2] to 9, so that the decode rows hold one token more than planned. Each is flagged
+// (seq_len; cu_seqlens_q_end), nothing outside the caller's memory is read (memcheck runs this),
+// and the first sequence's rows are still right.
+TEST(MixedBatchExpand, BadDeviceLengthsAreFlagged) {
+  MUH_REQUIRE_GPU();
+  const DType t = is_compiled_instance(DType::bf16, kHeadDim) ? DType::bf16 : DType::fp16;
+  if (!is_compiled_instance(t, kHeadDim)) GTEST_SKIP() << "no 16-bit hd 128 instance compiled";
+  const check::PagedPrefillCase c{"verify_guard_gqa4", {50, 60}, {4, 4}, 8, 2, 16};
+  const auto pi = check::make_paged_prefill_inputs(c, KVLayout::nhd, t, kHeadDim, 99u);
+  check::PagedPrefillDevice dev(*pi);
+  ASSERT_TRUE(dev.status.ok()) << dev.status.message();
+  PrefillParams p = dev.params(*pi);
+  p.lse = nullptr;
+  HardwareCapability hw;
+  MUH_ASSERT_OK(device_profile(-1, &hw));
+  MixedPlanOptions o;
+  o.force_split = 1;
+  MixedPlan plan;
+  MUH_ASSERT_OK(plan_mixed(p, pi->in->cu_q.data(), pi->seqused_k.data(), hw, o, &plan));
+  SCOPED_TRACE(describe(plan));
+  ASSERT_TRUE(plan.expand);
+  ASSERT_EQ(plan.decode_tokens, 8);
+  testing::DeviceBuffer ws(plan.workspace_bytes);
+  const std::size_t row = std::size_t(c.num_q_heads) * kHeadDim;
+  for (int broken = 0; broken < 2; ++broken) {
+    SCOPED_TRACE(broken == 0 ? "seqused_k[1] past max_seqlen_k" : "cu_seqlens_q[2] = 9");
+    std::vector<int> used = pi->seqused_k, cu = pi->in->cu_q;
+    if (broken == 0) used[1] = p.max_seqlen_k + 100;
+    else cu[2] = 9;
+    MUH_CUDA_CHECK(cudaMemcpy(dev.seqused_k.p, used.data(), used.size() * 4, cudaMemcpyHostToDevice));
+    MUH_CUDA_CHECK(cudaMemcpy(dev.cu_q.p, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+    MUH_CUDA_CHECK(dev.fresh_outputs());
+    MUH_ASSERT_OK(paged_attention(p, plan, ws.p, plan.workspace_bytes, RunOptions{}));
+    MUH_CUDA_CHECK(cudaDeviceSynchronize());
+    const Status flagged = check_input_errors();
+    EXPECT_EQ(flagged.code(), StatusCode::invalid_argument) << "not flagged";
+    EXPECT_NE(flagged.message().find(broken == 0 ? "seqused_k" : "cu_seqlens_q"), std::string::npos)
+        << flagged.message();
+    std::vector<float> out, lse;
+    MUH_CUDA_CHECK(check::read_outputs(dev, t, &out, &lse));
+    if (broken == 0) {
+      // The first sequence's 4 rows as the reference has them; the second's read nothing (0).
+      double err = 0, zero = 0;
+      for (std::size_t i = 0; i < 4 * row; ++i) err = std::max(err, double(std::fabs(out[i] - pi->in->ref_out[i])));
+      for (std::size_t i = 4 * row; i < 8 * row; ++i) zero = std::max(zero, double(std::fabs(out[i])));
+      EXPECT_LE(err, 2 * std::max(pi->in->naive_err, ref::unit_roundoff(t) * pi->in->max_ref));
+      EXPECT_EQ(zero, 0.0);
+    }
+  }
+  MUH_CUDA_CHECK(cudaMemcpy(dev.seqused_k.p, pi->seqused_k.data(), pi->seqused_k.size() * 4, cudaMemcpyHostToDevice));
+  MUH_CUDA_CHECK(cudaMemcpy(dev.cu_q.p, pi->in->cu_q.data(), pi->in->cu_q.size() * 4, cudaMemcpyHostToDevice));
+}
 
 // The C ABI plans on the stream's profile exactly as the C++ call does on the device's: the same
 // workspace size, and the same bytes out.
