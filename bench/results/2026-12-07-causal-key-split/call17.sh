@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 12's calls (carry ["devrun17", ".fi"]; PART=a, then PART=b on the same warm machine;
-# DL=<s> each, ~6 + ~6 min). Pack p17 = p15's configuration (MUH_TARGETS="0;90;90a", hd 128/256,
+# DL=<s> each: 400 and 420 in session 12, where the budget left allowed no more). Pack p17 = p15's configuration (MUH_TARGETS="0;90;90a", hd 128/256,
 # fp16/bf16, e4m3/e5m2 at 128/256, general kind at 128, tests on; devrun17/COMMIT) with the 16-bit
 # prefill and the mixed-batch GPU tests.
 #   a: the causal key split (src/prefill_plan.cpp: a causal chunk over a long prefix takes the
@@ -55,14 +55,14 @@ left=$(( DL - $(el) - 150 )); [ $left -gt 90 ] && left=90
 [ $left -gt 30 ] && PYTHONPATH=/tmp/py17 timeout $left python3 bench/paged_prefill.py --out $L/res --tag p17 --iters 30 \
   --mixed --lib $P/libmuh.so > $L/mixed.log 2>&1
 echo "mixed bench rc $? at $(el) s"; grep -vE "^clocks" $L/mixed.log | tail -6
-left=$(( DL - $(el) - 100 )); [ $left -gt 50 ] && left=50
+left=$(( DL - $(el) - 90 )); [ $left -gt 50 ] && left=50
 [ $left -gt 20 ] && timeout $left $P/muh bench decode --grid seed --kv-dtype auto,fp8_e4m3 --out $L/seed > $L/seed.log 2> $L/seed.progress
 echo "seed rc $? at $(el) s"; grep -E "fp8_e4m3" $L/seed.log | cut -c1-120
-left=$(( DL - $(el) - 40 )); [ $left -gt 110 ] && left=110
+left=$(( DL - $(el) - 40 )); [ $left -gt 90 ] && left=90
 [ $left -gt 20 ] && timeout $left $P/muh bench decode --grid seed --emulate bi-v100 --no-portable --kv-dtype auto,fp8_e4m3 \
   --out $L/seed16 > $L/seed16.log 2> $L/seed16.progress
 echo "seed16 rc $? at $(el) s"; grep -E "^\| 16 .*fp8_e4m3" $L/seed16.log | cut -c1-120
-left=$(( DL - $(el) - 8 )); [ $left -gt 60 ] && left=60
+left=$(( DL - $(el) - 8 )); [ $left -gt 45 ] && left=45
 [ $left -gt 15 ] && ( cd tests/python/gpu && PYTHONPATH=/tmp/py17 timeout $left python3 -m pytest -q -p no:cacheprovider \
   test_fp8_prefill.py > $L/pytest_fp8_prefill.log 2>&1; echo "rc $?" >> $L/pytest_fp8_prefill.log )
 echo "pytest at $(el) s: $(tail -3 $L/pytest_fp8_prefill.log 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
