@@ -211,7 +211,7 @@ def _check_descale(op, name, t):
 def _paged_prefill_fake(out, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
                         max_seqlen_k, softmax_scale=None, causal=False, return_lse=False, window_left=-1,
                         window_right=-1, softcap=0.0, alibi_slopes=None, s_aux=None, k_descale=None,
-                        v_descale=None):
+                        v_descale=None, cu_seqlens_q_host=None, seqused_k_host=None):
     op = "flash_attn_varlen_func"
     _check(q.dim() == 3, op, f"q must be 3-D [total_q, num_heads, head_dim], got shape {tuple(q.shape)}")
     _check(out.shape == q.shape, op, f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
@@ -312,7 +312,8 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                            block_table: Optional[torch.Tensor] = None, *,
                            seqused_k: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None,
                            s_aux: Optional[torch.Tensor] = None, k_descale: Optional[Scale] = None,
-                           v_descale: Optional[Scale] = None
+                           v_descale: Optional[Scale] = None, cu_seqlens_q_host: Optional[torch.Tensor] = None,
+                           seqused_k_host: Optional[torch.Tensor] = None
                            ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """FlashAttention's ``flash_attn_varlen_func``: its positional order, defaults and return
     convention. q [total_q, num_heads, head_dim], k/v [total_k, num_kv_heads, head_dim] (GQA when
@@ -340,6 +341,15 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     float16 or bfloat16; the attention variants below apply. For a cache of q's dtype the descales are not
     read, as FlashAttention 3 applies them to fp8 inputs only.
 
+    A mixed batch (a paged call of decodes, verification rows and chunks, as vLLM V1 makes one
+    per step): ``cu_seqlens_q_host`` and ``seqused_k_host``, keyword-only, the CPU int32 copies
+    of cu_seqlens_q and seqused_k an engine keeps (vLLM's ``query_start_loc_cpu`` and
+    ``seq_lens_cpu``), let muh plan the batch as a whole (mixed_plan.hpp): the q_len-1 rows, and
+    rows of 2–16 tokens leading with them, through the paged decode kernel where its model says
+    so, the rest through the paged prefill. Without them (or with a variant, or
+    return_attn_probs) the call is one paged prefill. They must describe the device arrays of the
+    call; a device array that differs is flagged by the kernels' input guard.
+
     Attention variants (muh/variant.hpp), as FlashAttention and vLLM's fork name them:
     ``window_size=(left, right)`` a sliding window (-1 = unbounded; causal caps right at 0),
     ``softcap`` logit soft-capping (0.0 = off), ``alibi_slopes`` fp32 [num_heads] (FlashAttention's
@@ -362,6 +372,8 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 "pass cu_seqlens_k")
         _refuse(op, k.dtype in _FP8_TORCH_DTYPES or v.dtype in _FP8_TORCH_DTYPES,
                 f"k/v of dtype {k.dtype}/{v.dtype}: muh reads fp8 K/V from a paged cache only (pass block_table)")
+        if cu_seqlens_q_host is not None or seqused_k_host is not None:
+            raise ValueError(f"{op}: cu_seqlens_q_host / seqused_k_host are for a paged call (pass block_table)")
         if cu_seqlens_k is None:
             raise TypeError(f"{op}: cu_seqlens_k is required unless block_table and seqused_k are given")
         res, lse = torch.ops.muh.flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -383,7 +395,7 @@ def flash_attn_varlen_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     for d in (k_descale, v_descale)]
         lse = torch.ops.muh.paged_prefill(res, q, k, v, cu_seqlens_q, seqused_k, block_table, max_seqlen_q,
                                           max_seqlen_k, softmax_scale, bool(causal), bool(return_attn_probs),
-                                          *variant, *descales)
+                                          *variant, *descales, cu_seqlens_q_host, seqused_k_host)
     if not return_attn_probs:
         return res
     return res, lse, q.new_empty((0,))

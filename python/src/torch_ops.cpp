@@ -14,13 +14,16 @@
 //                              layout) through a block table: flash_attn_varlen_func(block_table=).
 //                              A torch.float8_e4m3fn / float8_e5m2 cache is an fp8 cache, its
 //                              per-tensor scales k_descale / v_descale (vLLM's fork's names).
+//                              With cu_seqlens_q_host / seqused_k_host (CPU copies of the
+//                              lengths) a plain call without lse runs as a mixed batch
+//                              (mixed_plan.hpp: plan_mixed, paged_attention).
 //   context_attention_fwd      vLLM 0.6.3's chunked prefill over a cached prefix (prefix_prefill.py);
 //                              kv_cache_dtype 'auto' or an fp8 cache as paged_attention_v1/v2's
 //                              (the .tensor_scales overload: later vLLM's tensor k_scale / v_scale).
 //
 // An fp8 KV cache (muh/kv_quant.hpp) is read by the paged decode and by the paged prefill (the sm80
-// agent's rows, sm_80+ GPUs), with fp16 / bf16 queries and without an attention variant in prefill
-// (window, softcap, sinks, ALiBi there raise NotImplementedError naming the argument).
+// agent's rows, sm_80+ GPUs; the portable agent's elsewhere), with fp16 / bf16 queries, the
+// attention variants included.
 //
 // Every op checks devices, dtypes, shapes and strides first and raises ValueError (or
 // NotImplementedError for what muh does not do) naming the argument; no kernel runs on bad input.
@@ -55,6 +58,7 @@
 #include "muh/attention.hpp"
 #include "muh/kv_quant.hpp"
 #include "muh/merge_states.hpp"
+#include "muh/mixed_plan.hpp"
 #include "muh/plan.hpp"
 #include "torch_ops_common.hpp"
 
@@ -388,6 +392,22 @@ void run_prefill(const char* op, const PrefillParams& p, const at::Tensor& on, c
   if (!s.ok()) throw_status(s, op);
 }
 
+// A paged call given the host copies of its lengths, planned as a mixed batch (mixed_plan.hpp):
+// its q_len-1 rows, and the short rows leading with them, through the decode kernel where the
+// plan's model says so, the rest through the paged prefill — one call's results either way, within
+// the tolerance. Plain calls without lse only (plan_mixed refuses variants; a split writes no lse).
+void run_mixed(const char* op, const PrefillParams& p, const int* cu_host, const int* used_host, const at::Tensor& on,
+               const RunOptions& ro) {
+  MixedPlan plan;
+  Status s = plan_mixed(p, cu_host, used_host, stream_profile_of(on, op), MixedPlanOptions{}, &plan);
+  if (!s.ok()) throw_status(s, op);
+  at::Tensor ws;
+  if (plan.workspace_bytes > 0)
+    ws = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, on.options().dtype(at::kByte));
+  s = paged_attention(p, plan, plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr, plan.workspace_bytes, ro);
+  if (!s.ok()) throw_status(s, op);
+}
+
 // ---- FlashAttention-style varlen prefill ---------------------------------------------------------
 std::tuple<at::Tensor, at::Tensor> flash_attn_varlen(
     const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
@@ -575,7 +595,9 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
                          std::optional<double> softmax_scale, bool causal, bool return_lse, int64_t window_left,
                          int64_t window_right, double softcap, const std::optional<at::Tensor>& alibi_slopes,
                          const std::optional<at::Tensor>& s_aux, const std::optional<at::Tensor>& k_descale,
-                         const std::optional<at::Tensor>& v_descale) {
+                         const std::optional<at::Tensor>& v_descale,
+                         const std::optional<at::Tensor>& cu_seqlens_q_host,
+                         const std::optional<at::Tensor>& seqused_k_host) {
   const Args a{"flash_attn_varlen_func", q_in.device()};
   a.cuda(q_in, "q");
   a.dim(q_in, "q", 3, "[total_q, num_heads, head_dim]");
@@ -599,6 +621,20 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   const float scale = a.scale(softmax_scale, "softmax_scale");
   const int64_t hq = q.size(1);
   const Variant variant = a.variant(window_left, window_right, softcap, alibi_slopes, s_aux, hq);
+  // The host copies of the lengths (vLLM's query_start_loc_cpu, seq_lens_cpu): both or neither,
+  // CPU int32 of the device arrays' shapes.
+  MUH_ARG_CHECK(cu_seqlens_q_host.has_value() == seqused_k_host.has_value(), a.op,
+                "give cu_seqlens_q_host and seqused_k_host together, or neither");
+  const bool host_lengths = cu_seqlens_q_host.has_value();
+  if (host_lengths) {
+    for (const auto& [t, name, n] : {std::tuple{&*cu_seqlens_q_host, "cu_seqlens_q_host", batch + 1},
+                                      std::tuple{&*seqused_k_host, "seqused_k_host", batch}}) {
+      MUH_ARG_CHECK(t->device().is_cpu(), a.op, name, " must be a CPU tensor (the host copy), got ", t->device());
+      MUH_ARG_CHECK(t->scalar_type() == at::kInt, a.op, name, " must be int32, got ", t->scalar_type());
+      MUH_ARG_CHECK(t->dim() == 1 && t->size(0) == n && t->is_contiguous(), a.op, name, " must be a contiguous 1-D "
+                    "tensor of ", n, " values (as its device array), got shape ", t->sizes());
+    }
+  }
   at::Tensor lse = return_lse ? at::empty({hq, q.size(0)}, q.options().dtype(at::kFloat))
                               : at::empty({0}, q.options().dtype(at::kFloat));
   const c10::cuda::CUDAGuard guard(q.device());
@@ -628,7 +664,10 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
       a.to_int(block_table.size(1), "max_blocks_per_seq"));
   p.kv = kvq;
   const RunOptions ro = run_options(q, a.op);
-  run_prefill(a.op, p, q, ro);
+  if (host_lengths && variant_kind(variant) == VariantKind::plain && !return_lse)
+    run_mixed(a.op, p, cu_seqlens_q_host->data_ptr<int>(), seqused_k_host->data_ptr<int>(), q, ro);
+  else
+    run_prefill(a.op, p, q, ro);
   check_after_launch(a.op, ro);
   return lse;
 }
@@ -909,7 +948,8 @@ TORCH_LIBRARY(muh, m) {
       "Tensor seqused_k, Tensor block_table, SymInt max_seqlen_q, SymInt max_seqlen_k, "
       "float? softmax_scale=None, bool causal=False, bool return_lse=False, int window_left=-1, "
       "int window_right=-1, float softcap=0.0, Tensor? alibi_slopes=None, Tensor? s_aux=None, "
-      "Tensor? k_descale=None, Tensor? v_descale=None) -> Tensor");
+      "Tensor? k_descale=None, Tensor? v_descale=None, Tensor? cu_seqlens_q_host=None, "
+      "Tensor? seqused_k_host=None) -> Tensor");
   // vLLM 0.6.3's signature, and the later keyword sm_scale; .tensor_scales: later vLLM's tensor
   // k_scale / v_scale (first, as paged_attention's: a 0-dim tensor would also convert to a float).
   // muh.ops.context_attention_fwd picks the overload by the scales' type.

@@ -12,7 +12,8 @@
 #      against the pack's install prefix and FlashInfer's paged prefill modules JIT-compile.
 #   b: timed — issue 17's paged cells beside FlashInfer, the mixed-batch cells (verify: the
 #      expanded decode rows), the fp8 seed grid on 132 and 16 SMs (the corrected plan's counts),
-#      the Python fp8 prefill drop-ins. Builds a and b need first where a's are gone.
+#      the Python fp8 prefill drop-ins and flash_attn_varlen_func's mixed route (host lengths).
+#      Builds what a and b need first where a's are gone.
 set -u
 source scripts/devcall.sh  # el, run
 PART=${PART:-a}; DL=${DL:-560}
@@ -64,6 +65,7 @@ left=$(( DL - $(el) - 40 )); [ $left -gt 90 ] && left=90
 echo "seed16 rc $? at $(el) s"; grep -E "^\| 16 .*fp8_e4m3" $L/seed16.log | cut -c1-120
 left=$(( DL - $(el) - 8 )); [ $left -gt 45 ] && left=45
 [ $left -gt 15 ] && ( cd tests/python/gpu && PYTHONPATH=/tmp/py17 timeout $left python3 -m pytest -q -p no:cacheprovider \
-  test_fp8_prefill.py > $L/pytest_fp8_prefill.log 2>&1; echo "rc $?" >> $L/pytest_fp8_prefill.log )
+  test_fp8_prefill.py test_paged_dropins.py::test_flash_attn_varlen_paged_with_host_lengths_runs_the_mixed_plan \
+  > $L/pytest_fp8_prefill.log 2>&1; echo "rc $?" >> $L/pytest_fp8_prefill.log )
 echo "pytest at $(el) s: $(tail -3 $L/pytest_fp8_prefill.log 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
 echo "done at $(el) s"

@@ -44,14 +44,14 @@ def vllm063_context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, 
 
 
 # muh's flash_attn_varlen_func: FlashAttention's, defaults included, plus vLLM's fork's paged-call
-# keywords seqused_k and out, its sinks s_aux and its fp8 cache's k_descale / v_descale,
-# keyword-only (no positional call of FlashAttention's binds differently:
-# test_fa_positional_calls_bind_the_same).
+# keywords seqused_k and out, its sinks s_aux and its fp8 cache's k_descale / v_descale, and muh's
+# host copies of the lengths for a mixed batch, keyword-only (no positional call of FlashAttention's
+# binds differently: test_fa_positional_calls_bind_the_same).
 def muh_flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
                                softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False,
                                block_table=None, *, seqused_k=None, out=None, s_aux=None, k_descale=None,
-                               v_descale=None):
+                               v_descale=None, cu_seqlens_q_host=None, seqused_k_host=None):
     ...
 
 

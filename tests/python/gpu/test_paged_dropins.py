@@ -173,6 +173,57 @@ def test_flash_attn_varlen_paged_is_deterministic_and_matches_dense():
     assert (a.float() - dense.float()).abs().max().item() <= 2e-2  # two legitimate kernels, bf16 rounding
 
 
+# A mixed batch as vLLM V1 builds one per step: decodes, then verification rows (2-16 tokens),
+# then chunks; given the host copies of the lengths, the call runs as muh's mixed plan
+# (mixed_plan.hpp: decodes and the short rows leading with them through the decode kernel).
+MIXED_CASES = [
+    # (kv lens, q lens, q heads, kv heads, page)
+    ([900, 37, 1200, 64, 300], [1, 1, 4, 16, 100], 8, 2, 16),  # decodes, 2 verification rows, a chunk
+    ([4096] * 6, [4] * 6, 32, 8, 16),                            # verification rows only
+    ([513, 2000, 5], [1, 3, 5], 6, 1, 16),                        # GQA 6, a row of 5 over its 5 keys
+]
+
+
+@pytest.mark.parametrize("layout", ["nhd", "vllm"])
+@pytest.mark.parametrize("case", MIXED_CASES, ids=lambda c: f"kv{c[0][:3]}_q{c[1][:4]}_h{c[2]}x{c[3]}")
+def test_flash_attn_varlen_paged_with_host_lengths_runs_the_mixed_plan(layout, case):
+    t = torch.bfloat16 if any(x == torch.bfloat16 for x, _ in COMPILED_16) else torch.float16
+    d = pick(t, (128, 256))
+    kv_lens, q_lens, hq, hkv, page = case
+    seed = seed_of(("mixed", layout, case))
+    cache = PagedBatch(kv_lens, hq, hkv, d, page, t, layout, seed=seed)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    q = torch.randn(sum(q_lens), hq, d, generator=g, device="cuda").to(t)
+    cu_q = _cu(q_lens)
+    host = dict(cu_seqlens_q_host=cu_q.cpu(), seqused_k_host=cache.seq_lens.cpu())
+    out = torch.full_like(q, float("nan"))
+    with torch.no_grad():
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens), max(kv_lens), causal=True,
+                                   block_table=cache.block_table, seqused_k=cache.seq_lens, out=out, **host)
+        again = ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens), max(kv_lens),
+                                           causal=True, block_table=cache.block_table, seqused_k=cache.seq_lens,
+                                           **host)
+    ops.check_errors()
+    assert torch.equal(out, again), "the mixed plan is not bitwise reproducible"
+    o32, olp, _ = _reference(q, cache.k, cache.v, q_lens, d ** -0.5)
+    assert_close_to_reference(out, o32, olp, f"mixed flash_attn_varlen_func {layout} {case}")
+    # Bad host copies: named.
+    with pytest.raises(ValueError, match="seqused_k_host"):
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens), max(kv_lens),
+                                   causal=True, block_table=cache.block_table, seqused_k=cache.seq_lens,
+                                   cu_seqlens_q_host=cu_q.cpu())
+    with pytest.raises(ValueError, match="must be a CPU tensor"):
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens), max(kv_lens),
+                                   causal=True, block_table=cache.block_table, seqused_k=cache.seq_lens,
+                                   cu_seqlens_q_host=cu_q, seqused_k_host=cache.seq_lens)
+    bad = cu_q.cpu().clone()
+    bad[-1] += 1  # cu_seqlens_q_host[batch] is not total_q
+    with pytest.raises(ValueError, match="cu_seqlens_q_host"):
+        ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens), max(kv_lens),
+                                   causal=True, block_table=cache.block_table, seqused_k=cache.seq_lens,
+                                   cu_seqlens_q_host=bad, seqused_k_host=cache.seq_lens.cpu())
+
+
 def test_flash_attn_varlen_paged_refusals():
     t = torch.float16
     d = pick(t, (128, 256))
