@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 12's calls (carry ["devrun17", ".fi"]; PART=a, then PART=b on the same warm machine;
+# Session 12's calls (carry ["devrun17", ".fi"]; PART=a, then PART=b on the same warm machine, or
+# PART=one — both, trimmed, in one call, where the budget allows one;
 # DL=<s> each: 400 and 420 in session 12, where the budget left allowed no more). Pack p17 = p15's configuration (MUH_TARGETS="0;90;90a", hd 128/256,
 # fp16/bf16, e4m3/e5m2 at 128/256, general kind at 128, tests on; devrun17/COMMIT) with the 16-bit
 # prefill and the mixed-batch GPU tests.
@@ -31,6 +32,19 @@ import torch, flashinfer_peer as fp
 fp.prebuild([('prefill', b, dt, dt, hd) for b in ('fa3', 'fa2') for dt, hd in ((torch.bfloat16, 128), (torch.float16, 256))])
 " > $L/fi-prebuild.log 2>&1; rc=$?; echo "rc $rc" >> $L/fi-prebuild.log; [ $rc = 0 ] && touch /tmp/fi/built ) &
 fi_pid=$!
+if [ $PART = one ]; then  # a and b in one call (the budget left for one): the checks of a, trimmed
+  run paged 120 $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*Chunked*'
+  run prefill 60 $P/muh_gpu_prefill_tests --gtest_filter='*t90_*:*SplitAt4k*'
+  S='*PagedPrefillForced*t90_fp16_hd256_nhd_causal_split_chunk1_p16*:*PagedPrefillForced*t90_bf16_hd128_vllm_causal_split_p16*'
+  run memcheck_split 45 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_tests --gtest_filter="$S"
+  run mixed 90 $P/muh_gpu_mixed_batch_tests
+  M='*MixedBatchExpand*:*verify_expanded_then_chunk_gqa4_bf16_vllm'
+  run memcheck_mixed 45 compute-sanitizer --tool memcheck $P/muh_gpu_mixed_batch_tests --gtest_filter="$M"
+  run fp8_variant 60 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*PagedPrefillFp8Variant*'
+  F='*PagedPrefillFp8Variant*t90_fp8_e4m3_fp16_hd128_vllm_all_p32:*PagedPrefillFp8Variant*t90_fp8_e5m2_bf16_hd128_nhd_win5_causal_p16'
+  run memcheck_fp8 45 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter="$F"
+  run racecheck_fp8 45 compute-sanitizer --tool racecheck $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter="$F"
+fi
 if [ $PART = a ]; then
   run paged 150 $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*/t0_*split*:*Chunked*:*VsDecode*'
   run prefill 90 $P/muh_gpu_prefill_tests --gtest_filter='*t90_*:*t0_*split*:*SplitAt4k*'
@@ -48,6 +62,25 @@ fi
 wait $py_pid; echo "py build at $(el) s: $(tail -1 $L/py_build.log 2>/dev/null)"
 wait $fi_pid; echo "fi prebuild at $(el) s: $(tail -1 $L/fi-prebuild.log 2>/dev/null); JIT failures: $(grep -c 'JIT FAILED' $L/fi-prebuild.log 2>/dev/null)"
 [ $PART = a ] && { echo "done at $(el) s"; exit 0; }
+if [ $PART = one ]; then  # b's timed parts without the seed grids (their turn comes last, if any time is left)
+  left=$(( DL - $(el) - 120 )); [ $left -gt 150 ] && left=150
+  [ $left -gt 40 ] && PYTHONPATH=/tmp/py17:/tmp/fi/site timeout $left python3 bench/paged_prefill.py --out $L/res --tag p17 \
+    --iters 30 --quick --serving --flashinfer > $L/paged.log 2>&1
+  echo "paged bench rc $? at $(el) s"; grep -vE "^clocks|^JIT|^prebuild" $L/paged.log | tail -10 | cut -c1-200
+  left=$(( DL - $(el) - 60 )); [ $left -gt 90 ] && left=90
+  [ $left -gt 30 ] && PYTHONPATH=/tmp/py17 timeout $left python3 bench/paged_prefill.py --out $L/res --tag p17 --iters 30 \
+    --mixed --lib $P/libmuh.so > $L/mixed.log 2>&1
+  echo "mixed bench rc $? at $(el) s"; grep -vE "^clocks" $L/mixed.log | tail -6
+  left=$(( DL - $(el) - 5 )); [ $left -gt 60 ] && left=60
+  [ $left -gt 15 ] && ( cd tests/python/gpu && PYTHONPATH=/tmp/py17 timeout $left python3 -m pytest -q -p no:cacheprovider \
+    test_paged_dropins.py::test_flash_attn_varlen_paged_with_host_lengths_runs_the_mixed_plan test_fp8_prefill.py \
+    > $L/pytest.log 2>&1; echo "rc $?" >> $L/pytest.log )
+  echo "pytest at $(el) s: $(tail -3 $L/pytest.log 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
+  left=$(( DL - $(el) - 3 )); [ $left -gt 50 ] && left=50
+  [ $left -gt 20 ] && timeout $left $P/muh bench decode --grid seed --kv-dtype auto,fp8_e4m3 --out $L/seed > $L/seed.log 2> $L/seed.progress
+  echo "seed rc $? at $(el) s"; grep -E "fp8_e4m3" $L/seed.log | cut -c1-120
+  echo "done at $(el) s"; exit 0
+fi
 left=$(( DL - $(el) - 200 )); [ $left -gt 150 ] && left=150
 [ $left -gt 40 ] && PYTHONPATH=/tmp/py17:/tmp/fi/site timeout $left python3 bench/paged_prefill.py --out $L/res --tag p17 \
   --iters 30 --quick --serving --flashinfer > $L/paged.log 2>&1
