@@ -222,16 +222,18 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 // on 16 SMs both are one CTA per SM. The 16-bit cache's CTA (10.3 ns a token there) stays bound
 // by the latency model.
 // The kernels that read the codes themselves (decode_sm80_reads_codes: ldmatrix fragments of the
-// codes) issue fewer instructions: V1 of the same cell on vLLM pages, H200 (1980 MHz), 504.6 µs
-// for 32768 tokens, 3.0e-11 s a code (ncu, bench/results/2026-12-06-fp8-fragments/s10-call1);
-// NHD pages 534.8 µs on an H100 (2026-12-06-fp8-nhd-fragments/call13). Their own figure, since
-// they run two CTAs a SM at hd 256 (decode_sm80_codes_ctas_per_sm): with the widening pass's,
-// the model filled both slots of all 132 SMs (196–256 partitions at batch 1) and was 1.04–1.18×
-// the best count of call13's seed run; with theirs one CTA a SM takes the SM's share of HBM on
-// 132 SMs (64–128 partitions, the best ones) and two pay on 16 SMs (tests/cpu/test_plan.cpp,
-// SeedCellsOverAnE4m3CacheWithin10PercentOfTheMeasuredBest).
+// codes) issue fewer instructions. Their own figure, since they run two CTAs a SM at hd 256
+// (decode_sm80_codes_ctas_per_sm): with the widening pass's, the model filled both slots of all
+// 132 SMs (196–256 partitions at batch 1) and was 1.04–1.18× the best count of the H100's seed
+// run (2026-12-06-fp8-nhd-fragments/call13). One CTA reads a code in 2.3e-11 s timed (V1 of the
+// seed's 32k cell, 386.8 µs on the H200, 2026-12-07-causal-key-split/call17) and 3.0e-11 s under
+// ncu's clocks (504.6 µs, 2026-12-06-fp8-fragments/s10-call1). At 3.0e-11 the H200's plan took
+// 256 partitions at batch 1 × 32k (1.19× the best, 128): 132 CTAs seemed too few for 4.8 TB/s.
+// 2.7e-11 is fitted: 2.6–2.8e-11 keep the plan within 10 % of the best timed count on both
+// sweeps (tests/cpu/test_plan.cpp, SeedCellsOverAnE4m3CacheWithin10PercentOfTheMeasuredBest; on
+// the H200 every count it takes was timed: 1.00–1.06×), 2.5e-11 and 3.0e-11 miss cells.
 double fp8_token_seconds(const DecodeParams& p, bool reads_codes) {
-  constexpr double kWidenSecondsPerCode = 5.97e-11, kFragmentSecondsPerCode = 3.0e-11;
+  constexpr double kWidenSecondsPerCode = 5.97e-11, kFragmentSecondsPerCode = 2.7e-11;
   return 2.0 * p.head_dim * (reads_codes ? kFragmentSecondsPerCode : kWidenSecondsPerCode);
 }
 

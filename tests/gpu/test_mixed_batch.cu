@@ -51,12 +51,16 @@ const std::vector<check::PagedPrefillCase>& cases() {
       // 3, 16 and 4 tokens, over a page − 1 prefix (the first is 3 tokens over none: its first token sees
       // one key); then a 100-token chunk.
       {"verify_expanded_then_chunk_gqa4", {0, 30, 15, 200}, {3, 16, 4, 100}, 8, 2, 16},
+      // A short row first, then decodes and a short row: every row decode-like, all expanded.
+      {"short_row_first_gqa4", {23, 99, 0, 0}, {7, 1, 1, 2}, 8, 2, 16},
   };
   return all;
 }
 
-// Decodes not first: one launch.
-const check::PagedPrefillCase kNotFirst{"decodes_not_first_gqa4", {23, 99, 0, 0}, {7, 1, 1, 2}, 8, 2, 16};
+// Decodes not first — after a row longer than a short row (16 tokens): one launch. (Its first
+// form, q lengths {7, 1, 1, 2}, is all decode-like rows since short rows join the decode part:
+// the case short_row_first below.)
+const check::PagedPrefillCase kNotFirst{"decodes_not_first_gqa4", {23, 99, 0, 0}, {40, 1, 1, 2}, 8, 2, 16};
 
 struct Param {
   int c;  // index into cases(), or -1 for kNotFirst

@@ -32,12 +32,14 @@ import torch, flashinfer_peer as fp
 fp.prebuild([('prefill', b, dt, dt, hd) for b in ('fa3', 'fa2') for dt, hd in ((torch.bfloat16, 128), (torch.float16, 256))])
 " > $L/fi-prebuild.log 2>&1; rc=$?; echo "rc $rc" >> $L/fi-prebuild.log; [ $rc = 0 ] && touch /tmp/fi/built ) &
 fi_pid=$!
+# (As run in session 12 the two test runs below were named paged and mixed, and the benches' logs
+# of the same names overwrote theirs: the output's summary lines are what is left of them.)
 if [ $PART = one ]; then  # a and b in one call (the budget left for one): the checks of a, trimmed
-  run paged 120 $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*Chunked*'
+  run paged_tests 120 $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*Chunked*'
   run prefill 60 $P/muh_gpu_prefill_tests --gtest_filter='*t90_*:*SplitAt4k*'
   S='*PagedPrefillForced*t90_fp16_hd256_nhd_causal_split_chunk1_p16*:*PagedPrefillForced*t90_bf16_hd128_vllm_causal_split_p16*'
   run memcheck_split 45 compute-sanitizer --tool memcheck $P/muh_gpu_paged_prefill_tests --gtest_filter="$S"
-  run mixed 90 $P/muh_gpu_mixed_batch_tests
+  run mixed_tests 90 $P/muh_gpu_mixed_batch_tests
   M='*MixedBatchExpand*:*verify_expanded_then_chunk_gqa4_bf16_vllm'
   run memcheck_mixed 45 compute-sanitizer --tool memcheck $P/muh_gpu_mixed_batch_tests --gtest_filter="$M"
   run fp8_variant 60 $P/muh_gpu_paged_prefill_fp8_tests --gtest_filter='*PagedPrefillFp8Variant*'

@@ -217,8 +217,8 @@ def test_flash_attn_varlen_paged_with_host_lengths_runs_the_mixed_plan(layout, c
                                    causal=True, block_table=cache.block_table, seqused_k=cache.seq_lens,
                                    cu_seqlens_q_host=cu_q, seqused_k_host=cache.seq_lens)
     bad = cu_q.cpu().clone()
-    bad[-1] += 1  # cu_seqlens_q_host[batch] is not total_q
-    with pytest.raises(ValueError, match="cu_seqlens_q_host"):
+    bad[0] = 1  # cu_seqlens_q_host[0] is not 0
+    with pytest.raises(ValueError, match=r"cu_seqlens_q_host\[0\] is 1"):
         ops.flash_attn_varlen_func(q, cache.k_cache, cache.v_cache, cu_q, None, max(q_lens), max(kv_lens),
                                    causal=True, block_table=cache.block_table, seqused_k=cache.seq_lens,
                                    cu_seqlens_q_host=bad, seqused_k_host=cache.seq_lens.cpu())
