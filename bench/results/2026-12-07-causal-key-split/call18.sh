@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Session 12's second call (carry ["devrun18"]; DL=<s>, ~4 min): what call17 left unchecked.
+# Pack p18 (p17's configuration, devrun18/COMMIT): libmuh with the fitted fp8 plan constant, muh,
+# the paged-prefill and mixed-batch GPU tests.
+#   1. the paged prefill forced cases on the sm80-class target and the chunked-prefill equality
+#      (call17's run of them timed out at 120 s beside the Python and FlashInfer builds);
+#   2. the mixed-batch tests (the decodes-not-first case now after a 40-token row; the all-short
+#      batch as an expanded case), memcheck on the expanded cases;
+#   3. with what DL leaves, the fp8 seed grid on the 16-SM partition (the plan's 32 / 16 partitions).
+set -u
+source scripts/devcall.sh  # el, run
+DL=${DL:-300}
+L=/tmp/logs18; mkdir -p $L/seed16; trap 'tar czf $OUT/logs18.tgz -C $L .' EXIT
+[ -d /tmp/p18 ] || tar xJf devrun18/p18.tar.xz -C /tmp
+P=/tmp/p18; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader | tee $L/gpu.txt
+run paged_tests 200 $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*Chunked*:*/t0_*causal_split*'
+run mixed_tests 90 $P/muh_gpu_mixed_batch_tests
+run memcheck_mixed 45 compute-sanitizer --tool memcheck $P/muh_gpu_mixed_batch_tests \
+  --gtest_filter='*short_row_first_gqa4_bf16_nhd:*decodes_first_q2_q7_gqa6_fp16_vllm'
+left=$(( DL - $(el) - 5 )); [ $left -gt 110 ] && left=110
+[ $left -gt 30 ] && timeout $left $P/muh bench decode --grid seed --emulate bi-v100 --no-portable --kv-dtype auto,fp8_e4m3 \
+  --out $L/seed16 > $L/seed16.log 2> $L/seed16.progress
+echo "seed16 rc $? at $(el) s"; grep -E "^\| 16 .*fp8_e4m3" $L/seed16.log | cut -c1-120
+echo "done at $(el) s"
