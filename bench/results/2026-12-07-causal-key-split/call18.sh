@@ -14,9 +14,11 @@ L=/tmp/logs18; mkdir -p $L/seed16; trap 'tar czf $OUT/logs18.tgz -C $L .' EXIT
 [ -d /tmp/p18 ] || tar xJf devrun18/p18.tar.xz -C /tmp
 P=/tmp/p18; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader | tee $L/gpu.txt
-run paged_tests 200 $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*Chunked*:*/t0_*causal_split*'
-run mixed_tests 90 $P/muh_gpu_mixed_batch_tests
-run memcheck_mixed 45 compute-sanitizer --tool memcheck $P/muh_gpu_mixed_batch_tests \
+run mixed_tests 60 $P/muh_gpu_mixed_batch_tests
+left=$(( DL - $(el) - 5 )); [ $left -gt 200 ] && left=200
+run paged_tests $left $P/muh_gpu_paged_prefill_tests --gtest_filter='*/t90_*:*Chunked*:*/t0_*causal_split*'
+left=$(( DL - $(el) - 5 )); [ $left -gt 45 ] && left=45
+[ $left -gt 15 ] && run memcheck_mixed $left compute-sanitizer --tool memcheck $P/muh_gpu_mixed_batch_tests \
   --gtest_filter='*short_row_first_gqa4_bf16_nhd:*decodes_first_q2_q7_gqa6_fp16_vllm'
 left=$(( DL - $(el) - 5 )); [ $left -gt 110 ] && left=110
 [ $left -gt 30 ] && timeout $left $P/muh bench decode --grid seed --emulate bi-v100 --no-portable --kv-dtype auto,fp8_e4m3 \
