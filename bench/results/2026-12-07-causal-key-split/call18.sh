@@ -3,11 +3,12 @@
 # Pack p18 (p17's configuration, devrun18/COMMIT): libmuh with the fitted fp8 plan constant, muh,
 # the paged-prefill and mixed-batch GPU tests. Its recipe (2 cores, minutes when the build dir
 # exists, ~1 h fresh):
-#   cmake -S . -B /tmp/muh-pack-p11 -G Ninja -DMUH_TARGETS="0;90;90a" -DMUH_HEAD_DIMS="128;256" \
-#     -DMUH_DTYPES="fp16;bf16" -DMUH_VARIANTS="plain;general" -DMUH_VARIANT_HEAD_DIMS=128 -DMUH_BUILD_TESTS=ON
+#   cmake -S . -B /tmp/muh-pack-p11 -G Ninja -DMUH_CUDA_ARCHITECTURES=90 -DMUH_TARGETS="0;90;90a" \
+#     -DMUH_HEAD_DIMS="128;256" -DMUH_DTYPES="fp16;bf16" -DMUH_VARIANTS="plain;general" -DMUH_VARIANT_HEAD_DIMS=128 \
+#     -DMUH_KV_FP8="e4m3;e5m2" -DMUH_KV_FP8_HEAD_DIMS="128;256" -DMUH_BUILD_TESTS=ON -DMUH_BUILD_PYTHON=OFF
 #   cmake --build /tmp/muh-pack-p11 -j2 --target muh muh_cli muh_gpu_paged_prefill_tests muh_gpu_mixed_batch_tests
 #   mkdir -p /tmp/p18stage/p18 && cp libmuh.so muh tests/muh_gpu_{paged_prefill,mixed_batch}_tests there, strip,
-#   tar cf - -C /tmp/p18stage p18 | xz -T0 -6 > devrun18/p18.tar.xz   (fp8 kernels: MUH_KV_FP8's default)
+#   tar cf - -C /tmp/p18stage p18 | xz -T0 -6 > devrun18/p18.tar.xz
 #   1. the paged prefill forced cases on the sm80-class target and the chunked-prefill equality
 #      (call17's run of them timed out at 120 s beside the Python and FlashInfer builds);
 #   2. the mixed-batch tests (the decodes-not-first case now after a 40-token row; the all-short
