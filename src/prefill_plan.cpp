@@ -67,9 +67,11 @@ bool prefill_split_applies(const PrefillParams& p, const PrefillPolicy& policy) 
   // the keys up to its diagonal (the pieces past it are empty: the body clips them, visible_keys).
   // Taken where every tile sees at least 3/4 of the keys — a short chunk over a long prefix, the
   // one call of flash_attn_varlen_func or vLLM V1 for a prefill chunk (the seed's 512-token
-  // chunks over 8k: 16 q tiles, each seeing 97–100 % of the keys) — so that the model is off by
+  // chunks over 8k: 16 q tiles, each seeing 96–100 % of the keys) — so that the model is off by
   // at most a quarter. Causal self-attention (q as long as k: tiles seeing 1/nk to all of the
-  // keys) stays whole: tile_of's longest-first order already fills its last round.
+  // keys) stays whole: tile_of's longest-first order already fills its last round. Measured (H200,
+  // bench/results/2026-12-07-causal-key-split): those chunks over 8k / 32k 0.91× / 0.93× FlashInfer's
+  // fa2 in the same process (0.27× / 0.24× unsplit, session 11's H100).
   if (p.causal) {
     const int rows = p.max_seqlen_q < policy.block_m ? p.max_seqlen_q : policy.block_m;
     const long long least = kernels::visible_keys(0, rows, p.max_seqlen_q, p.max_seqlen_k, true);
@@ -129,8 +131,8 @@ namespace {
 
 // The sm90 agent runs every q tile whole (no key split). A call of few q tiles over many keys —
 // context_attention_fwd's prefix part, or a causal chunk over its prefix in one call, at 4–6 q
-// heads: a 512-token chunk is 16–24 tiles on 132 SMs — then leaves most SMs idle, where the sm80 agent's tail split spreads the keys over all
-// of them. In the cost model's units (one SM's time for a tile's keys on the sm80 agent): whole
+// heads: a 512-token chunk is 16–24 tiles on 132 SMs — then leaves most SMs idle, where the sm80
+// agent's tail split spreads the keys over all of them. In the cost model's units (one SM's time for a tile's keys on the sm80 agent): whole
 // tiles on the sm90 agent take ceil(N / S) · (block_m ratio) / kSm90Speed, the sm80 agent's split
 // est_rounds · (its CTAs an SM) — its rounds share an SM between that many CTAs. The cheaper one
 // is taken, and the selection records why sm_90a was passed over.
