@@ -62,15 +62,15 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
                        ")");
 
   int* flags = opt.input_errors;
-  if ((plan.rebase || plan.expand) && flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
+  if ((plan.rebase || plan.expand()) && flags == nullptr) MUH_TRY(detail::library_input_errors(&flags));
   if (plan.rebase) {
     const int n_part = plan.has_prefill() ? plan.num_prefills + 1 : 0;
     kernels::mixed_rebase_kernel<<<1, kernels::kMixedRebaseThreads, 0, opt.stream>>>(
-        p.cu_seqlens_q, plan.num_decodes, plan.decode_tokens, plan.expand ? kMixedShortRowMaxQ : 1, n_part, cu_part,
+        p.cu_seqlens_q, plan.num_decodes, plan.decode_tokens, plan.expand() ? kMixedShortRowMaxQ : 1, n_part, cu_part,
         flags);
     MUH_TRY(kernels::launch_status("paged_attention: rebase launch"));
   }
-  if (plan.expand) {
+  if (plan.expand()) {
     unsigned char* ws = static_cast<unsigned char*>(workspace);
     kernels::MixedExpandArgs a;
     a.cu_seqlens_q = p.cu_seqlens_q;

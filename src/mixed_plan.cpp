@@ -104,7 +104,7 @@ DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan, vo
   d.block_table = p.block_table;
   d.seq_lens = p.seqused_k;
   d.num_seqs = plan.decode_tokens;  // = num_decodes, or (expanded) one decode row per token
-  if (plan.expand) {  // the rows' own lengths and block-table rows, written by the expand kernel
+  if (plan.expand()) {  // the rows' own lengths and block-table rows, written by the expand kernel
     unsigned char* ws = static_cast<unsigned char*>(workspace);
     d.seq_lens = ws ? reinterpret_cast<const int*>(ws + plan.lens_offset) : nullptr;
     d.block_table = ws ? reinterpret_cast<const int*>(ws + plan.table_offset) : nullptr;
@@ -246,7 +246,6 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
     c->route = MixedRoute::split;
     c->num_decodes = rows;
     c->decode_tokens = opt.cuda_graph || cq == nullptr ? rows : cq[rows];
-    c->expand = c->decode_tokens != rows;
     c->num_prefills = p.batch - rows;
     c->prefill_tokens = p.total_q - c->decode_tokens;
     if (opt.cuda_graph) {
@@ -276,13 +275,13 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
     }
     // The rebase kernel: the prefill part's offsets, and the decode rows' check under a graph.
     c->rebase = with_prefill || opt.cuda_graph;
-    const int launches = 1 + (c->rebase ? 1 : 0) + (c->expand ? 1 : 0) + (with_prefill ? 1 : 0);  // against 1
+    const int launches = 1 + (c->rebase ? 1 : 0) + (c->expand() ? 1 : 0) + (with_prefill ? 1 : 0);  // against 1
     // A graph plan's model reads the maxima only: its fixed parts must not depend on one replay's lengths.
     c->est_rows_in_prefill = rows_in_prefill(p, single, hw, opt.cuda_graph ? nullptr : used, rows, p.max_seqlen_k);
     c->est_rows_as_decode = c->decode.est_seconds + (launches - 1) * kLaunchSeconds;
     *gain = c->est_rows_in_prefill - c->est_rows_as_decode;
     c->reason = num(rows) + " decode rows" +
-                (c->expand ? " (" + num(c->decode_tokens) + " tokens, one decode row each)" : std::string()) + ": " +
+                (c->expand() ? " (" + num(c->decode_tokens) + " tokens, one decode row each)" : std::string()) + ": " +
                 us(c->est_rows_in_prefill) + " inside one paged-prefill launch, " + us(c->est_rows_as_decode) +
                 " as the decode part (+" + num(launches - 1) + " launches)";
     // The workspace: decode partials, the rebased offsets, then (expanded) the rows' lengths and
@@ -290,7 +289,7 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
     const auto align16 = [](std::size_t x) { return (x + 15) / 16 * 16; };
     c->cu_offset = align16(c->decode.workspace_bytes);
     std::size_t end = c->cu_offset + (c->rebase ? std::size_t(c->num_prefills + 1) * sizeof(int) : 0);
-    if (c->expand) {
+    if (c->expand()) {
       c->lens_offset = align16(end);
       c->table_offset = align16(c->lens_offset + std::size_t(c->decode_tokens) * sizeof(int));
       end = c->table_offset + std::size_t(c->decode_tokens) * p.max_blocks_per_seq * sizeof(int);
@@ -344,7 +343,7 @@ std::string describe(const MixedPlan& m) {
   s += "\n";
   if (m.has_decode())
     s += "  decode part: rows 0.." + num(m.num_decodes - 1) +
-         (m.expand ? " (" + num(m.decode_tokens) + " tokens: one decode row each, its own kv length)" : std::string()) +
+         (m.expand() ? " (" + num(m.decode_tokens) + " tokens: one decode row each, its own kv length)" : std::string()) +
          ", " + target_name(m.decode.target) + ", " +
          (m.decode.use_v2 ? "V2 " + num(m.decode.num_splits) + " splits of " + num(m.decode.partition_tokens) + " tokens"
                           : std::string("V1")) +
@@ -359,12 +358,12 @@ std::string describe(const MixedPlan& m) {
     s += target_name(m.prefill.target) + " " + num(m.prefill.policy.block_m) + "x" + num(m.prefill.policy.block_n) +
          " tiles (" + describe(m.prefill.selection) + ")\n";
   }
-  if (m.route == MixedRoute::split && !m.expand && m.rows_short > 0)
+  if (m.route == MixedRoute::split && !m.expand() && m.rows_short > 0)
     s += "  short rows (2-" + num(kMixedShortRowMaxQ) + " tokens) run in the paged prefill part" +
          (m.cuda_graph ? " (a graph plan's decode rows are q_len 1)" : std::string(" (the model preferred it)")) + "\n";
   s += "  workspace " + num(static_cast<long long>(m.workspace_bytes)) + " B";
   if (m.rebase) s += " (rebased cu_seqlens_q at " + num(static_cast<long long>(m.cu_offset)) + ")";
-  if (m.expand)
+  if (m.expand())
     s += " (the decode rows' kv lengths at " + num(static_cast<long long>(m.lens_offset)) + ", block-table rows at " +
          num(static_cast<long long>(m.table_offset)) + ")";
   return s;

@@ -253,6 +253,19 @@ Status check_paged_tables(const PrefillParams& p, cudaStream_t stream) {
   return check_paged_tables_host(p, cq.data(), used.data(), bt.data());
 }
 
+#if MUH_PAGED_PREFILL
+// Runs an fp8 cache's instance (prefill_paged_fp8_*.cu): the plain kind (v null, the plan's tail
+// split) or the general one (v: its arguments; whole tiles).
+Status run_fp8_instance(const PrefillParams& p, const PrefillPlan& plan, const kernels::PrefillArgs& a,
+                        const kernels::PrefillTail& tail, const kernels::VariantArgs* v, int device_cc,
+                        cudaStream_t stream) {
+  const auto fn = find_fp8_instance(kPrefillPagedFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
+  if (fn == nullptr)  // (check_prefill_call refused it already)
+    return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
+  return fn(a, make_prefill_paged_kv(p), p.kv_source, tail, v, plan.target, device_cc, stream);
+}
+#endif
+
 }  // namespace
 }  // namespace detail
 
@@ -284,11 +297,8 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     const kernels::VariantArgs v =
         kernels::make_variant_args(p.variant, a.scale, p.causal, p.max_seqlen_q, p.max_seqlen_k);
 #if MUH_PAGED_PREFILL
-    if (is_fp8(p.kv.dtype)) {  // (check_prefill_call refused an fp8 instance not compiled)
-      const auto fp8 = find_fp8_instance(detail::kPrefillPagedFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
-      if (fp8 == nullptr) return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
-      return fp8(a, kv, p.kv_source, kernels::PrefillTail{}, &v, plan.target, hw.compute_capability, opt.stream);
-    }
+    if (is_fp8(p.kv.dtype))
+      return detail::run_fp8_instance(p, plan, a, kernels::PrefillTail{}, &v, hw.compute_capability, opt.stream);
 #endif
     detail::PrefillGeneralInstanceFn fn = find_instance(detail::kPrefillGeneralInstances, p.dtype, p.head_dim);
 #if MUH_PAGED_PREFILL
@@ -307,12 +317,9 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
     kernels::PrefillArgs a = detail::make_prefill_args(p);
     a.input_errors = opt.input_errors;  // the kernels' guard flags (cu_seqlens_q, seqused_k, block ids)
     if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
-    if (is_fp8(p.kv.dtype)) {  // (check_prefill_call refused an fp8 instance not compiled)
-      const auto fn = find_fp8_instance(detail::kPrefillPagedFp8Instances, p.kv.dtype, p.dtype, p.head_dim);
-      if (fn == nullptr) return {StatusCode::not_compiled, "prefill: this fp8 KV-cache instance is not compiled"};
-      return fn(a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), nullptr, plan.target,
-                hw.compute_capability, opt.stream);
-    }
+    if (is_fp8(p.kv.dtype))
+      return detail::run_fp8_instance(p, plan, a, tail_of(plan, workspace), nullptr, hw.compute_capability,
+                                      opt.stream);
     return find_instance(detail::kPrefillPagedInstances, p.dtype, p.head_dim)(
         a, detail::make_prefill_paged_kv(p), p.kv_source, tail_of(plan, workspace), schedule_of(plan, workspace),
         plan.target, hw.compute_capability, opt.stream);

@@ -107,7 +107,6 @@ struct MixedPlan {
   bool cuda_graph = false;
   int num_decodes = 0;        // split: the decode part's sequences, rows 0 .. num_decodes − 1 (0 for single)
   int decode_tokens = 0;      // split: their q rows (= num_decodes unless expanded)
-  bool expand = false;        // split: short rows among them, one decode row per token (above)
   int num_prefills = 0;       // split: the suffix's sequences, batch − num_decodes
   int prefill_tokens = 0;     // split: the suffix's q rows, total_q − decode_tokens
   int decode_max_kv = 0;      // split: the decode plan's max_seq_len
@@ -133,6 +132,8 @@ struct MixedPlan {
                               // (and, expanded, the expand kernel)
   std::string reason;         // why this route, one line with numbers
   bool has_decode() const { return route == MixedRoute::split && num_decodes > 0; }
+  // Short rows among the decode part's, one decode row per token (above).
+  bool expand() const { return decode_tokens != num_decodes; }
   bool has_prefill() const { return prefill.target >= 0; }  // single, or a split with prefill rows
 };
 

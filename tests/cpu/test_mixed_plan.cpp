@@ -137,7 +137,7 @@ void check_split(const Batch& b, const MixedPlan& plan) {
   ASSERT_TRUE(plan.num_decodes == lead || plan.num_decodes == lead_short) << plan.num_decodes;
   const int nd = plan.num_decodes, tokens = b.cu[nd];
   EXPECT_EQ(plan.decode_tokens, tokens);
-  EXPECT_EQ(plan.expand, tokens != nd);
+  EXPECT_EQ(plan.expand(), tokens != nd);
   EXPECT_EQ(plan.num_decodes + plan.num_prefills, b.p.batch);
   EXPECT_EQ(plan.decode_tokens + plan.prefill_tokens, b.p.total_q);
   EXPECT_EQ(plan.decode_max_kv, *std::max_element(b.kv.begin(), b.kv.begin() + nd));
@@ -152,7 +152,7 @@ void check_split(const Batch& b, const MixedPlan& plan) {
   EXPECT_EQ(d.q, b.p.q);
   EXPECT_EQ(d.out, b.p.out);
   EXPECT_EQ(d.num_seqs, tokens);
-  if (plan.expand) {
+  if (plan.expand()) {
     // Lengths and block-table rows of the tokens: the workspace's (none given here: null).
     EXPECT_EQ(d.block_table, nullptr);
     EXPECT_EQ(d.seq_lens, nullptr);
@@ -188,7 +188,7 @@ void check_split(const Batch& b, const MixedPlan& plan) {
     end += sizeof(int) * (plan.num_prefills + 1);
     EXPECT_GE(plan.workspace_bytes, end);
   }
-  if (plan.expand) {  // after the offsets, each 16-byte aligned, none overlapping
+  if (plan.expand()) {  // after the offsets, each 16-byte aligned, none overlapping
     EXPECT_EQ(plan.lens_offset % 16, 0u);
     EXPECT_EQ(plan.table_offset % 16, 0u);
     EXPECT_GE(plan.lens_offset, end);
@@ -284,7 +284,7 @@ TEST(MixedPlan, VerificationRowsRunAsExpandedDecodeRows) {
   ASSERT_TRUE(plan_mixed(b.p, b.cu.data(), b.used.data(), presets::h200, {}, &plan).ok());
   SCOPED_TRACE(describe(plan));
   EXPECT_EQ(plan.route, MixedRoute::split);
-  EXPECT_TRUE(plan.expand);
+  EXPECT_TRUE(plan.expand());
   EXPECT_EQ(plan.num_decodes, 64);
   EXPECT_EQ(plan.decode_tokens, 256);
   EXPECT_EQ(plan.decode.num_seqs, 256);

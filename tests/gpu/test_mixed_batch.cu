@@ -344,7 +344,7 @@ TEST(MixedBatchExpand, BadDeviceLengthsAreFlagged) {
   MixedPlan plan;
   MUH_ASSERT_OK(plan_mixed(p, pi->in->cu_q.data(), pi->seqused_k.data(), hw, o, &plan));
   SCOPED_TRACE(describe(plan));
-  ASSERT_TRUE(plan.expand);
+  ASSERT_TRUE(plan.expand());
   ASSERT_EQ(plan.decode_tokens, 8);
   testing::DeviceBuffer ws(plan.workspace_bytes);
   const std::size_t row = std::size_t(c.num_q_heads) * kHeadDim;
