@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 13's first call, after call18.sh in the same command (carry ["devrun18"]; it leaves the
+# pack in /tmp/p18 and the Python extension in /tmp/py18): where the sm90 agent's paged NHD form
+# loses against its contiguous form on issue 17's serving cells (0.78x at 8 x (32k + 2048), 0.83x at
+# 8 x (0 + 2048), session 12). bench/paged_prefill_probe.py times dense, paged in random and in
+# identity order at page 16, and pages of 64 and 128 (one TMA box a key tile and panel, as dense),
+# then ncu reads one launch of each arm of the 32k cell (sections below).
+set -u
+source scripts/devcall.sh  # el
+L=/tmp/logs19; mkdir -p $L; trap 'tar czf $OUT/logs19.tgz -C $L .' EXIT
+export LD_LIBRARY_PATH=/tmp/p18:/usr/local/cuda/lib64 PYTHONPATH=/tmp/py18 PYTHONDONTWRITEBYTECODE=1
+DL=${DL:-200}
+for c in serving32k serving0; do
+  timeout 80 python3 bench/paged_prefill_probe.py --cell $c > $L/probe_$c.log 2>&1
+  echo "probe $c rc $? at $(el) s"; grep " us " $L/probe_$c.log; grep -c "bitwise True" $L/probe_$c.log
+done
+left=$(( DL - $(el) - 5 )); [ $left -gt 150 ] && left=150
+# The check pass (the reference and one call an arm: 6 launches) skipped; one launch an arm.
+[ $left -gt 40 ] && timeout $left ncu -k regex:prefill_sm90 --launch-skip 6 --launch-count 5 --section SpeedOfLight \
+  --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+  --section LaunchStats --section Occupancy python3 bench/paged_prefill_probe.py --cell serving32k --ncu > $L/ncu.log 2>&1
+echo "ncu rc $? at $(el) s"
+grep -E "prefill_sm90_kernel<|Duration|Compute \(SM\) Throughput|Memory Throughput|Warp Cycles Per Issued|Issued Ipc|DRAM Throughput" $L/ncu.log | cut -c1-150 | head -50
+echo "done at $(el) s"
