@@ -6,6 +6,8 @@ cell timed side by side, interleaved, cold L2, median of 30:
   nhd_p64      random order, 64-token pages
   nhd_p128     random order, 128-token pages (--cell serving*: the sm90 agent's key tile, so one
                TMA box a tile and panel, as dense K/V)
+each paged arm twice on the sm90 agent: its gathered producer (cp.async, the default) and, as
+<arm>_tma, its TMA boxes (MUH_SM90_PAGED_KV=tma; the sm80 agent ignores it).
 If in-order pages run as fast as dense, the loss is the memory system's (where the pages lie),
 not the kernel's instructions; if 128-token pages do, it is the count of boxes a key tile.
 Cells (--cell): seed (default; fp16, hd 256, 4 q / 1 kv head, one sequence, prefix 8192, chunk
@@ -69,6 +71,16 @@ def paged_batch(k, v, b, page, shuffle):
     return kc, vc, table
 
 
+def with_env(name, value, fn):
+    """fn() with the environment variable name set to value (unset where value is empty)."""
+    if value:
+        os.environ[name] = value
+    try:
+        return fn()
+    finally:
+        os.environ.pop(name, None)
+
+
 def main():
     cell = sys.argv[sys.argv.index("--cell") + 1] if "--cell" in sys.argv else "seed"
     dt, b, pre, sq, hq, hkv, d = CELLS[cell]
@@ -88,8 +100,11 @@ def main():
         shapes.append(("nhd_p128", 128, True))
     for name, page, shuffle in shapes:
         kc, vc, table = paged_batch(k, v, b, page, shuffle)
-        arms[name] = (lambda kc=kc, vc=vc, table=table:
-                      F(q, kc, vc, cu_q, None, sq, sk, causal=True, block_table=table, seqused_k=used, out=out))
+        for form in ("", "tma"):  # the sm90 agent's paged producer: gathered (default) or TMA boxes
+            arms[name + ("_" + form if form else "")] = (
+                lambda kc=kc, vc=vc, table=table, form=form:
+                with_env("MUH_SM90_PAGED_KV", form,
+                         lambda: F(q, kc, vc, cu_q, None, sq, sk, causal=True, block_table=table, seqused_k=used, out=out)))
     ref = F(q, kd, vd, cu_q, cu_k, sq, sk, causal=True).clone()
     for name, fn in arms.items():
         fn()
