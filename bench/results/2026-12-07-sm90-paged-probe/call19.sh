@@ -22,6 +22,10 @@ for c in serving32k serving0; do
   timeout 70 python3 bench/paged_prefill_probe.py --cell $c > $L/probe_$c.log 2>&1
   echo "probe $c rc $? at $(el) s"; grep " us " $L/probe_$c.log; grep -c "bitwise True" $L/probe_$c.log
 done
+# Where the vLLM layout's context_attention_fwd (prefix part, chunk part, merge) spends its time
+# against the one dense call: each arm's kernels (torch.profiler) on the seed's quick cells.
+timeout 50 python3 bench/paged_prefill.py --quick --kernels > $L/kernels.log 2>&1
+echo "kernels rc $? at $(el) s"; grep -E "in kernels" $L/kernels.log | head -18
 left=$(( DL - $(el) - 5 )); [ $left -gt 150 ] && left=150
 # The check pass (the reference and one call an arm: 10 launches) skipped; one launch an arm.
 [ $left -gt 40 ] && timeout $left ncu -k regex:prefill_sm90 --launch-skip 10 --launch-count 9 --section SpeedOfLight \
