@@ -109,38 +109,6 @@ def runners(c, t):
     return dict(dense=dense, paged_nhd=paged_nhd, paged_vllm=paged_vllm), (out_n, out_v)
 
 
-def kernel_times(cells, calls=10):
-    """Each arm's kernels and their mean device time per call (cold L2 before each call; the
-    flush's own kernel left out): where a drop-in's time goes (context_attention_fwd's two parts
-    and merge against the one dense call)."""
-    from torch.profiler import ProfilerActivity, profile
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    for c in cells:
-        t = make_cell(c, gen)
-        fns, _ = runners(c, t)
-        for name, f in fns.items():
-            f()
-            torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(calls):
-                    flush.zero_()
-                    f()
-                torch.cuda.synchronize()
-            per = {}
-            for e in prof.events():
-                if e.device_type != torch.autograd.DeviceType.CUDA or "fill" in e.name.lower():
-                    continue
-                dt = getattr(e, "device_time", None)
-                dt = dt if dt is not None else getattr(e, "cuda_time", 0.0)
-                per[e.name] = per.get(e.name, 0.0) + dt / calls
-            print(f"{c['name']} {c['hq']}/{c['hkv']} {c['prefix']}+{c['chunk']} {name}: "
-                  f"{sum(per.values()):.1f} us in kernels", flush=True)
-            for n, us in sorted(per.items(), key=lambda kv: -kv[1]):
-                print(f"    {us:9.1f} us  {n[:150]}")
-        del t
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -153,8 +121,6 @@ def main():
     ap.add_argument("--lib", default=os.environ.get("MUH_LIB", ""), help="libmuh.so for --mixed (C ABI)")
     ap.add_argument("--flashinfer", action="store_true", help="add FlashInfer's paged prefill (flashinfer_peer.py)")
     ap.add_argument("--fi-backends", default="fa2,fa3", help="FlashInfer backends for --flashinfer")
-    ap.add_argument("--kernels", action="store_true",
-                    help="per-kernel device times of each arm (torch.profiler), the cells of --quick/--serving")
     args = ap.parse_args()
     if args.iters < 30:
         sys.exit("--iters must be >= 30")
@@ -169,9 +135,6 @@ def main():
     if args.quick or args.serving:
         cells = [c for c in SEED_CELLS if c["hq"] == 4 and c["prefix"] in (8192, 32768)] if args.quick else []
         cells += SERVING_CELLS if args.serving else []
-    if args.kernels:
-        kernel_times(cells)
-        return
     fi_backends = [b for b in args.fi_backends.split(",") if b] if args.flashinfer else []
     if fi_backends:
         import flashinfer_peer as fp

@@ -6,8 +6,9 @@ cell timed side by side, interleaved, cold L2, median of 30:
   nhd_p64      random order, 64-token pages
   nhd_p128     random order, 128-token pages (--cell serving*: the sm90 agent's key tile, so one
                TMA box a tile and panel, as dense K/V)
-each paged arm twice on the sm90 agent: its gathered producer (cp.async, the default) and, as
-<arm>_tma, its TMA boxes (MUH_SM90_PAGED_KV=tma; the sm80 agent ignores it).
+each paged arm twice on the sm90 agent: its TMA boxes issued by four producer warps (the default)
+and, as <arm>_warp1, by one (MUH_SM90_PAGED_KV=warp1, the previous form; the sm80 agent ignores
+it).
 If in-order pages run as fast as dense, the loss is the memory system's (where the pages lie),
 not the kernel's instructions; if 128-token pages do, it is the count of boxes a key tile.
 Cells (--cell): seed (default; fp16, hd 256, 4 q / 1 kv head, one sequence, prefix 8192, chunk
@@ -100,7 +101,7 @@ def main():
         shapes.append(("nhd_p128", 128, True))
     for name, page, shuffle in shapes:
         kc, vc, table = paged_batch(k, v, b, page, shuffle)
-        for form in ("", "tma"):  # the sm90 agent's paged producer: gathered (default) or TMA boxes
+        for form in ("", "warp1"):  # the sm90 agent's box issuers: four warps (default) or one
             arms[name + ("_" + form if form else "")] = (
                 lambda kc=kc, vc=vc, table=table, form=form:
                 with_env("MUH_SM90_PAGED_KV", form,

@@ -5,8 +5,7 @@
 // after another (one a CTA, or as many as the persistent schedule gives it: Sm90Scheduler); three
 // or four warp groups:
 //   producer (warp group 0, its registers given up to 40 a thread, 56 beside three consumer
-//            groups): one thread (paged K/V: one warp; gathered, the whole group) issues every
-//            load — per q tile its Q
+//            groups): one thread (paged K/V: the four warps) issues every TMA load — per q tile its Q
 //            into one of one or two Q buffers, and the key tiles' K and V into a ring of
 //            num_stages (K, V) buffer pairs that runs on across the CTA's q tiles. Each buffer
 //            has a "full" mbarrier (the TMA's transaction bytes) and a "free" one: K is free after
@@ -34,17 +33,15 @@
 //   contiguous  3-D maps over the whole k / v tensors, one box of block_n rows a key tile: a box
 //               that runs past its sequence reads the next sequence's rows (masked: their scores
 //               are −inf, their weights 0) or, past the tensor, zeros;
-//   paged NHD   one of two producer forms (the launch picks, prefill_sm90_launch.cuh):
-//               gathered    the whole producer warp group copies each key row from its page with
-//                           16-byte cp.asyncs into the same swizzled layout (Sm90KvGather), each
-//                           thread's copies arriving on the stage's mbarrier when they land; rows
-//                           past the sequence are written as zeros;
-//               TMA boxes   4-D maps over the cache (dims, heads, slots, pages), boxes of
-//                           gcd(page_size, block_n) rows (≥ 8, so each lands on whole 1024-byte
-//                           swizzle groups): a key tile is block_n / box rows boxes, each from the
-//                           page the block table names, the producer warp's lanes issuing one box
-//                           each. Boxes past the sequence's last page are not loaded (their rows
-//                           are masked, and V's zeroed, as below).
+//   paged NHD   4-D maps over the cache (dims, heads, slots, pages), boxes of gcd(page_size,
+//               block_n) rows (≥ 8, so each lands on whole 1024-byte swizzle groups): a key tile
+//               is block_n / box rows boxes, each from the page the block table names, box j
+//               issued by lane j of producer warp j % 4: a lane's TMA takes its coordinates from
+//               uniform registers, so a warp issues its lanes' boxes one after another, and with
+//               one warp issuing all eight boxes of a page-16 tile (16 TMAs a tile at hd 128) the
+//               paged kernel ran 0.80x the contiguous one on the serving cell (pages of 64: 1.03x;
+//               bench/results/2026-12-07-sm90-paged-probe). Boxes past the sequence's last page
+//               are not loaded (their rows are masked, and V's zeroed, as below).
 // V rows past the sequence are zeroed in shared memory before PV reads them, so that a NaN or
 // Inf there (another sequence's data, an unused slot of the last page) cannot reach O through
 // 0 · Inf. (The vLLM layout's 16-byte-interleaved K has no box that lands as wgmma reads K: those
@@ -64,7 +61,6 @@
 #include "muh/kernels/prefill_common.cuh"
 #include "muh/kernels/prefill_kv.cuh"
 #include "muh/kernels/sm80_ptx.cuh"
-#include "muh/kernels/sm90_gather_map.hpp"
 #include "muh/kernels/sm90_ptx.cuh"
 #include "muh/tuning/policy.hpp"
 
@@ -87,10 +83,8 @@ struct Sm90PrefillShape {
   // Shared memory: the Q buffers, then per stage K and V; the mbarriers after them (Q full and
   // free per Q buffer, then K full, V full, K free, V free per stage), then each Q buffer's tile.
   static constexpr int kBarOffset = kQBufs * kQBytes + 2 * S * kKVBytes;
-  // A 48-byte slot per Q buffer: its q tile (an Sm90Tile, ≤ 40 bytes); the last 8 bytes of the
-  // first slot hold the producer group's two claim slots (Sm90Scheduler::claim).
+  // 48 bytes per Q buffer: its q tile (an Sm90Tile each), then the producer warps' two claim slots.
   static constexpr int kSlotOffset = kBarOffset + 8 * (2 * kQBufs + 4 * S);
-  static constexpr int kClaimOffset = kSlotOffset + 40;
   static_assert(DT == DType::fp16 || DT == DType::bf16, "the sm90 agent multiplies 16-bit inputs");
   static_assert(D % 64 == 0 && D <= 256, "the sm90 agent's tiles are whole 64-dim panels, N <= 256");
   static_assert(BM == 64 * kConsumers, "one consumer warp group per 64 q rows");
@@ -160,23 +154,15 @@ __device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint
   sm90::wgmma_commit();
 }
 
-// Waits for a stage's K or V. Gathered (cp.async: generic-proxy writes), the proxy fence then
-// orders them before this thread's wgmma reads them through the async proxy.
-template <bool kGather>
-__device__ __forceinline__ void kv_landed(std::uint32_t bar, std::uint32_t parity) {
-  sm80::mbarrier_wait_parity(bar, parity);
-  if constexpr (kGather) sm90::fence_proxy_async();
-}
-
 // Waits for the key tile's V; on the tile that runs past the sequence (its last, the first
 // visited) zeroes the rows past it first — both consumer groups together, made visible to wgmma's
 // async reads before either multiplies — so that 0 · Inf from another sequence's rows cannot
-// reach O. (Gathered, those rows were copied as zeros.)
-template <class Sh, bool kGather>
+// reach O.
+template <class Sh>
 __device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base, std::uint32_t v_tile,
                                         std::uint32_t bar, std::uint32_t parity, int n0, int sk, int tid) {
-  kv_landed<kGather>(bar, parity);
-  if (!kGather && n0 + Sh::BN > sk) {
+  sm80::mbarrier_wait_parity(bar, parity);
+  if (n0 + Sh::BN > sk) {
     const int first = sk - n0 > 0 ? sk - n0 : 0;
     unsigned char* v = smem + (v_tile - base);
     const int chunks = (Sh::BN - first) * Sh::kPanels * 8;  // 16-byte chunks of the rows [first, BN)
@@ -291,26 +277,32 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&pa)[BN / 16][4], const fl
 }
 
 // ---- The producer's K/V boxes ------------------------------------------------------------------
-// Where one lane of the producer warp finds its box of a key tile: contiguous K/V, lane 0 the
-// whole tile (row of the 3-D map); paged NHD, lane j box j (box_rows keys from key kt·BN +
-// j·box_rows: a slot and a page of the 4-D map; page −1 past the sequence's pages, not loaded).
+// Where one lane of a producer warp finds its box of a key tile: contiguous K/V, lane 0 the
+// whole tile (row of the 3-D map); paged NHD, lane j of every warp box j (box_rows keys from key
+// kt·BN + j·box_rows: a slot and a page of the 4-D map; page −1 past the sequence's pages, not
+// loaded), which warp j % kIssuers issues.
 struct Sm90Box {
   int row;   // contiguous: the map's row; paged: the slot within the page
   int page;  // paged: the page (−1: not loaded)
 };
 
-template <class Sh, KVSource Src>
+template <class Sh, KVSource Src, int kIssuers>
 struct Sm90KvBoxes {
   static constexpr bool kPaged = is_paged(Src);
-  int lane, kvh, k_off;
+  int lane, warp, kvh, k_off;
   int box_rows, boxes;         // rows of a box; boxes of a key tile (1 for contiguous K/V)
   const int* blocks = nullptr;  // paged: the sequence's block-table row
   int used_pages = 0;          // paged: pages holding its keys
   FastDiv page;
 
   __device__ __forceinline__ Sm90KvBoxes(const Sm90PrefillMaps& maps, const PrefillPagedKV& kv, int b, int kvh_,
-                                         int k_off_, int sk, int lane_)
-      : lane(lane_), kvh(kvh_), k_off(k_off_), box_rows(maps.kv_box_rows), boxes(Sh::BN / maps.kv_box_rows) {
+                                         int k_off_, int sk, int tid)
+      : lane(tid % 32),
+        warp(tid / 32),
+        kvh(kvh_),
+        k_off(k_off_),
+        box_rows(maps.kv_box_rows),
+        boxes(Sh::BN / maps.kv_box_rows) {
     if constexpr (kPaged) {
       blocks = kv.block_table + static_cast<long long>(b) * kv.max_blocks_per_seq;
       used_pages = (sk + kv.page_size - 1) / kv.page_size;
@@ -323,7 +315,7 @@ struct Sm90KvBoxes {
     if constexpr (!kPaged) {
       return {k_off + kt * Sh::BN, 0};
     } else {
-      if (lane >= boxes) return {0, -1};
+      if (lane >= boxes || lane % kIssuers != warp) return {0, -1};  // another warp's box
       int slot;
       const int pi = page.divmod(kt * Sh::BN + lane * box_rows, &slot);
       return {slot, pi < used_pages ? blocks[pi] : -1};
@@ -331,7 +323,8 @@ struct Sm90KvBoxes {
   }
 
   // The boxes of one key tile into the stage buffer at dst, completing on bar: lane 0 arms the
-  // barrier with the bytes of every box loaded, then each lane issues its own (all D/64 panels).
+  // barrier with the bytes of every box loaded (paged: of its warp's boxes; the barrier expects
+  // one arrival a warp), then each lane issues its own (all D/64 panels).
   __device__ __forceinline__ void load(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, Sm90Box box) const {
     if constexpr (!kPaged) {
       if (lane == 0) {
@@ -340,7 +333,7 @@ struct Sm90KvBoxes {
         for (int p = 0; p < Sh::kPanels; ++p) sm90::tma_load_3d(dst + p * Sh::kKVPanel, map, bar, 64 * p, kvh, box.row);
       }
     } else {
-      const bool mine = lane < boxes && box.page >= 0;
+      const bool mine = box.page >= 0;
       const unsigned loaded = __ballot_sync(0xffffffffu, mine);
       if (lane == 0) sm90::mbar_arrive_expect_tx(bar, __popc(loaded) * box_rows * 128 * Sh::kPanels);
       __syncwarp();
@@ -351,57 +344,6 @@ struct Sm90KvBoxes {
           sm90::tma_load_4d(at + p * Sh::kKVPanel, map, bar, 64 * p, kvh, box.row, box.page);
       }
     }
-  }
-};
-
-// The gathered form: the producer warp group copies a key tile's rows from their pages with
-// 16-byte cp.asyncs into the layout the TMA writes, each thread its chunks (sm90_gather_map.hpp:
-// a warp's pass reads whole 128-byte lines). Each thread looks up its row's page (the block
-// table through L1: a page's rows share its entry) and arrives on the stage's mbarrier once its
-// copies have landed (cp.async.mbarrier.arrive.noinc: the barrier expects 128 arrivals). Rows
-// past the sequence are zero-filled (src-size 0), nothing read.
-template <class Sh>
-struct Sm90KvGather {
-  using T = typename Sh::T;
-  using Map = Sm90GatherMap<Sh::kD, Sh::BN>;
-  const T* k;  // this thread's first element of slot 0 of page 0 for its kv head (and V's)
-  const T* v;
-  const int* blocks;     // the sequence's block-table row
-  long long page_elems;  // elements of one page
-  int slot_elems;        // elements between slots (num_kv_heads · D)
-  int sk, r0;            // the sequence's keys; this thread's first row of a tile
-  std::uint32_t dst;     // its first chunk's offset within a key tile buffer
-  FastDiv page;
-
-  __device__ __forceinline__ Sm90KvGather(const PrefillPagedKV& kv, int b, int kvh, int sk_, int tid)
-      : blocks(kv.block_table + static_cast<long long>(b) * kv.max_blocks_per_seq),
-        slot_elems(kv.num_kv_heads * Sh::kD),
-        sk(sk_),
-        r0(Map::first_row(tid)),
-        dst(Map::first(tid)),
-        page(kv.page_div) {
-    page_elems = static_cast<long long>(kv.page_size) * slot_elems;
-    const long long at = static_cast<long long>(kvh) * Sh::kD + Map::col(tid) * 8;
-    k = static_cast<const T*>(kv.k_cache) + at;
-    v = static_cast<const T*>(kv.v_cache) + at;
-  }
-
-  // Key tile kt of K (src0 = k) or V (v) into the stage buffer at tile, arriving on bar once landed.
-  __device__ __forceinline__ void load(std::uint32_t tile, const T* src0, int kt, std::uint32_t bar) const {
-#pragma unroll 4
-    for (int j = 0; j < Map::kPasses; ++j) {
-      const int key = kt * Sh::BN + r0 + j * Map::kRowsPerPass;
-      const bool in = key < sk;
-      int slot;
-      const int pi = page.divmod(key, &slot);
-      const int id = in ? __ldg(blocks + pi) : 0;
-      const T* src = src0 + static_cast<long long>(id) * page_elems + static_cast<long long>(slot) * slot_elems;
-#pragma unroll
-      for (int c = 0; c < Map::kChunksPerThread; ++c)
-        sm80::cp_async_16(tile + dst + j * Map::kPassBytes + c * Map::kChunkStepBytes, src + c * Map::kThreadsPerRow * 8,
-                          in);
-    }
-    sm80::cp_async_mbarrier_arrive(bar);
   }
 };
 
@@ -418,8 +360,8 @@ struct Sm90Scheduler {
   int tiles = 0;           // q tiles of the launch (prefill_grid_size)
 #if defined(__CUDACC__)
   __device__ __forceinline__ int first() const { return static_cast<int>(blockIdx.x); }
-  // By the producer: one thread (contiguous K/V), a warp (paged, TMA boxes) or the warp group
-  // (paged, gathered), thread 0 claiming for them. The group's claims pass through two shared
+  // By the producer: one thread (contiguous K/V) or kThreads of warp group 0 (paged: one warp a
+  // box issuer), thread 0 claiming for them. Beyond one warp the claims pass through two shared
   // slots in turn, behind named barrier 5: a slot is written again two claims later, after a
   // barrier that every thread reaches only once it has read it.
   template <int kThreads>
@@ -428,10 +370,10 @@ struct Sm90Scheduler {
     int next = 0;
     if (threadIdx.x == 0) next = atomicAdd(counter, 1);
     if constexpr (kThreads == 32) next = __shfl_sync(0xffffffffu, next, 0);
-    if constexpr (kThreads == 128) {
+    if constexpr (kThreads > 32) {
       int* const slot = slots + (claims++ & 1);
       if (threadIdx.x == 0) *slot = next;
-      sm80::named_barrier_sync(5, 128);
+      sm80::named_barrier_sync(5, kThreads);
       next = *slot;
     }
     return next + static_cast<int>(gridDim.x);
@@ -439,17 +381,17 @@ struct Sm90Scheduler {
 #endif
 };
 
-// The paged guard (prefill_kv.cuh's paged_sequence_ok) by the 32 lanes of the producer warp alone,
-// the consumers busy with the tile before: before each q tile of the persistent schedule. (Here,
+// The paged guard (prefill_kv.cuh's paged_sequence_ok) by the 32 lanes of a producer warp alone
+// (each of the issuing warps runs it whole, and they reach the same answer), the consumers busy
+// with the tile before: before each q tile of the persistent schedule. (Here,
 // not in prefill_kv.cuh: the portable agent's files make no cross-lane call of their own,
 // warp_tile.cuh; this is sm_90a code.) 6,250 ids at 100k keys and page 16 are 196 loads a lane,
 // against the ~13 GFLOP of a q tile over those keys at hd 256.
-// (The gathered form's four producer warps each run it whole, and reach the same answer.)
 __device__ __forceinline__ bool paged_sequence_ok_warp(const PrefillPagedKV& p, int b, int max_seqlen_k, int* errors,
                                                        int tid) {
-  const int n = p.seqused_k[b], lane = tid % 32;
+  const int n = p.seqused_k[b];
   const bool len_ok = n >= 0 && n <= max_seqlen_k;
-  const bool bad_id = len_ok && paged_ids_bad(p, b, n, lane, 32);
+  const bool bad_id = len_ok && paged_ids_bad(p, b, n, tid % 32, 32);
   if (!__any_sync(0xffffffffu, bad_id) && len_ok) return true;
   if (tid == 0) flag_input_error(errors, len_ok ? InputError::block_id : InputError::seq_len);
   return false;
@@ -464,8 +406,7 @@ struct Sm90Tile {
   int k_off = 0, sk = 0;          // its first key row (contiguous K/V) and keys
   int kt_end = 0;
 };
-static_assert(sizeof(Sm90Tile) <= 40, "a tile's slot in shared memory is 48 bytes (prefill_sm90_smem_bytes), the "
-                                      "first slot's last 8 the producer group's claims");
+static_assert(sizeof(Sm90Tile) <= 48, "a tile's slot in shared memory is 48 bytes (prefill_sm90_smem_bytes)");
 
 template <class Sh, bool kPaged>
 __device__ __forceinline__ Sm90Tile sm90_tile(const PrefillArgs& a, const PrefillPagedKV& kv, int linear) {
@@ -480,10 +421,10 @@ __device__ __forceinline__ Sm90Tile sm90_tile(const PrefillArgs& a, const Prefil
   return t;
 }
 
-template <class Getter, DType DT, int D, KVSource Src, bool kGather, bool kOverlap = Getter{}().overlap>
+template <class Getter, DType DT, int D, KVSource Src, int kIssuers, bool kOverlap = Getter{}().overlap>
 __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps,
                                                   const PrefillPagedKV& kv, const Sm90Scheduler& sched) {
-  static_assert(!kGather || is_paged(Src), "the gathered form reads paged K/V");
+  static_assert(kIssuers == 1 || (is_paged(Src) && kIssuers <= 4), "paged boxes: one to four issuing warps");
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   constexpr int BN = Sh::BN, S = Sh::S, QB = Sh::kQBufs;
   extern __shared__ __align__(1024) unsigned char prefill_sm90_smem[];
@@ -504,7 +445,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   // The q tile in Q buffer qb (kt_end −1: no more tiles), written before its bar_q arrival, whose
   // release the consumers' wait acquires.
   Sm90Tile* const tile_slot = reinterpret_cast<Sm90Tile*>(smem + Sh::kSlotOffset);
-  int* const claim_slots = reinterpret_cast<int*>(smem + Sh::kClaimOffset);
+  static_assert(QB * sizeof(Sm90Tile) + 2 * sizeof(int) <= 48 * QB, "the tiles and the claim slots in 48 bytes a Q buffer");
+  int* const claim_slots = reinterpret_cast<int*>(smem + Sh::kSlotOffset + QB * sizeof(Sm90Tile));
 
   const int tid = threadIdx.x;
   constexpr bool kPaged = is_paged(Src);
@@ -518,8 +460,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       sm80::mbarrier_init(bar_q_free(qb), 128 * Sh::kConsumers);
     }
     for (int s = 0; s < S; ++s) {
-      sm80::mbarrier_init(bar_k(s), kGather ? 128 : 1);  // gathered: each producer thread's copies
-      sm80::mbarrier_init(bar_v(s), kGather ? 128 : 1);
+      sm80::mbarrier_init(bar_k(s), kIssuers);  // an arrival (with its boxes' bytes) per issuing warp
+      sm80::mbarrier_init(bar_v(s), kIssuers);
       sm80::mbarrier_init(bar_k_free(s), 4 * Sh::kConsumers);
       sm80::mbarrier_init(bar_v_free(s), 4 * Sh::kConsumers);
     }
@@ -531,13 +473,12 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   // phase is (g / S) & 1. The CTA's n-th q tile is in Q buffer n % QB, phase (n / QB) & 1.
   const int wg = tid / 128;
   if (wg == 0) {
-    // ---- Producer: one thread issues every load (paged K/V: one warp, a box a lane; gathered,
-    // the whole group, a share of every tile each) --------------------------------------------
+    // ---- Producer: one thread issues every load (paged K/V: kIssuers warps, a box a lane) -------
     sm90::setmaxnreg_dec<Sh::kProducerRegs>();
-    constexpr int kLoaders = kGather ? 128 : kPaged ? 32 : 1;
+    constexpr int kLoaders = kPaged ? 32 * kIssuers : 1;
     if (tid >= kLoaders) return;
     int g = 0;       // key tiles issued for the CTA's earlier q tiles
-    int claims = 0;  // the group's claims so far (Sm90Scheduler::claim)
+    int claims = 0;  // the warps' claims so far (Sm90Scheduler::claim)
     int linear = sched.first();
     for (int n = 0;; ++n) {
       // The next q tile with rows to compute, its sequence guarded (the input guard: cu_seqlens,
@@ -553,32 +494,24 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       }
       const bool done = linear >= sched.tiles;
       const int kt_end = done ? 0 : t.kt_end;
-      const int after = done ? linear : sched.claim<kLoaders>(linear, claim_slots, claims);  // its latency behind this tile's loads
+      const int after = done ? linear : sched.claim<kLoaders>(linear, claim_slots, claims);  // behind this tile's loads
       const int q_row = t.q_off + t.m0, h = t.tc.h;
-      const Sm90KvBoxes<Sh, Src> boxes(maps, kv, t.tc.b, h / a.group, t.k_off, t.sk, tid);
-      const Sm90KvGather<Sh> gather(kv, t.tc.b, h / a.group, t.sk, tid);
+      const Sm90KvBoxes<Sh, Src, kIssuers> boxes(maps, kv, t.tc.b, h / a.group, t.k_off, t.sk, tid);
       // K/V of key tile i (kt_end − 1 − i of the sequence) into stage (g + i) % S. K and V of a
       // stage are freed apart: the consumers are done with K_g after QKᵀ_g and with V_g only after
       // PV_g, one key tile later (the overlap below), so K_{g+S} loads while PV_g still runs. A
       // paged tile's pages are looked up one tile ahead, while the stage's wait covers the block
       // table's latency.
-      Sm90Box box = !kGather && kt_end > 0 ? boxes.locate(kt_end - 1) : Sm90Box{};
+      Sm90Box box = kt_end > 0 ? boxes.locate(kt_end - 1) : Sm90Box{};
       auto load_kv = [&](int i) {
         const int s = (g + i) % S;
+        const Sm90Box here = box;
+        if (i + 1 < kt_end) box = boxes.locate(kt_end - 2 - i);
         const std::uint32_t freed = (((g + i) / S) - 1) & 1;  // the phase that key tile g + i − S completed
-        if constexpr (kGather) {
-          if (g + i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
-          gather.load(sK(s), gather.k, kt_end - 1 - i, bar_k(s));
-          if (g + i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
-          gather.load(sV(s), gather.v, kt_end - 1 - i, bar_v(s));
-        } else {
-          const Sm90Box here = box;
-          if (i + 1 < kt_end) box = boxes.locate(kt_end - 2 - i);
-          if (g + i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
-          boxes.load(sK(s), &maps.k, bar_k(s), here);
-          if (g + i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
-          boxes.load(sV(s), &maps.v, bar_v(s), here);
-        }
+        if (g + i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
+        boxes.load(sK(s), &maps.k, bar_k(s), here);
+        if (g + i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
+        boxes.load(sV(s), &maps.v, bar_v(s), here);
       };
       // Q goes first where its buffer is free already: the CTA's first tile, and with two Q
       // buffers every tile (the epilogue that frees one is that of two tiles back). With one Q
@@ -648,7 +581,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       // One key tile at a time: S = Q Kᵀ, softmax, O += P V. The two consumer groups still
       // overlap each other (one's softmax beside the other's GEMMs, as the schedulers interleave).
       for (int i = 0; i < kt_end; ++i) {
-        kv_landed<kGather>(bar_k(stage(i)), parity(i));
+        sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
         qk_issue<Sh>(sc, q_rows, sK(stage(i)));
         sm90::wgmma_wait<0>();
         sm90::fence_operands(sc);
@@ -657,7 +590,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
         rescale_o<D>(o, f);
         pack_p<DT, BN>(pa, sc);
-        v_ready<Sh, kGather>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
+        v_ready<Sh>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
         pv_issue<Sh>(o, pa, sV(stage(i)));
         sm90::wgmma_wait<0>();
         sm90::fence_operands(o);
@@ -666,7 +599,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     } else {
       if (kt_end > 0) {
         // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
-        kv_landed<kGather>(bar_k(stage(0)), parity(0));
+        sm80::mbarrier_wait_parity(bar_k(stage(0)), parity(0));
         qk_issue<Sh>(sc, q_rows, sK(stage(0)));
         sm90::wgmma_wait<0>();
         sm90::fence_operands(sc);
@@ -678,8 +611,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       // Tile i ≥ 1: its QKᵀ runs beside tile i − 1's PV, and its softmax beside the PV's tail
       // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
       for (int i = 1; i < kt_end; ++i) {
-        kv_landed<kGather>(bar_k(stage(i)), parity(i));
-        v_ready<Sh, kGather>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
+        sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
+        v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
         qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
         pv_issue<Sh>(o, pa, sV(stage(i - 1)));                                  // O += P_{i−1} V_{i−1} (group 2)
         sm90::wgmma_wait<1>();                                                  // S_i has landed
@@ -698,7 +631,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       }
       if (kt_end > 0) {
         const int last = kt_end - 1;
-        v_ready<Sh, kGather>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
+        v_ready<Sh>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
         pv_issue<Sh>(o, pa, sV(stage(last)));
         sm90::wgmma_wait<0>();
         sm90::fence_operands(o);
@@ -749,12 +682,13 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 // Each CTA computes the q tiles `sched` gives it (tile_of order) whole, its K/V from source Src
 // (contiguous: kv unused). Compiled for sm_90a only (CMake's muh_sm90a objects); an empty body
 // anywhere else.
-template <class Getter, DType DT, int D, KVSource Src, bool kGather = false, bool kOverlap = Getter{}().overlap>
+template <class Getter, DType DT, int D, KVSource Src, int kIssuers = is_paged(Src) ? 4 : 1,
+          bool kOverlap = Getter{}().overlap>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32, 1)
     prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps, const PrefillPagedKV kv,
                         const Sm90Scheduler sched) {
 #if MUH_SM90A_PTX
-  prefill_sm90_body<Getter, DT, D, Src, kGather, kOverlap>(a, maps, kv, sched);
+  prefill_sm90_body<Getter, DT, D, Src, kIssuers, kOverlap>(a, maps, kv, sched);
 #endif
 }
 

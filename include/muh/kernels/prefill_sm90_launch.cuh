@@ -47,12 +47,12 @@ inline bool make_sm90_pages_map(CUtensorMap* map, const void* cache, DType dt, i
 // multiples of 8 rows for 16-bit elements, prefill_check: so ≥ 8, whole swizzle groups).
 constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(page_size, block_n); }
 
-// Which producer form reads paged NHD K/V (prefill_sm90.cuh): the gathered one, or with
-// MUH_SM90_PAGED_KV=tma in the environment the TMA boxes (an A/B knob while the two are measured
-// side by side: bench/results/2026-12-07-sm90-paged-probe).
-inline bool sm90_paged_gather() {
+// How many producer warps issue the TMA boxes of paged NHD K/V (prefill_sm90.cuh): four, or with
+// MUH_SM90_PAGED_KV=warp1 in the environment one (the previous form; an A/B knob while the two
+// are measured side by side: bench/results/2026-12-07-sm90-paged-probe).
+inline bool sm90_paged_one_issuer() {
   const char* e = std::getenv("MUH_SM90_PAGED_KV");
-  return e == nullptr || std::string(e) != "tma";
+  return e != nullptr && std::string(e) == "warp1";
 }
 
 // Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
@@ -96,7 +96,7 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
   constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
   auto kernel = &prefill_sm90_kernel<Getter, DT, D, Src>;
   if constexpr (is_paged(Src))
-    if (sm90_paged_gather()) kernel = &prefill_sm90_kernel<Getter, DT, D, Src, true>;
+    if (sm90_paged_one_issuer()) kernel = &prefill_sm90_kernel<Getter, DT, D, Src, 1>;
   MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill (sm90)"));
   if (scheduler.counter != nullptr) {
     const cudaError_t e = cudaMemsetAsync(scheduler.counter, 0, sizeof(int), stream);
