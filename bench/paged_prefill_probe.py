@@ -6,9 +6,8 @@ cell timed side by side, interleaved, cold L2, median of 30:
   nhd_p64      random order, 64-token pages
   nhd_p128     random order, 128-token pages (--cell serving*: the sm90 agent's key tile, so one
                TMA box a tile and panel, as dense K/V)
-each paged arm twice on the sm90 agent: its TMA boxes issued by four producer warps (the default)
-and, as <arm>_warp1, by one (MUH_SM90_PAGED_KV=warp1, the previous form; the sm80 agent ignores
-it).
+(Session 13's A/B of the sm90 agent's producer forms ran each paged arm twice, with an
+environment knob since removed: bench/results/2026-12-07-sm90-paged-probe.)
 If in-order pages run as fast as dense, the loss is the memory system's (where the pages lie),
 not the kernel's instructions; if 128-token pages do, it is the count of boxes a key tile.
 Cells (--cell): seed (default; fp16, hd 256, 4 q / 1 kv head, one sequence, prefix 8192, chunk
@@ -72,16 +71,6 @@ def paged_batch(k, v, b, page, shuffle):
     return kc, vc, table
 
 
-def with_env(name, value, fn):
-    """fn() with the environment variable name set to value (unset where value is empty)."""
-    if value:
-        os.environ[name] = value
-    try:
-        return fn()
-    finally:
-        os.environ.pop(name, None)
-
-
 def main():
     cell = sys.argv[sys.argv.index("--cell") + 1] if "--cell" in sys.argv else "seed"
     dt, b, pre, sq, hq, hkv, d = CELLS[cell]
@@ -101,11 +90,8 @@ def main():
         shapes.append(("nhd_p128", 128, True))
     for name, page, shuffle in shapes:
         kc, vc, table = paged_batch(k, v, b, page, shuffle)
-        for form in ("", "warp1"):  # the sm90 agent's box issuers: four warps (default) or one
-            arms[name + ("_" + form if form else "")] = (
-                lambda kc=kc, vc=vc, table=table, form=form:
-                with_env("MUH_SM90_PAGED_KV", form,
-                         lambda: F(q, kc, vc, cu_q, None, sq, sk, causal=True, block_table=table, seqused_k=used, out=out)))
+        arms[name] = (lambda kc=kc, vc=vc, table=table:
+                      F(q, kc, vc, cu_q, None, sq, sk, causal=True, block_table=table, seqused_k=used, out=out))
     ref = F(q, kd, vd, cu_q, cu_k, sq, sk, causal=True).clone()
     for name, fn in arms.items():
         fn()

@@ -36,12 +36,13 @@
 //   paged NHD   4-D maps over the cache (dims, heads, slots, pages), boxes of gcd(page_size,
 //               block_n) rows (≥ 8, so each lands on whole 1024-byte swizzle groups): a key tile
 //               is block_n / box rows boxes, each from the page the block table names, box j
-//               issued by lane j of producer warp j % 4: a lane's TMA takes its coordinates from
-//               uniform registers, so a warp issues its lanes' boxes one after another, and with
-//               one warp issuing all eight boxes of a page-16 tile (16 TMAs a tile at hd 128) the
-//               paged kernel ran 0.80x the contiguous one on the serving cell (pages of 64: 1.03x;
-//               bench/results/2026-12-07-sm90-paged-probe). Boxes past the sequence's last page
-//               are not loaded (their rows are masked, and V's zeroed, as below).
+//               issued by lane j of producer warp j % 4. A TMA takes its coordinates from uniform
+//               registers, so a warp issues its lanes' boxes one after another (SASS: each
+//               UTMALDG in a BRA.U.ANY loop over the active lanes): one warp issuing the 8 boxes
+//               of a page-16 tile (16 TMAs for K at hd 128) ran 0.82x the contiguous kernel on the
+//               serving cell 8 × (32k + 2048), four warps 0.97x; 0.97x → 1.10x without a prefix
+//               (H100, bench/results/2026-12-07-sm90-paged-probe). Boxes past the sequence's last
+//               page are not loaded (their rows are masked, and V's zeroed, as below).
 // V rows past the sequence are zeroed in shared memory before PV reads them, so that a NaN or
 // Inf there (another sequence's data, an unused slot of the last page) cannot reach O through
 // 0 · Inf. (The vLLM layout's 16-byte-interleaved K has no box that lands as wgmma reads K: those
@@ -286,9 +287,10 @@ struct Sm90Box {
   int page;  // paged: the page (−1: not loaded)
 };
 
-template <class Sh, KVSource Src, int kIssuers>
+template <class Sh, KVSource Src>
 struct Sm90KvBoxes {
   static constexpr bool kPaged = is_paged(Src);
+  static constexpr int kIssuers = kPaged ? 4 : 1;  // the producer warps issuing boxes
   int lane, warp, kvh, k_off;
   int box_rows, boxes;         // rows of a box; boxes of a key tile (1 for contiguous K/V)
   const int* blocks = nullptr;  // paged: the sequence's block-table row
@@ -421,10 +423,10 @@ __device__ __forceinline__ Sm90Tile sm90_tile(const PrefillArgs& a, const Prefil
   return t;
 }
 
-template <class Getter, DType DT, int D, KVSource Src, int kIssuers, bool kOverlap = Getter{}().overlap>
+template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
 __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps,
                                                   const PrefillPagedKV& kv, const Sm90Scheduler& sched) {
-  static_assert(kIssuers == 1 || (is_paged(Src) && kIssuers <= 4), "paged boxes: one to four issuing warps");
+  constexpr int kIssuers = Sm90KvBoxes<Sm90PrefillShape<Getter, DT, D>, Src>::kIssuers;
   using Sh = Sm90PrefillShape<Getter, DT, D>;
   constexpr int BN = Sh::BN, S = Sh::S, QB = Sh::kQBufs;
   extern __shared__ __align__(1024) unsigned char prefill_sm90_smem[];
@@ -496,7 +498,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       const int kt_end = done ? 0 : t.kt_end;
       const int after = done ? linear : sched.claim<kLoaders>(linear, claim_slots, claims);  // behind this tile's loads
       const int q_row = t.q_off + t.m0, h = t.tc.h;
-      const Sm90KvBoxes<Sh, Src, kIssuers> boxes(maps, kv, t.tc.b, h / a.group, t.k_off, t.sk, tid);
+      const Sm90KvBoxes<Sh, Src> boxes(maps, kv, t.tc.b, h / a.group, t.k_off, t.sk, tid);
       // K/V of key tile i (kt_end − 1 − i of the sequence) into stage (g + i) % S. K and V of a
       // stage are freed apart: the consumers are done with K_g after QKᵀ_g and with V_g only after
       // PV_g, one key tile later (the overlap below), so K_{g+S} loads while PV_g still runs. A
@@ -682,13 +684,12 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
 // Each CTA computes the q tiles `sched` gives it (tile_of order) whole, its K/V from source Src
 // (contiguous: kv unused). Compiled for sm_90a only (CMake's muh_sm90a objects); an empty body
 // anywhere else.
-template <class Getter, DType DT, int D, KVSource Src, int kIssuers = is_paged(Src) ? 4 : 1,
-          bool kOverlap = Getter{}().overlap>
+template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32, 1)
     prefill_sm90_kernel(const PrefillArgs a, const __grid_constant__ Sm90PrefillMaps maps, const PrefillPagedKV kv,
                         const Sm90Scheduler sched) {
 #if MUH_SM90A_PTX
-  prefill_sm90_body<Getter, DT, D, Src, kIssuers, kOverlap>(a, maps, kv, sched);
+  prefill_sm90_body<Getter, DT, D, Src, kOverlap>(a, maps, kv, sched);
 #endif
 }
 

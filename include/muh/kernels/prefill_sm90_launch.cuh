@@ -6,7 +6,6 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <numeric>
 #include <string>
 
@@ -46,14 +45,6 @@ inline bool make_sm90_pages_map(CUtensorMap* map, const void* cache, DType dt, i
 // Rows of one paged K/V box: the largest that divides both the page and the key tile (pages are
 // multiples of 8 rows for 16-bit elements, prefill_check: so ≥ 8, whole swizzle groups).
 constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(page_size, block_n); }
-
-// How many producer warps issue the TMA boxes of paged NHD K/V (prefill_sm90.cuh): four, or with
-// MUH_SM90_PAGED_KV=warp1 in the environment one (the previous form; an A/B knob while the two
-// are measured side by side: bench/results/2026-12-07-sm90-paged-probe).
-inline bool sm90_paged_one_issuer() {
-  const char* e = std::getenv("MUH_SM90_PAGED_KV");
-  return e != nullptr && std::string(e) == "warp1";
-}
 
 // Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
 // from source Src (contiguous: a.k, a.v; paged NHD: kv), whole q tiles only: one CTA per q tile,
@@ -95,8 +86,6 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
   if (!ok) return {StatusCode::cuda_error, "prefill (sm90 agent): cuTensorMapEncodeTiled failed for q / k / v"};
   constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);
   auto kernel = &prefill_sm90_kernel<Getter, DT, D, Src>;
-  if constexpr (is_paged(Src))
-    if (sm90_paged_one_issuer()) kernel = &prefill_sm90_kernel<Getter, DT, D, Src, 1>;
   MUH_TRY(set_max_dynamic_smem(kernel, smem, "prefill (sm90)"));
   if (scheduler.counter != nullptr) {
     const cudaError_t e = cudaMemsetAsync(scheduler.counter, 0, sizeof(int), stream);
