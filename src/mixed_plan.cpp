@@ -39,6 +39,18 @@ namespace {
 constexpr double kTensorSmFlops = 329e12 / 132;  // muh's sm80-row prefill on one H200 SM (above)
 constexpr double kPortableSmFlops = 0.25e12;     // estimate: FMA math of the portable agent
 constexpr double kLaunchSeconds = 3e-6;          // estimate: one more kernel launch on the stream
+// Expanded short rows (one decode row per token, a sequence's rows adjacent): every row reads its
+// sequence's keys, but the repeats come mostly from L2. 64 sequences × 4 tokens at 8k ran 1.98×
+// one 64-row decode call on the H200 (bench/results/2026-12-07-causal-key-split) and 2.02–2.26×
+// on an H100 (../2026-12-07-sm90-paged-probe), not 4×: a repeat costs ~1/3 of a first read.
+// (Fitted at 4 tokens a sequence only.)
+constexpr double kRepeatReadShare = 1.0 / 3;
+
+// The share of the decode plan's per-row stream that an expanded part pays: `seqs` first reads and
+// tokens − seqs repeats, of `tokens` rows modelled as first reads.
+double expanded_read_share(int seqs, int tokens) {
+  return tokens > 0 ? (seqs + (tokens - seqs) * kRepeatReadShare) / tokens : 1.0;
+}
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
@@ -278,7 +290,8 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
     const int launches = 1 + (c->rebase ? 1 : 0) + (c->expand() ? 1 : 0) + (with_prefill ? 1 : 0);  // against 1
     // A graph plan's model reads the maxima only: its fixed parts must not depend on one replay's lengths.
     c->est_rows_in_prefill = rows_in_prefill(p, single, hw, opt.cuda_graph ? nullptr : used, rows, p.max_seqlen_k);
-    c->est_rows_as_decode = c->decode.est_seconds + (launches - 1) * kLaunchSeconds;
+    const double share = c->expand() ? expanded_read_share(rows, c->decode_tokens) : 1.0;
+    c->est_rows_as_decode = c->decode.est_seconds * share + (launches - 1) * kLaunchSeconds;
     *gain = c->est_rows_in_prefill - c->est_rows_as_decode;
     c->reason = num(rows) + " decode rows" +
                 (c->expand() ? " (" + num(c->decode_tokens) + " tokens, one decode row each)" : std::string()) + ": " +
