@@ -113,12 +113,15 @@ struct Sm90PrefillShape {
                 "prefill_smem_bytes (policy.hpp) is this layout plus the 1024-byte alignment slack");
 };
 
-// The three tensor maps of one launch (built on the host, prefill_sm90_launch.cuh) and the rows of
-// one K/V box: block_n for contiguous K/V (3-D maps), gcd(page_size, block_n) for paged NHD K/V
-// (4-D maps over the cache).
+// The three tensor maps of one launch (built on the host, prefill_sm90_launch.cuh), the rows of
+// one K/V box — block_n for contiguous K/V (3-D maps), gcd(page_size, block_n) for paged NHD K/V
+// (4-D maps over the cache) — and V's row groups in shared memory (v_row_offset): block_n, or the
+// box rows where V's map is 5-D with the panels as a box dim (paged, box rows ≥ 16: one TMA a box
+// for all its panels, where K takes one a panel).
 struct Sm90PrefillMaps {
   CUtensorMap q, k, v;
   int kv_box_rows;
+  int v_rows;
 };
 
 // ---- The steps of a key tile (one consumer warp group, 64 q rows) --------------------------------
@@ -143,15 +146,27 @@ __device__ __forceinline__ void qk_issue(float (&sc)[Sh::BN / 2], std::uint32_t 
   sm90::wgmma_commit();
 }
 
+// Where row r, panel p of a V tile lies: V tiles are [BN / v_rows groups][D/64 panels][v_rows
+// rows][128 B] — v_rows = BN (one group: the panel-major layout of K) or, paged V loaded a box a
+// TMA, the box's rows (Sm90PrefillMaps::v_rows). v_rows is a power of two ≥ 16, so a k16 step's
+// 16 rows lie in one group and panel.
+template <class Sh>
+__device__ __forceinline__ std::uint32_t v_row_offset(int r, int p, int v_rows) {
+  const int group = r & ~(v_rows - 1);
+  return static_cast<std::uint32_t>((group * Sh::kPanels + p * v_rows + (r - group)) * 128);
+}
+
 // O += P V over the key tile, BN/16 k16 steps (16 key rows of 128 bytes each), issued and
-// committed.
+// committed. V's 64-column panels are v_rows · 128 bytes apart (the descriptor's leading offset).
 template <class Sh>
 __device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint32_t (&pa)[Sh::BN / 16][4],
-                                         std::uint32_t v_tile) {
+                                         std::uint32_t v_tile, int v_rows) {
   sm90::wgmma_fence();
+  const std::uint32_t panel_bytes = static_cast<std::uint32_t>(v_rows) * 128;
 #pragma unroll
   for (int kk = 0; kk < Sh::BN / 16; ++kk)
-    sm90::wgmma_rs<Sh::kDType, Sh::kD>(o, pa[kk], sm90::desc_mn_major(v_tile + kk * 16 * 128, Sh::kKVPanel), 1);
+    sm90::wgmma_rs<Sh::kDType, Sh::kD>(o, pa[kk], sm90::desc_mn_major(v_tile + v_row_offset<Sh>(16 * kk, 0, v_rows),
+                                                                      panel_bytes), 1);
   sm90::wgmma_commit();
 }
 
@@ -160,7 +175,7 @@ __device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint
 // async reads before either multiplies — so that 0 · Inf from another sequence's rows cannot
 // reach O.
 template <class Sh>
-__device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base, std::uint32_t v_tile,
+__device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base, std::uint32_t v_tile, int v_rows,
                                         std::uint32_t bar, std::uint32_t parity, int n0, int sk, int tid) {
   sm80::mbarrier_wait_parity(bar, parity);
   if (n0 + Sh::BN > sk) {
@@ -169,7 +184,7 @@ __device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base,
     const int chunks = (Sh::BN - first) * Sh::kPanels * 8;  // 16-byte chunks of the rows [first, BN)
     for (int x = tid - 128; x < chunks; x += 128 * Sh::kConsumers) {
       const int p = x / ((Sh::BN - first) * 8), rest = x % ((Sh::BN - first) * 8);
-      *reinterpret_cast<uint4*>(v + p * Sh::kKVPanel + (first + rest / 8) * 128 + (rest % 8) * 16) =
+      *reinterpret_cast<uint4*>(v + v_row_offset<Sh>(first + rest / 8, p, v_rows) + (rest % 8) * 16) =
           make_uint4(0, 0, 0, 0);
     }
     sm90::fence_proxy_async();
@@ -326,8 +341,10 @@ struct Sm90KvBoxes {
 
   // The boxes of one key tile into the stage buffer at dst, completing on bar: lane 0 arms the
   // barrier with the bytes of every box loaded (paged: of its warp's boxes; the barrier expects
-  // one arrival a warp), then each lane issues its own (all D/64 panels).
-  __device__ __forceinline__ void load(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, Sm90Box box) const {
+  // one arrival a warp), then each lane issues its own: a TMA a panel into the panel-major tile,
+  // or (panels_in_box: V's 5-D map) one into its box's row group.
+  __device__ __forceinline__ void load(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, Sm90Box box,
+                                       bool panels_in_box = false) const {
     if constexpr (!kPaged) {
       if (lane == 0) {
         sm90::mbar_arrive_expect_tx(bar, Sh::kKVBytes);
@@ -339,7 +356,10 @@ struct Sm90KvBoxes {
       const unsigned loaded = __ballot_sync(0xffffffffu, mine);
       if (lane == 0) sm90::mbar_arrive_expect_tx(bar, __popc(loaded) * box_rows * 128 * Sh::kPanels);
       __syncwarp();
-      if (mine) {
+      if (mine && panels_in_box) {
+        sm90::tma_load_5d(dst + static_cast<std::uint32_t>(lane * box_rows * 128 * Sh::kPanels), map, bar, 0,
+                          box.row, kvh, box.page, 0);
+      } else if (mine) {
         const std::uint32_t at = dst + static_cast<std::uint32_t>(lane * box_rows * 128);
 #pragma unroll
         for (int p = 0; p < Sh::kPanels; ++p)
@@ -513,7 +533,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         if (g + i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
         boxes.load(sK(s), &maps.k, bar_k(s), here);
         if (g + i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
-        boxes.load(sV(s), &maps.v, bar_v(s), here);
+        boxes.load(sV(s), &maps.v, bar_v(s), here, kPaged && maps.v_rows != BN);
       };
       // Q goes first where its buffer is free already: the CTA's first tile, and with two Q
       // buffers every tile (the epilogue that frees one is that of two tiles back). With one Q
@@ -556,6 +576,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
   const int lt = tid % 128, lane = tid % 32;
   const Sm90Rows rows{64 * c + 16 * (lt / 32) + lane / 4, 2 * (lane % 4)};
   const ScaledUnits<sm80::Exp2Approx> units{a.scale_log2, a.scale};
+  const int v_rows = kPaged ? maps.v_rows : BN;  // V's row groups (v_row_offset; contiguous: one)
   using T = typename Sh::T;
 
   int g = 0;  // key tiles of the CTA's earlier q tiles
@@ -592,8 +613,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
         rescale_o<D>(o, f);
         pack_p<DT, BN>(pa, sc);
-        v_ready<Sh>(smem, base, sV(stage(i)), bar_v(stage(i)), parity(i), first_key(i), sk, tid);
-        pv_issue<Sh>(o, pa, sV(stage(i)));
+        v_ready<Sh>(smem, base, sV(stage(i)), v_rows, bar_v(stage(i)), parity(i), first_key(i), sk, tid);
+        pv_issue<Sh>(o, pa, sV(stage(i)), v_rows);
         sm90::wgmma_wait<0>();
         sm90::fence_operands(o);
         if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i)));
@@ -614,9 +635,9 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
       for (int i = 1; i < kt_end; ++i) {
         sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
-        v_ready<Sh>(smem, base, sV(stage(i - 1)), bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
+        v_ready<Sh>(smem, base, sV(stage(i - 1)), v_rows, bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
         qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
-        pv_issue<Sh>(o, pa, sV(stage(i - 1)));                                  // O += P_{i−1} V_{i−1} (group 2)
+        pv_issue<Sh>(o, pa, sV(stage(i - 1)), v_rows);                                  // O += P_{i−1} V_{i−1} (group 2)
         sm90::wgmma_wait<1>();                                                  // S_i has landed
         sm90::fence_operands(sc);
         if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
@@ -633,8 +654,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       }
       if (kt_end > 0) {
         const int last = kt_end - 1;
-        v_ready<Sh>(smem, base, sV(stage(last)), bar_v(stage(last)), parity(last), first_key(last), sk, tid);
-        pv_issue<Sh>(o, pa, sV(stage(last)));
+        v_ready<Sh>(smem, base, sV(stage(last)), v_rows, bar_v(stage(last)), parity(last), first_key(last), sk, tid);
+        pv_issue<Sh>(o, pa, sV(stage(last)), v_rows);
         sm90::wgmma_wait<0>();
         sm90::fence_operands(o);
         if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(last)));

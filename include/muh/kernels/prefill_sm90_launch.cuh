@@ -42,6 +42,21 @@ inline bool make_sm90_pages_map(CUtensorMap* map, const void* cache, DType dt, i
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
+// The same cache as the 5-D map (dims, slots, heads, pages, panels) with boxes of 64 dims ×
+// box_rows slots × 1 head × 1 page × D/64 panels: one TMA brings a box's rows of every panel, in
+// shared memory [panel][box_rows][128 B] (the box dims' order; the panels 128 bytes apart in
+// global memory). For V, whose descriptors read such row groups (prefill_sm90.cuh, v_row_offset).
+inline bool make_sm90_pages_panels_map(CUtensorMap* map, const void* cache, DType dt, int D, int heads, int page_size,
+                                       long long pages, int box_rows) {
+  if (pages < 1 || page_size % box_rows != 0) return false;
+  const cuuint64_t dims[5] = {64, cuuint64_t(page_size), cuuint64_t(heads), cuuint64_t(pages), cuuint64_t(D / 64)};
+  const cuuint64_t strides[4] = {cuuint64_t(heads) * D * 2, cuuint64_t(D) * 2, cuuint64_t(page_size) * heads * D * 2,
+                                 128};  // bytes, dims 1 .. 4
+  const cuuint32_t box[5] = {64, cuuint32_t(box_rows), 1, 1, cuuint32_t(D / 64)};
+  return encode_tma_map(map, cache, dt, 5, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
 // Rows of one paged K/V box: the largest that divides both the page and the key tile (pages are
 // multiples of 8 rows for 16-bit elements, prefill_check: so ≥ 8, whole swizzle groups).
 constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(page_size, block_n); }
@@ -69,6 +84,7 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
   // (q rows ≥ 2^31 cannot be addressed by the TMA's signed coordinates: check_prefill_call
   // bounds total_q and total_k by int already.)
   bool ok = make_sm90_rows_map(&maps.q, a.q, DT, D, a.num_q_heads, a.total_q, Sh::BM);
+  maps.v_rows = Sh::BN;
   if constexpr (Src == KVSource::contiguous) {
     maps.kv_box_rows = Sh::BN;
     ok = ok && make_sm90_rows_map(&maps.k, a.k, DT, D, a.num_kv_heads, a.total_k, Sh::BN) &&
@@ -77,11 +93,19 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
     maps.kv_box_rows = sm90_page_box_rows(kv.page_size, Sh::BN);
     if (maps.kv_box_rows % 8 != 0)
       return {StatusCode::invalid_argument, "prefill (sm90 agent): page_size must be a multiple of 8 (internal)"};
-    ok = ok &&
-         make_sm90_pages_map(&maps.k, kv.k_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
-                             maps.kv_box_rows) &&
-         make_sm90_pages_map(&maps.v, kv.v_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
-                             maps.kv_box_rows);
+    ok = ok && make_sm90_pages_map(&maps.k, kv.k_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                                   maps.kv_box_rows);
+    // V a box a TMA where a box is smaller than the tile and holds whole k16 steps (≥ 16 rows):
+    // at page 16, 8 TMAs a tile for V instead of 16 at hd 128 (the producer warps issue their
+    // lanes' TMAs one after another: prefill_sm90.cuh). Else (or should the driver refuse the
+    // 5-D map) a panel a TMA, as K.
+    if (maps.kv_box_rows >= 16 && maps.kv_box_rows < Sh::BN &&
+        make_sm90_pages_panels_map(&maps.v, kv.v_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                                   maps.kv_box_rows))
+      maps.v_rows = maps.kv_box_rows;
+    else
+      ok = ok && make_sm90_pages_map(&maps.v, kv.v_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                                     maps.kv_box_rows);
   }
   if (!ok) return {StatusCode::cuda_error, "prefill (sm90 agent): cuTensorMapEncodeTiled failed for q / k / v"};
   constexpr int smem = prefill_smem_bytes(Sh::kPolicy, DT, D);

@@ -145,4 +145,17 @@ __device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const void* map, 
 #endif
 }
 
+// One box of a 5-D tensor map at (c0, .., c4) (paged V with the panels as a box dim: dims, slot,
+// head, page, panel).
+__device__ __forceinline__ void tma_load_5d(std::uint32_t dst, const void* map, std::uint32_t bar, int c0, int c1,
+                                            int c2, int c3, int c4) {
+#if MUH_SM90A_PTX
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+#endif
+}
+
 }  // namespace muh::kernels::sm90
