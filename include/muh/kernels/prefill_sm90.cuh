@@ -41,8 +41,10 @@
 //               UTMALDG in a BRA.U.ANY loop over the active lanes): one warp issuing the 8 boxes
 //               of a page-16 tile (16 TMAs for K at hd 128) ran 0.82x the contiguous kernel on the
 //               serving cell 8 × (32k + 2048), four warps 0.97x; 0.97x → 1.10x without a prefix
-//               (H100, bench/results/2026-12-07-sm90-paged-probe). Boxes past the sequence's last
-//               page are not loaded (their rows are masked, and V's zeroed, as below).
+//               (H100, bench/results/2026-12-07-sm90-paged-probe). V's boxes of 16–64 rows come
+//               a box a TMA, all panels (a 5-D map; V tiles then in [box][panel][rows] row
+//               groups, v_row_offset): the 32k cell 0.97x → 0.98x. Boxes past the sequence's
+//               last page are not loaded (their rows are masked, and V's zeroed, as below).
 // V rows past the sequence are zeroed in shared memory before PV reads them, so that a NaN or
 // Inf there (another sequence's data, an unused slot of the last page) cannot reach O through
 // 0 · Inf. (The vLLM layout's 16-byte-interleaved K has no box that lands as wgmma reads K: those
