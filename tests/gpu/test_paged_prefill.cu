@@ -26,6 +26,7 @@
 #include "muh/dispatch.hpp"
 #include "muh/input_errors.hpp"
 #include "muh/instances.hpp"
+#include "muh/kernels/prefill_sm90_launch.cuh"
 #include "muh/tuning/policy_io.hpp"
 #include "muh/tuning/selectors.hpp"
 #include "paged_prefill_check.hpp"
@@ -305,6 +306,27 @@ TEST(PagedPrefillVsDecode, SingleTokenRowsMatchPagedDecode) {
       EXPECT_LE(diff, 2 * r.tol) << dtype_name(t) << " hd " << d << (l == KVLayout::nhd ? " nhd" : " vllm");
     }
   }
+}
+
+// ---- The sm90 agent's V map: a box a TMA, every panel ----------------------------------------------
+// Paged V with boxes of 16–64 rows is read through a 5-D map whose last dim is the 64-dim panel
+// (128 bytes apart, below the other dims' strides): should the driver refuse such a map the
+// launch falls back to a TMA a panel (prefill_sm90_launch.cuh), which the forced cases cannot
+// tell apart — this says which one runs. At the page sizes the forced cases take.
+TEST(PagedPrefillSm90Maps, VIsABoxATmaWhereBoxesHold16To64Rows) {
+  MUH_REQUIRE_GPU();
+  if (device_cc() < 90) GTEST_SKIP() << "tensor maps need sm_90 (device sm_" << device_cc() << ")";
+  void* cache = nullptr;
+  MUH_CUDA_CHECK(cudaMalloc(&cache, std::size_t(64) << 20));
+  for (const int d : {64, 128, 256})
+    for (const int page : {16, 32, 64, 528}) {
+      const int heads = 8, rows = kernels::sm90_page_box_rows(page, 64);
+      const long long pages = (std::size_t(64) << 20) / (std::size_t(page) * heads * d * 2);
+      CUtensorMap map;
+      EXPECT_TRUE(kernels::make_sm90_pages_panels_map(&map, cache, DType::bf16, d, heads, page, pages, rows))
+          << "hd " << d << ", page " << page << ": the driver refused the 5-D V map";
+    }
+  MUH_CUDA_CHECK(cudaFree(cache));
 }
 
 // ---- Bad tables with debug_checks: a clear Status and nothing written ----------------------------

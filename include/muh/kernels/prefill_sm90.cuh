@@ -5,7 +5,7 @@
 // after another (one a CTA, or as many as the persistent schedule gives it: Sm90Scheduler); three
 // or four warp groups:
 //   producer (warp group 0, its registers given up to 40 a thread, 56 beside three consumer
-//            groups): one thread (paged K/V: the four warps) issues every TMA load — per q tile its Q
+//            groups): one thread (paged K/V: all four warps) issues every TMA load — per q tile its Q
 //            into one of one or two Q buffers, and the key tiles' K and V into a ring of
 //            num_stages (K, V) buffer pairs that runs on across the CTA's q tiles. Each buffer
 //            has a "full" mbarrier (the TMA's transaction bytes) and a "free" one: K is free after
@@ -448,8 +448,8 @@ __device__ __forceinline__ Sm90Tile sm90_tile(const PrefillArgs& a, const Prefil
 template <class Getter, DType DT, int D, KVSource Src, bool kOverlap = Getter{}().overlap>
 __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm90PrefillMaps& maps,
                                                   const PrefillPagedKV& kv, const Sm90Scheduler& sched) {
-  constexpr int kIssuers = Sm90KvBoxes<Sm90PrefillShape<Getter, DT, D>, Src>::kIssuers;
   using Sh = Sm90PrefillShape<Getter, DT, D>;
+  constexpr int kIssuers = Sm90KvBoxes<Sh, Src>::kIssuers;
   constexpr int BN = Sh::BN, S = Sh::S, QB = Sh::kQBufs;
   extern __shared__ __align__(1024) unsigned char prefill_sm90_smem[];
   // The panels need 1024-byte alignment (the swizzle pattern repeats every 8 rows of 128 bytes).
@@ -507,7 +507,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
     for (int n = 0;; ++n) {
       // The next q tile with rows to compute, its sequence guarded (the input guard: cu_seqlens,
       // prefill_common.cuh; paged, seqused_k and its block-table row, prefill_kv.cuh — by the
-      // producer warp alone, the consumers busy with the tile before).
+      // producer warps alone, the consumers busy with the tile before).
       Sm90Tile t;
       for (; linear < sched.tiles; linear = sched.claim<kLoaders>(linear, claim_slots, claims)) {
         t = sm90_tile<Sh, kPaged>(a, kv, linear);
