@@ -12,7 +12,8 @@
 //   in_prefill = max( Σ_dec num_q_heads · 4 · block_m · block_n · head_dim · key_tiles(kv)
 //                       / (SMs · per-SM rate),
 //                     Σ_dec num_kv_heads · kv · 2 · head_dim · elem / bandwidth )   (elem: the cache's)
-//   as_decode  = DecodePlan::est_seconds + extra launches · kLaunchSeconds
+//   as_decode  = DecodePlan::est_seconds · share + extra launches · kLaunchSeconds
+//   (share 1, or for expanded short rows the part of the per-row stream they pay: below)
 //
 // and splits when as_decode < in_prefill. At the serving cell (63 decodes at 8k, 32 / 8
 // heads, hd 128, bf16, H200) the padded math is 63 · 32 · 4 · block_m · 128 · 8192 FLOPs — 1.08e12
@@ -42,7 +43,8 @@ constexpr double kLaunchSeconds = 3e-6;          // estimate: one more kernel la
 // Expanded short rows (one decode row per token, a sequence's rows adjacent): every row reads its
 // sequence's keys, but the repeats come mostly from L2. 64 sequences × 4 tokens at 8k ran 1.98×
 // one 64-row decode call on the H200 (bench/results/2026-12-07-causal-key-split) and 2.02–2.26×
-// on an H100 (../2026-12-07-sm90-paged-probe), not 4×: a repeat costs ~1/3 of a first read.
+// on an H100 (bench/results/2026-12-07-sm90-paged-probe), not 4×: a repeat costs ~1/3 of a first
+// read.
 // (Fitted at 4 tokens a sequence only.)
 constexpr double kRepeatReadShare = 1.0 / 3;
 
