@@ -49,7 +49,7 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
   if (plan.route == MixedRoute::single) return detail::prefill_unchecked(p, plan.prefill, nullptr, 0, opt);
 
   // ---- Split: both parts checked first, then the device ----------------------------------------
-  int* cu_part = plan.rebase ? reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) + plan.cu_offset) : nullptr;
+  int* cu_part = plan.rebase ? plan.rebased_cu(workspace) : nullptr;
   const DecodeParams dp = mixed_decode_part(p, plan, workspace);
   const PrefillParams pp = mixed_prefill_part(p, plan, cu_part);
   if (plan.has_decode()) MUH_TRY(detail::check_decode_call(dp));
@@ -71,7 +71,6 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
     MUH_TRY(kernels::launch_status("paged_attention: rebase launch"));
   }
   if (plan.expand()) {
-    unsigned char* ws = static_cast<unsigned char*>(workspace);
     kernels::MixedExpandArgs a;
     a.cu_seqlens_q = p.cu_seqlens_q;
     a.seqused_k = p.seqused_k;
@@ -83,8 +82,8 @@ Status paged_attention(const PrefillParams& p, const MixedPlan& plan, void* work
     a.max_q = kMixedShortRowMaxQ;
     a.max_seqlen_k = p.max_seqlen_k;
     a.causal = p.causal;
-    a.lens = reinterpret_cast<int*>(ws + plan.lens_offset);
-    a.table = reinterpret_cast<int*>(ws + plan.table_offset);
+    a.lens = plan.expanded_lens(workspace);
+    a.table = plan.expanded_table(workspace);
     a.input_errors = flags;
     const unsigned blocks = static_cast<unsigned>((plan.decode_tokens + kernels::kMixedExpandWarps - 1) /
                                                   kernels::kMixedExpandWarps);

@@ -119,9 +119,8 @@ DecodeParams mixed_decode_part(const PrefillParams& p, const MixedPlan& plan, vo
   d.seq_lens = p.seqused_k;
   d.num_seqs = plan.decode_tokens;  // = num_decodes, or (expanded) one decode row per token
   if (plan.expand()) {  // the rows' own lengths and block-table rows, written by the expand kernel
-    unsigned char* ws = static_cast<unsigned char*>(workspace);
-    d.seq_lens = ws ? reinterpret_cast<const int*>(ws + plan.lens_offset) : nullptr;
-    d.block_table = ws ? reinterpret_cast<const int*>(ws + plan.table_offset) : nullptr;
+    d.seq_lens = plan.expanded_lens(workspace);
+    d.block_table = plan.expanded_table(workspace);
   }
   d.num_q_heads = p.num_q_heads;
   d.num_kv_heads = p.num_kv_heads;
@@ -198,7 +197,7 @@ Status plan_mixed(const PrefillParams& p, const int* cq, const int* used, const 
       else in_lead = false;
       if (in_short && sq >= 1 && sq <= kMixedShortRowMaxQ) ++lead_short;
       else in_short = false;
-      if (!in_lead && !in_short && sq == 1 && b >= lead_short && r.first_late_decode < 0) r.first_late_decode = b;
+      if (!in_lead && !in_short && sq == 1 && r.first_late_decode < 0) r.first_late_decode = b;
     }
   }
   int nd = lead;

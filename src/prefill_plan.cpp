@@ -132,10 +132,11 @@ namespace {
 // The sm90 agent runs every q tile whole (no key split). A call of few q tiles over many keys —
 // context_attention_fwd's prefix part, or a causal chunk over its prefix in one call, at 4–6 q
 // heads: a 512-token chunk is 16–24 tiles on 132 SMs — then leaves most SMs idle, where the sm80
-// agent's tail split spreads the keys over all of them. In the cost model's units (one SM's time for a tile's keys on the sm80 agent): whole
-// tiles on the sm90 agent take ceil(N / S) · (block_m ratio) / kSm90Speed, the sm80 agent's split
-// est_rounds · (its CTAs an SM) — its rounds share an SM between that many CTAs. The cheaper one
-// is taken, and the selection records why sm_90a was passed over.
+// agent's tail split spreads the keys over all of them. In the cost model's units (one SM's time
+// for a tile's keys on the sm80 agent): whole tiles on the sm90 agent take ceil(N / S) · (block_m
+// ratio) / kSm90Speed, the sm80 agent's split est_rounds · (its CTAs an SM) — its rounds share an
+// SM between that many CTAs. The cheaper one is taken, and the selection records why sm_90a was
+// passed over.
 void prefer_key_split(const PrefillParams& p, const HardwareCapability& hw, const SelectOptions& so, int tail_chunk,
                       PrefillSelection* sel, PrefillSplit* split) {
   if (sel->policy.agent != Agent::sm90) return;

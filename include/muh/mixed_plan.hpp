@@ -135,6 +135,15 @@ struct MixedPlan {
   // Short rows among the decode part's, one decode row per token (above).
   bool expand() const { return decode_tokens != num_decodes; }
   bool has_prefill() const { return prefill.target >= 0; }  // single, or a split with prefill rows
+  // The workspace's arrays above, in a workspace ws of workspace_bytes (ws null: null).
+  int* rebased_cu(void* ws) const { return at(ws, cu_offset); }
+  int* expanded_lens(void* ws) const { return at(ws, lens_offset); }
+  int* expanded_table(void* ws) const { return at(ws, table_offset); }
+
+ private:
+  static int* at(void* ws, std::size_t offset) {
+    return ws ? reinterpret_cast<int*>(static_cast<unsigned char*>(ws) + offset) : nullptr;
+  }
 };
 
 // Plans the mixed call `p` (a paged PrefillParams: shapes only, pointers unread) on `hw`.
