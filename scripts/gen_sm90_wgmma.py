@@ -6,11 +6,13 @@ Every form is m64nNk16 with fp32 accumulators (N/2 registers per thread of the w
   ss  A and B from shared memory (descriptors), both K-major: S = Q Kᵀ.
   rs  A from registers (4 × 32-bit: the m16k16 fragment of each warp), B from shared memory
       N-major (imm-trans-b = 1): O += P V with V stored token-major, dims contiguous.
+  rk  A from registers as rs, B from shared memory K-major (imm-trans-b = 0): O += P V with V
+      stored dim-major, tokens contiguous (the vLLM layout's value pages).
 The operand lists are long (up to 128 accumulators), so they are generated rather than typed.
 Run: python3 scripts/gen_sm90_wgmma.py > include/muh/kernels/sm90_wgmma.inc
 """
 
-FORMS = [("ss", 64), ("ss", 128), ("rs", 64), ("rs", 128), ("rs", 256)]
+FORMS = [("ss", 64), ("ss", 128), ("rs", 64), ("rs", 128), ("rs", 256), ("rk", 64), ("rk", 128), ("rk", 256)]
 DTYPES = [("fp16", "f16"), ("bf16", "bf16")]
 
 
@@ -28,7 +30,7 @@ def form(kind, n, dt, ptx):
         b, sc = regs + 4, regs + 5
         ins = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)'
         sig = "const std::uint32_t (&a)[4], std::uint64_t b"
-        tail = "1, 1, 1"  # scale-a, scale-b, trans-b (N-major)
+        tail = "1, 1, 1" if kind == "rs" else "1, 1, 0"  # scale-a, scale-b, trans-b (1: N-major, 0: K-major)
     return f"""template <>
 __device__ __forceinline__ void wgmma_{kind}<DType::{dt}, {n}>(float (&d)[{regs}], {sig}, int accumulate) {{
 #if MUH_SM90A_PTX

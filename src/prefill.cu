@@ -187,7 +187,7 @@ Status check_plan(const PrefillParams& p, const PrefillPlan& plan) {
   if (plan.split.split() && (plan.split.tail_chunk < 1 || plan.workspace_bytes < plan.split.workspace_bytes))
     return invalid_argument(w + "the plan's split is inconsistent");
   if (plan.persistent.on() &&
-      (plan.split.split() || plan.policy.agent != Agent::sm90 || p.kv_source == KVSource::paged_vllm ||
+      (plan.split.split() || plan.policy.agent != Agent::sm90 ||
        plan.persistent.counter_offset % 16 != 0 || plan.workspace_bytes < plan.persistent.counter_offset + sizeof(int)))
     return invalid_argument(w + "the plan's persistent schedule is inconsistent");
   return Status::Ok();

@@ -183,7 +183,8 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   if (opt.tail_chunk < -1) return invalid_argument(w + "tail_chunk must be -1 (auto), 0 (off) or a key-tile count");
   if (hw.sm_count < 1) return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs");
 
-  const SelectOptions so{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain, p.kv.dtype};
+  SelectOptions so{opt.force_target, p.kv_source, variant_kind(p.variant) != VariantKind::plain, p.kv.dtype};
+  if (is_paged(p.kv_source)) so.page_size = p.page_size;
   PrefillSelection sel = choose_prefill(hw, p.dtype, p.head_dim, so);
   MUH_TRY(selection_status(sel, w, hw));
   PrefillSplit split = plan_prefill_split(p, sel.policy, hw, opt.tail_chunk);

@@ -22,7 +22,9 @@ std::string why_passed(const Passed& p) {
     case Pass::no_tensor_cores: return t + " agent needs the dtype's tensor cores, which the profile lacks";
     case Pass::kv_source:
       return t + " agent does not read " + (p.source == KVSource::paged_vllm ? "paged vLLM-layout" : "paged NHD") +
-             " K/V";
+             " K/V" + (p.source == KVSource::paged_vllm && p.page_size % 16 != 0
+                           ? " of " + std::to_string(p.page_size) + "-slot pages"
+                           : "");
     case Pass::variant: return t + " agent has no variant hooks (window, soft-cap, sinks, ALiBi)";
     case Pass::kv_dtype: return t + " agent does not read an fp8 KV cache (the sm80 and portable agents do)";
     case Pass::no_key_split:

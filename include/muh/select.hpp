@@ -72,6 +72,7 @@ struct Passed {
   int have_bytes = 0;  // Pass::smem: the profile's limit
   int tiles = 0;       // Pass::no_key_split: the call's q tiles on this row
   int slots = 0;       // Pass::no_key_split: CTAs this row runs at once
+  int page_size = 0;   // Pass::kv_source: the call's slots a page (paged)
 };
 
 // Why a selection has no row (target < 0).
@@ -89,6 +90,7 @@ struct SelectOptions {
   KVSource kv_source = KVSource::contiguous;  // prefill: where K/V come from (params.hpp)
   bool variant = false;  // prefill: the call has a variant (the general kind, muh/variant.hpp)
   KVDType kv_dtype = KVDType::same;  // prefill: the paged cache's element type (muh/kv_quant.hpp)
+  int page_size = 16;  // prefill, paged: slots a page (prefill_agent_reads_pages; vLLM's default)
 };
 
 template <class Policy>
@@ -180,6 +182,7 @@ constexpr Selection<Policy> choose(const HardwareCapability& hw, DType t, int he
   for (int i = 0; i < n; ++i) {
     const Policy p = row(cand[i]);
     Passed why{cand[i], Pass::smem, opt.kv_source, bytes(p), hw.smem_limit()};
+    why.page_size = opt.page_size;
     const bool reads_source = reads(p, &why.why);  // (sets why.why when it cannot)
     if (reads_source && agent_runs_on(p.agent, t, hw, &why.why) && why.need_bytes <= why.have_bytes) {
       s.policy = p;
@@ -201,7 +204,7 @@ constexpr PrefillSelection choose_prefill(const HardwareCapability& hw, DType t,
       hw, t, head_dim, opt, set, [t, head_dim](int target) { return prefill_policy(target, t, head_dim); },
       [t, head_dim](const PrefillPolicy& p) { return prefill_smem_bytes(p, t, head_dim); },
       [&opt](const PrefillPolicy& p, Pass* why) {
-        if (!prefill_agent_reads(p.agent, opt.kv_source)) return *why = Pass::kv_source, false;
+        if (!prefill_agent_reads_pages(p.agent, opt.kv_source, opt.page_size)) return *why = Pass::kv_source, false;
         if (opt.variant && !prefill_agent_has_variants(p.agent)) return *why = Pass::variant, false;
         if (!prefill_agent_reads_kv(p.agent, opt.kv_dtype)) return *why = Pass::kv_dtype, false;
         return true;

@@ -175,23 +175,37 @@ PrefillParams good_paged(KVLayout layout = KVLayout::nhd) {
   return cpu_test::paged_call(g_fake, layout, kCompiledInstances[0].dtype, kCompiledInstances[0].head_dim);
 }
 
-// On Hopper the sm90 agent reads paged NHD K/V (TMA boxes of pages); vLLM's layout walks on to the
-// sm80 agent's row of sm_90, the trace saying why.
-TEST(PagedPrefillSelection, NhdRunsTheHopperAgentAndTheVllmLayoutWalksOn) {
+// On Hopper the sm90 agent reads paged NHD K/V and vLLM's layout with pages of a multiple of 16
+// slots (TMA boxes of pages); vLLM pages of 8 walk on to the sm80 agent's row of sm_90, the trace
+// saying why.
+TEST(PagedPrefillSelection, HopperAgentReadsNhdAndVllmPagesOf16kAndPagesOf8WalkOn) {
   for (DType t : {DType::fp16, DType::bf16}) {
     const PrefillSelection nhd =
         choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_nhd}, kKnownTargets);
     EXPECT_EQ(nhd.target, kTargetSm90a);
     EXPECT_EQ(nhd.policy.agent, Agent::sm90);
     EXPECT_EQ(nhd.passed_count, 0);
-    const PrefillSelection vllm =
-        choose_prefill(presets::h200, t, 128, SelectOptions{-1, KVSource::paged_vllm}, kKnownTargets);
+    for (const int page : {16, 32, 528}) {
+      SelectOptions so{-1, KVSource::paged_vllm};
+      so.page_size = page;
+      const PrefillSelection vllm = choose_prefill(presets::h200, t, 128, so, kKnownTargets);
+      EXPECT_EQ(vllm.target, kTargetSm90a) << "page " << page;
+      EXPECT_EQ(vllm.policy.agent, Agent::sm90);
+      EXPECT_EQ(vllm.passed_count, 0);
+    }
+    SelectOptions so8{-1, KVSource::paged_vllm};
+    so8.page_size = 8;
+    const PrefillSelection vllm = choose_prefill(presets::h200, t, 128, so8, kKnownTargets);
     EXPECT_EQ(vllm.target, 90);
     EXPECT_EQ(vllm.policy.agent, Agent::sm80);
     ASSERT_EQ(vllm.passed_count, 1);
     EXPECT_EQ(vllm.passed[0].target, kTargetSm90a);
     EXPECT_EQ(vllm.passed[0].why, Pass::kv_source);
-    EXPECT_NE(describe(vllm).find("paged vLLM"), std::string::npos) << describe(vllm);
+    EXPECT_NE(describe(vllm).find("paged vLLM-layout K/V of 8-slot pages"), std::string::npos) << describe(vllm);
+    // NHD pages of 8 are the sm90 agent's (boxes of 8 rows).
+    SelectOptions nhd8{-1, KVSource::paged_nhd};
+    nhd8.page_size = 8;
+    EXPECT_EQ(choose_prefill(presets::h200, t, 128, nhd8, kKnownTargets).policy.agent, Agent::sm90);
     // hd 96 has no sm_90a row of its own: sm_90's, for either layout, with nothing passed.
     for (KVSource src : {KVSource::paged_nhd, KVSource::paged_vllm}) {
       const PrefillSelection s96 = choose_prefill(presets::h200, t, 96, SelectOptions{-1, src}, kKnownTargets);

@@ -276,8 +276,9 @@ TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
   ASSERT_TRUE(plan_prefill(many, presets::h200, PrefillPlanOptions{90, kPrefillTailAuto}, &t90).ok());
   EXPECT_EQ(t90.policy.agent, Agent::sm80);
   EXPECT_FALSE(t90.persistent.on());
-  // Paged NHD K/V: the same (the producer warp guards each tile's block-table row); the vLLM
-  // layout runs the sm80 agent (prefill_agent_reads), which has none.
+  // Paged K/V: the same (the producer warps guard each tile's block-table row), NHD and vLLM's
+  // layout with pages of 16; vLLM pages of 8 run the sm80 agent (prefill_agent_reads_pages), which
+  // has none.
   const PrefillParams paged =
       make_paged_prefill(many, KVLayout::nhd, nullptr, nullptr, nullptr, nullptr, 16, 1100, 64);
   PrefillPlan pp;
@@ -287,8 +288,13 @@ TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
   PrefillPlan pv;
   ASSERT_TRUE(plan_prefill(make_paged_prefill(many, KVLayout::vllm, nullptr, nullptr, nullptr, nullptr, 16, 1100, 64),
                            presets::h200, {}, &pv).ok());
-  EXPECT_EQ(pv.policy.agent, Agent::sm80);
-  EXPECT_FALSE(pv.persistent.on());
+  EXPECT_EQ(pv.target, sm90a ? kTargetSm90a : 90);
+  EXPECT_EQ(pv.persistent.ctas, sm90a ? 132 : 0);
+  PrefillPlan pv8;
+  ASSERT_TRUE(plan_prefill(make_paged_prefill(many, KVLayout::vllm, nullptr, nullptr, nullptr, nullptr, 8, 2200, 128),
+                           presets::h200, {}, &pv8).ok());
+  EXPECT_EQ(pv8.policy.agent, Agent::sm80);
+  EXPECT_FALSE(pv8.persistent.on());
 }
 
 // Brute force over the pieces every tail CTA walks, as the kernel walks them.

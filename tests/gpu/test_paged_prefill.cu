@@ -6,9 +6,10 @@
 //
 // One gtest case per (target, dtype, head_dim, layout, shape): targets from MUH_TARGETS, (dtype,
 // head_dim) from MUH_FOR_EACH_INSTANCE, both layouts, the shapes below at page sizes 16 and 528
-// (and 8, 32, 64 on one shape). A forced sm75- or sm90-agent target on the vLLM layout has no row:
-// the case checks that plan_prefill says so (and that the unforced selection runs a row that reads
-// it).
+// (and 8, 32, 64, 256 on two shapes). A forced target whose agent does not read the layout at the
+// case's page size has no row (the sm75 agent on the vLLM layout; the sm90 agent on vLLM pages of
+// 8 slots): the case checks that plan_prefill says so (and that the unforced selection runs a row
+// that reads it).
 // Then: chunked prefill of one sequence == one dense prefill of the whole sequence; q_len 1 rows
 // == the paged decode path; bad tables refused with debug_checks and nothing written.
 #include <gtest/gtest.h>
@@ -77,17 +78,18 @@ TEST_P(PagedPrefillForced, MatchesReference) {
   const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
   SCOPED_TRACE("policy: " + to_string(pol, prm.dtype, prm.head_dim));
   const KVSource src = paged_source(prm.layout);
+  const int page = cases()[prm.case_index].page_size;
   PrefillPlan plan;
   const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
-  if (!prefill_agent_reads(pol.agent, src)) {
-    // No row for this layout on this agent (the sm75 and sm90 agents on vLLM pages): a clear
-    // Status, and the unforced selection runs a row whose agent reads it.
+  if (!prefill_agent_reads_pages(pol.agent, src, page)) {
+    // No row for this layout on this agent (the sm75 agent on vLLM pages, the sm90 agent on vLLM
+    // pages of 8): a clear Status, and the unforced selection runs a row whose agent reads it.
     EXPECT_EQ(r.status.code(), StatusCode::unsupported) << r.status.message();
     EXPECT_NE(r.status.message().find(src == KVSource::paged_vllm ? "paged vLLM" : "paged NHD"), std::string::npos)
         << r.status.message();
     const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
     ASSERT_TRUE(walked.status.ok()) << walked.status.message();
-    EXPECT_TRUE(prefill_agent_reads(plan.policy.agent, src));
+    EXPECT_TRUE(prefill_agent_reads_pages(plan.policy.agent, src, page));
     EXPECT_TRUE(walked.pass) << walked.note;
     return;
   }
@@ -112,13 +114,14 @@ TEST_P(PagedPrefillForced, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillForced, ::testing::ValuesIn(all_params()),
                          [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
 
-// The sm90 agent's persistent schedule over paged NHD K/V, planned for 2 SMs: 2 CTAs walk every q
-// tile of the case, the producer warp guarding each tile's block-table row. Same checks.
+// The sm90 agent's persistent schedule over paged K/V (both layouts), planned for 2 SMs: 2 CTAs
+// walk every q tile of the case, the producer warps guarding each tile's block-table row. Same
+// checks.
 std::vector<Param> persistent_params() {
   std::vector<Param> v;
   for (const Param& p : all_params())
-    if (p.target == kTargetSm90a && p.layout == KVLayout::nhd &&
-        prefill_policy(p.target, p.dtype, p.head_dim).agent == Agent::sm90)
+    if (p.target == kTargetSm90a && prefill_policy(p.target, p.dtype, p.head_dim).agent == Agent::sm90 &&
+        prefill_agent_reads_pages(Agent::sm90, paged_source(p.layout), cases()[p.case_index].page_size))
       v.push_back(p);
   return v;
 }
@@ -161,7 +164,7 @@ std::vector<ChunkParam> chunk_params() {
   for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
     for (const auto& [t, d] : kCompiledInstances)
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
-        if (prefill_agent_reads(prefill_policy(compiled_targets::values[ti], t, d).agent, paged_source(l)))
+        if (prefill_agent_reads_pages(prefill_policy(compiled_targets::values[ti], t, d).agent, paged_source(l), 16))
           v.push_back({compiled_targets::values[ti], t, d, l});
   return v;
 }
@@ -325,6 +328,11 @@ TEST(PagedPrefillSm90Maps, VIsABoxATmaWhereBoxesHold16To64Rows) {
       CUtensorMap map;
       EXPECT_TRUE(kernels::make_sm90_pages_panels_map(&map, cache, DType::bf16, d, heads, page, pages, rows))
           << "hd " << d << ", page " << page << ": the driver refused the 5-D V map";
+      // The vLLM layout's maps (a box a TMA, one per key box and one per value box).
+      EXPECT_TRUE(kernels::make_sm90_vllm_keys_map(&map, cache, DType::bf16, d, heads, page, pages, rows))
+          << "hd " << d << ", page " << page << ": the driver refused the vLLM key map";
+      EXPECT_TRUE(kernels::make_sm90_vllm_values_map(&map, cache, DType::bf16, d, heads, page, pages, rows))
+          << "hd " << d << ", page " << page << ": the driver refused the vLLM value map";
     }
   MUH_CUDA_CHECK(cudaFree(cache));
 }

@@ -92,7 +92,7 @@ TEST_P(PagedPrefillFp8, MatchesReferenceOnTheDequantisedCache) {
   if (!prefill_agent_reads_kv(pol.agent, prm.kv)) {
     // Forced onto an agent that does not read fp8 codes: no row, a clear Status; the walk finds
     // a row that reads them (the sm80 agent's on sm_80 and newer, else the portable one's).
-    // (The sm90 agent on vLLM pages: the layout is the first reason the walk gives.)
+    // (The sm75 agent on vLLM pages: the layout is the first reason the walk gives.)
     EXPECT_FALSE(r.status.ok());
     const bool vllm_first = prm.layout == KVLayout::vllm && !prefill_agent_reads(pol.agent, KVSource::paged_vllm);
     EXPECT_NE(r.status.message().find(vllm_first ? "paged vLLM" : "fp8"), std::string::npos) << r.status.message();

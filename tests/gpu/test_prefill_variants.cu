@@ -207,16 +207,17 @@ TEST_P(PagedPrefillVariantForced, MatchesReference) {
   PrefillPlan plan;
   const check::PrefillResult r = check::run_paged_prefill_case(*pi, prm.target, &plan);
   const PrefillPolicy pol = prefill_policy(prm.target, prm.dtype, prm.head_dim);
-  const bool reads = prefill_agent_reads(pol.agent, paged_source(prm.layout));
+  const int page = paged_variant_cases()[prm.case_index].page_size;
+  const bool reads = prefill_agent_reads_pages(pol.agent, paged_source(prm.layout), page);
   if (!reads || !prefill_agent_has_variants(pol.agent)) {
-    // A forced row whose agent cannot read the layout (the sm75 and sm90 agents on vLLM pages) or
+    // A forced row whose agent cannot read the layout (the sm75 agent on vLLM pages) or
     // has no variant hooks (the sm90 agent): a clear Status, as for the plain kind
     // (test_paged_prefill.cu), and the unforced selection runs the variant on a row whose agent
     // reads the layout and has the hooks.
     EXPECT_EQ(r.status.code(), StatusCode::unsupported) << r.status.message();
     EXPECT_NE(r.status.message().find(reads ? "no variant hooks" : "paged"), std::string::npos) << r.status.message();
     const check::PrefillResult walked = check::run_paged_prefill_case(*pi, -1, &plan);
-    EXPECT_TRUE(prefill_agent_reads(plan.policy.agent, paged_source(prm.layout)));
+    EXPECT_TRUE(prefill_agent_reads_pages(plan.policy.agent, paged_source(prm.layout), page));
     EXPECT_TRUE(prefill_agent_has_variants(plan.policy.agent));
     EXPECT_EQ(plan.variant, VariantKind::general);
     expect_pass(walked, pi->in->naive_err, pi->in->max_ref);

@@ -26,9 +26,9 @@ template <DType DT, int D>
 Status launch_prefill_sm90(const PrefillArgs& a, const PrefillSchedule& sched, cudaStream_t stream);
 template <DType DT, int D>
 Status prefill_sm90_occupancy(int* ctas_per_sm);
-// Its launch over a paged NHD cache (the one paged layout it reads), defined with MUH_PAGED_PREFILL
-// by src/instances/prefill_sm90_paged_instance.cu.in.
-template <DType DT, int D>
+// Its launch over a paged cache in layout S (NHD, or vLLM's with pages of a multiple of 16 slots),
+// defined with MUH_PAGED_PREFILL by src/instances/prefill_sm90_paged_instance.cu.in.
+template <DType DT, int D, KVSource S>
 Status launch_prefill_sm90_paged(const PrefillArgs& a, const PrefillPagedKV& kv, const PrefillSchedule& sched,
                                  cudaStream_t stream);
 
@@ -188,10 +188,9 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
   } else if constexpr (!prefill_agent_reads_kv(K::policy.agent, KV)) {
     return {StatusCode::invalid_argument, "prefill: the plan's agent does not read an fp8 KV cache (internal)"};
   } else if constexpr (K::sm90) {
-    static_assert(S == KVSource::paged_nhd, "the sm90 agent reads paged NHD K/V only (prefill_agent_reads)");
     MUH_TRY(check_schedule<K>(t, sched));
     (void)device_cc;
-    return launch_prefill_sm90_paged<DT, D>(a, kv, sched, stream);
+    return launch_prefill_sm90_paged<DT, D, S>(a, kv, sched, stream);
   } else {
     MUH_TRY(check_schedule<K>(t, sched));
     a.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;

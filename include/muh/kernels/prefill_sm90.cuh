@@ -29,7 +29,7 @@
 //
 // The tiles' layout is the TMA's: Q [D/64 panels][block_m rows][128 B], K and V [D/64][block_n]
 // [128 B], each panel 1024-byte aligned (sm90_ptx.cuh says how wgmma reads them). The q map is
-// 3-D over (dims, heads, rows) of the whole q tensor. K/V come from one of two sources (KVSource):
+// 3-D over (dims, heads, rows) of the whole q tensor. K/V come from one of three sources (KVSource):
 //   contiguous  3-D maps over the whole k / v tensors, one box of block_n rows a key tile: a box
 //               that runs past its sequence reads the next sequence's rows (masked: their scores
 //               are −inf, their weights 0) or, past the tensor, zeros;
@@ -45,10 +45,16 @@
 //               a box a TMA, all panels (a 5-D map; V tiles then in [box][panel][rows] row
 //               groups, v_row_offset): the 32k cell 0.97x → 0.98x. Boxes past the sequence's
 //               last page are not loaded (their rows are masked, and V's zeroed, as below).
+//   paged vLLM  the seed's layout, key pages [heads][D/8][page][8], value pages [heads][D][page]
+//               (pages of a multiple of 16 slots: policy.hpp), boxes as paged NHD, each one TMA
+//               that lands it in a form wgmma reads as it is: a key box's 128-byte runs (8 keys ×
+//               8 dims) are the unswizzled core matrices of K-major K, [rows/8][D/8][128 B]; a
+//               value box's rows of 16 tokens (32 bytes) are K-major V under the 32-byte swizzle,
+//               [rows/16][D][32 B] — so PV multiplies V untransposed (wgmma_rk) where the other
+//               sources' V is N-major.
 // V rows past the sequence are zeroed in shared memory before PV reads them, so that a NaN or
 // Inf there (another sequence's data, an unused slot of the last page) cannot reach O through
-// 0 · Inf. (The vLLM layout's 16-byte-interleaved K has no box that lands as wgmma reads K: those
-// calls walk on to the sm80 agent, policy.hpp's prefill_agent_reads.)
+// 0 · Inf.
 //
 // The epilogue stages O / l through the warp group's own Q rows (its last QKᵀ has completed) and
 // writes whole 16-byte chunks of the rows inside the sequence; lse [num_q_heads, total_q] as the
@@ -116,10 +122,11 @@ struct Sm90PrefillShape {
 };
 
 // The three tensor maps of one launch (built on the host, prefill_sm90_launch.cuh), the rows of
-// one K/V box — block_n for contiguous K/V (3-D maps), gcd(page_size, block_n) for paged NHD K/V
-// (4-D maps over the cache) — and V's row groups in shared memory (v_row_offset): block_n, or the
-// box rows where V's map is 5-D with the panels as a box dim (paged, box rows ≥ 16: one TMA a box
-// for all its panels, where K takes one a panel).
+// one K/V box — block_n for contiguous K/V (3-D maps), gcd(page_size, block_n) for paged K/V
+// (4-D maps over the cache) — and, paged NHD, V's row groups in shared memory (v_row_offset):
+// block_n, or the box rows where V's map is 5-D with the panels as a box dim (box rows ≥ 16: one
+// TMA a box for all its panels, where K takes one a panel). (The vLLM layout's V tiles are
+// [rows/16][D][32 B] whatever the box: v_rows stays block_n.)
 struct Sm90PrefillMaps {
   CUtensorMap q, k, v;
   int kv_box_rows;
@@ -135,15 +142,20 @@ struct Sm90Rows {
   int col;  // column within each 8
 };
 
-// S = Q Kᵀ over the head dim, D/16 k16 steps, issued and committed (not waited for).
-template <class Sh>
+// S = Q Kᵀ over the head dim, D/16 k16 steps, issued and committed (not waited for). K in the
+// panel-major tile, or (the vLLM layout) unswizzled [BN/8][D/8][128 B]: a k16 step two core
+// matrices (+256 bytes), 8-key groups D · 16 bytes apart.
+template <class Sh, KVSource Src>
 __device__ __forceinline__ void qk_issue(float (&sc)[Sh::BN / 2], std::uint32_t q_rows, std::uint32_t k_tile) {
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < Sh::kPanels * 4; ++kk) {
     const std::uint32_t in_panel = (kk % 4) * 32;  // a k16 step within a 64-dim panel
-    sm90::wgmma_ss<Sh::kDType, Sh::BN>(sc, sm90::desc_k_major(q_rows + (kk / 4) * Sh::kQPanel + in_panel),
-                                       sm90::desc_k_major(k_tile + (kk / 4) * Sh::kKVPanel + in_panel), kk > 0);
+    const std::uint64_t k_desc = Src == KVSource::paged_vllm
+                                     ? sm90::desc_interleaved(k_tile + kk * 256, 128, Sh::kD * 16)
+                                     : sm90::desc_k_major(k_tile + (kk / 4) * Sh::kKVPanel + in_panel);
+    sm90::wgmma_ss<Sh::kDType, Sh::BN>(sc, sm90::desc_k_major(q_rows + (kk / 4) * Sh::kQPanel + in_panel), k_desc,
+                                       kk > 0);
   }
   sm90::wgmma_commit();
 }
@@ -160,15 +172,21 @@ __device__ __forceinline__ std::uint32_t v_row_offset(int r, int p, int v_rows) 
 
 // O += P V over the key tile, BN/16 k16 steps (16 key rows of 128 bytes each), issued and
 // committed. V's 64-column panels are v_rows · 128 bytes apart (the descriptor's leading offset).
-template <class Sh>
+// The vLLM layout's V is dim-major: [BN/16 steps][D rows][32 B], 16 tokens a row, swizzled by
+// 32 bytes; a step's D · 32 bytes are its K-major B operand.
+template <class Sh, KVSource Src>
 __device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint32_t (&pa)[Sh::BN / 16][4],
                                          std::uint32_t v_tile, int v_rows) {
   sm90::wgmma_fence();
   const std::uint32_t panel_bytes = static_cast<std::uint32_t>(v_rows) * 128;
 #pragma unroll
-  for (int kk = 0; kk < Sh::BN / 16; ++kk)
-    sm90::wgmma_rs<Sh::kDType, Sh::kD>(o, pa[kk], sm90::desc_mn_major(v_tile + v_row_offset<Sh>(16 * kk, 0, v_rows),
-                                                                      panel_bytes), 1);
+  for (int kk = 0; kk < Sh::BN / 16; ++kk) {
+    if constexpr (Src == KVSource::paged_vllm)
+      sm90::wgmma_rk<Sh::kDType, Sh::kD>(o, pa[kk], sm90::desc_sw32_k_major(v_tile + kk * Sh::kD * 32), 1);
+    else
+      sm90::wgmma_rs<Sh::kDType, Sh::kD>(o, pa[kk], sm90::desc_mn_major(v_tile + v_row_offset<Sh>(16 * kk, 0, v_rows),
+                                                                        panel_bytes), 1);
+  }
   sm90::wgmma_commit();
 }
 
@@ -176,18 +194,36 @@ __device__ __forceinline__ void pv_issue(float (&o)[Sh::kD / 2], const std::uint
 // visited) zeroes the rows past it first — both consumer groups together, made visible to wgmma's
 // async reads before either multiplies — so that 0 · Inf from another sequence's rows cannot
 // reach O.
-template <class Sh>
+template <class Sh, KVSource Src>
 __device__ __forceinline__ void v_ready(unsigned char* smem, std::uint32_t base, std::uint32_t v_tile, int v_rows,
                                         std::uint32_t bar, std::uint32_t parity, int n0, int sk, int tid) {
   sm80::mbarrier_wait_parity(bar, parity);
   if (n0 + Sh::BN > sk) {
     const int first = sk - n0 > 0 ? sk - n0 : 0;
     unsigned char* v = smem + (v_tile - base);
-    const int chunks = (Sh::BN - first) * Sh::kPanels * 8;  // 16-byte chunks of the rows [first, BN)
-    for (int x = tid - 128; x < chunks; x += 128 * Sh::kConsumers) {
-      const int p = x / ((Sh::BN - first) * 8), rest = x % ((Sh::BN - first) * 8);
-      *reinterpret_cast<uint4*>(v + v_row_offset<Sh>(first + rest / 8, p, v_rows) + (rest % 8) * 16) =
-          make_uint4(0, 0, 0, 0);
+    if constexpr (Src == KVSource::paged_vllm) {
+      // Tokens run along V's rows here: the 16-byte chunks (8 tokens) of the steps from first's,
+      // whole where past first, element by element where first falls inside.
+      const int s0 = first / 16;
+      const int chunks = (Sh::BN / 16 - s0) * Sh::kD * 2;
+      for (int x = tid - 128; x < chunks; x += 128 * Sh::kConsumers) {
+        const int s = s0 + x / (Sh::kD * 2), c = (x / 2) % Sh::kD, h = x % 2;
+        const int t0 = 16 * s + 8 * h;  // the chunk's first token
+        if (t0 + 8 <= first) continue;
+        unsigned char* chunk = v + s * Sh::kD * 32 + c * 32 + ((h ^ ((c >> 2) & 1)) * 16);
+        if (t0 >= first) {
+          *reinterpret_cast<uint4*>(chunk) = make_uint4(0, 0, 0, 0);
+        } else {
+          for (int e = first - t0; e < 8; ++e) reinterpret_cast<unsigned short*>(chunk)[e] = 0;
+        }
+      }
+    } else {
+      const int chunks = (Sh::BN - first) * Sh::kPanels * 8;  // 16-byte chunks of the rows [first, BN)
+      for (int x = tid - 128; x < chunks; x += 128 * Sh::kConsumers) {
+        const int p = x / ((Sh::BN - first) * 8), rest = x % ((Sh::BN - first) * 8);
+        *reinterpret_cast<uint4*>(v + v_row_offset<Sh>(first + rest / 8, p, v_rows) + (rest % 8) * 16) =
+            make_uint4(0, 0, 0, 0);
+      }
     }
     sm90::fence_proxy_async();
     sm80::named_barrier_sync(1, 128 * Sh::kConsumers);
@@ -296,9 +332,9 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&pa)[BN / 16][4], const fl
 
 // ---- The producer's K/V boxes ------------------------------------------------------------------
 // Where one lane of a producer warp finds its box of a key tile: contiguous K/V, lane 0 the
-// whole tile (row of the 3-D map); paged NHD, lane j of every warp box j (box_rows keys from key
-// kt·BN + j·box_rows: a slot and a page of the 4-D map; page −1 past the sequence's pages, not
-// loaded), which warp j % kIssuers issues.
+// whole tile (row of the 3-D map); paged, lane j of every warp box j (box_rows keys from key
+// kt·BN + j·box_rows: a slot and a page; page −1 past the sequence's pages, not loaded), which
+// warp j % kIssuers issues.
 struct Sm90Box {
   int row;   // contiguous: the map's row; paged: the slot within the page
   int page;  // paged: the page (−1: not loaded)
@@ -310,8 +346,10 @@ struct Sm90KvBoxes {
   static constexpr int kIssuers = kPaged ? 4 : 1;  // the producer warps issuing boxes
   int lane, warp, kvh, k_off;
   int box_rows, boxes;         // rows of a box; boxes of a key tile (1 for contiguous K/V)
+  bool v_panels_in_box;        // paged NHD: V's map is 5-D (a TMA a box, all panels)
   const int* blocks = nullptr;  // paged: the sequence's block-table row
   int used_pages = 0;          // paged: pages holding its keys
+  int heads = 0;               // paged vLLM: the cache's kv heads (the maps' last dim: page · heads + kvh)
   FastDiv page;
 
   __device__ __forceinline__ Sm90KvBoxes(const Sm90PrefillMaps& maps, const PrefillPagedKV& kv, int b, int kvh_,
@@ -321,10 +359,12 @@ struct Sm90KvBoxes {
         kvh(kvh_),
         k_off(k_off_),
         box_rows(maps.kv_box_rows),
-        boxes(Sh::BN / maps.kv_box_rows) {
+        boxes(Sh::BN / maps.kv_box_rows),
+        v_panels_in_box(maps.v_rows != Sh::BN) {
     if constexpr (kPaged) {
       blocks = kv.block_table + static_cast<long long>(b) * kv.max_blocks_per_seq;
       used_pages = (sk + kv.page_size - 1) / kv.page_size;
+      heads = kv.num_kv_heads;
       page = kv.page_div;
     }
   }
@@ -341,12 +381,14 @@ struct Sm90KvBoxes {
     }
   }
 
-  // The boxes of one key tile into the stage buffer at dst, completing on bar: lane 0 arms the
-  // barrier with the bytes of every box loaded (paged: of its warp's boxes; the barrier expects
-  // one arrival a warp), then each lane issues its own: a TMA a panel into the panel-major tile,
-  // or (panels_in_box: V's 5-D map) one into its box's row group.
+  // The boxes of one key tile (its K, or its V: value) into the stage buffer at dst, completing on
+  // bar: lane 0 arms the barrier with the bytes of every box loaded (paged: of its warp's boxes;
+  // the barrier expects one arrival a warp), then each lane issues its own. Paged NHD: a TMA a
+  // panel into the panel-major tile, or (V's 5-D map) one into its box's row group. vLLM layout:
+  // one for the whole box, K over (64, D/8, slots/8, pages · heads) from slot/8, V over (16, D,
+  // slots/16, pages · heads) from slot/16 (prefill_sm90_launch.cuh's maps).
   __device__ __forceinline__ void load(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, Sm90Box box,
-                                       bool panels_in_box = false) const {
+                                       bool value) const {
     if constexpr (!kPaged) {
       if (lane == 0) {
         sm90::mbar_arrive_expect_tx(bar, Sh::kKVBytes);
@@ -358,7 +400,11 @@ struct Sm90KvBoxes {
       const unsigned loaded = __ballot_sync(0xffffffffu, mine);
       if (lane == 0) sm90::mbar_arrive_expect_tx(bar, __popc(loaded) * box_rows * 128 * Sh::kPanels);
       __syncwarp();
-      if (mine && panels_in_box) {
+      if constexpr (Src == KVSource::paged_vllm) {
+        if (mine)
+          sm90::tma_load_4d(dst + static_cast<std::uint32_t>(lane * box_rows * 128 * Sh::kPanels), map, bar, 0, 0,
+                            box.row / (value ? 16 : 8), box.page * heads + kvh);
+      } else if (mine && value && v_panels_in_box) {
         sm90::tma_load_5d(dst + static_cast<std::uint32_t>(lane * box_rows * 128 * Sh::kPanels), map, bar, 0,
                           box.row, kvh, box.page, 0);
       } else if (mine) {
@@ -533,9 +579,9 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         if (i + 1 < kt_end) box = boxes.locate(kt_end - 2 - i);
         const std::uint32_t freed = (((g + i) / S) - 1) & 1;  // the phase that key tile g + i − S completed
         if (g + i >= S) sm80::mbarrier_wait_parity(bar_k_free(s), freed);
-        boxes.load(sK(s), &maps.k, bar_k(s), here);
+        boxes.load(sK(s), &maps.k, bar_k(s), here, false);
         if (g + i >= S) sm80::mbarrier_wait_parity(bar_v_free(s), freed);
-        boxes.load(sV(s), &maps.v, bar_v(s), here, kPaged && maps.v_rows != BN);
+        boxes.load(sV(s), &maps.v, bar_v(s), here, true);
       };
       // Q goes first where its buffer is free already: the CTA's first tile, and with two Q
       // buffers every tile (the epilogue that frees one is that of two tiles back). With one Q
@@ -607,7 +653,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       // overlap each other (one's softmax beside the other's GEMMs, as the schedulers interleave).
       for (int i = 0; i < kt_end; ++i) {
         sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
-        qk_issue<Sh>(sc, q_rows, sK(stage(i)));
+        qk_issue<Sh, Src>(sc, q_rows, sK(stage(i)));
         sm90::wgmma_wait<0>();
         sm90::fence_operands(sc);
         if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));
@@ -615,8 +661,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
         const Sm90Rescale f = softmax_step<BN>(sc, row_m, row_l, units);
         rescale_o<D>(o, f);
         pack_p<DT, BN>(pa, sc);
-        v_ready<Sh>(smem, base, sV(stage(i)), v_rows, bar_v(stage(i)), parity(i), first_key(i), sk, tid);
-        pv_issue<Sh>(o, pa, sV(stage(i)), v_rows);
+        v_ready<Sh, Src>(smem, base, sV(stage(i)), v_rows, bar_v(stage(i)), parity(i), first_key(i), sk, tid);
+        pv_issue<Sh, Src>(o, pa, sV(stage(i)), v_rows);
         sm90::wgmma_wait<0>();
         sm90::fence_operands(o);
         if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(i)));
@@ -625,7 +671,7 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       if (kt_end > 0) {
         // Tile 0: S = Q Kᵀ, then its softmax (O is still zero: nothing to rescale).
         sm80::mbarrier_wait_parity(bar_k(stage(0)), parity(0));
-        qk_issue<Sh>(sc, q_rows, sK(stage(0)));
+        qk_issue<Sh, Src>(sc, q_rows, sK(stage(0)));
         sm90::wgmma_wait<0>();
         sm90::fence_operands(sc);
         if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(0)));
@@ -637,9 +683,9 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       // (FlashAttention-3's intra-warpgroup overlap): S_i and P_{i−1} are both in registers.
       for (int i = 1; i < kt_end; ++i) {
         sm80::mbarrier_wait_parity(bar_k(stage(i)), parity(i));
-        v_ready<Sh>(smem, base, sV(stage(i - 1)), v_rows, bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
-        qk_issue<Sh>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
-        pv_issue<Sh>(o, pa, sV(stage(i - 1)), v_rows);                                  // O += P_{i−1} V_{i−1} (group 2)
+        v_ready<Sh, Src>(smem, base, sV(stage(i - 1)), v_rows, bar_v(stage(i - 1)), parity(i - 1), first_key(i - 1), sk, tid);
+        qk_issue<Sh, Src>(sc, q_rows, sK(stage(i)));                                 // S_i = Q K_iᵀ      (group 1)
+        pv_issue<Sh, Src>(o, pa, sV(stage(i - 1)), v_rows);                                  // O += P_{i−1} V_{i−1} (group 2)
         sm90::wgmma_wait<1>();                                                  // S_i has landed
         sm90::fence_operands(sc);
         if (lane == 0) sm80::mbarrier_arrive(bar_k_free(stage(i)));                // this warp is done with K_i
@@ -656,8 +702,8 @@ __device__ __forceinline__ void prefill_sm90_body(const PrefillArgs& a, const Sm
       }
       if (kt_end > 0) {
         const int last = kt_end - 1;
-        v_ready<Sh>(smem, base, sV(stage(last)), v_rows, bar_v(stage(last)), parity(last), first_key(last), sk, tid);
-        pv_issue<Sh>(o, pa, sV(stage(last)), v_rows);
+        v_ready<Sh, Src>(smem, base, sV(stage(last)), v_rows, bar_v(stage(last)), parity(last), first_key(last), sk, tid);
+        pv_issue<Sh, Src>(o, pa, sV(stage(last)), v_rows);
         sm90::wgmma_wait<0>();
         sm90::fence_operands(o);
         if (lane == 0) sm80::mbarrier_arrive(bar_v_free(stage(last)));

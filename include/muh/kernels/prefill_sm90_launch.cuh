@@ -57,19 +57,45 @@ inline bool make_sm90_pages_panels_map(CUtensorMap* map, const void* cache, DTyp
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
+// vLLM's key cache [pages, heads, D/8, page_size, 8] as the 4-D map (64, D/8, page_size/8,
+// pages · heads): dim 0 the 128 contiguous bytes of 8 slots × 8 dims, then the dim groups, then
+// the 8-slot groups, each box_rows slots of one (page, head) landing unswizzled as
+// [box_rows/8][D/8][128 B] — the core matrices of K-major K (prefill_sm90.cuh's qk_issue).
+inline bool make_sm90_vllm_keys_map(CUtensorMap* map, const void* cache, DType dt, int D, int heads, int page_size,
+                                    long long pages, int box_rows) {
+  if (pages < 1 || page_size % box_rows != 0 || box_rows % 8 != 0) return false;
+  const cuuint64_t dims[4] = {64, cuuint64_t(D / 8), cuuint64_t(page_size / 8), cuuint64_t(pages) * heads};
+  const cuuint64_t strides[3] = {cuuint64_t(page_size) * 16, 128, cuuint64_t(page_size) * D * 2};  // bytes, dims 1 .. 3
+  const cuuint32_t box[4] = {64, cuuint32_t(D / 8), cuuint32_t(box_rows / 8), 1};
+  return encode_tma_map(map, cache, dt, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+// vLLM's value cache [pages, heads, D, page_size] as the 4-D map (16, D, page_size/16, pages ·
+// heads): rows of 16 slots (32 bytes) of one dim, box_rows slots landing as [box_rows/16][D][32 B]
+// under the 32-byte swizzle — K-major V, a k16 step a row group (pv_issue).
+inline bool make_sm90_vllm_values_map(CUtensorMap* map, const void* cache, DType dt, int D, int heads,
+                                      int page_size, long long pages, int box_rows) {
+  if (pages < 1 || page_size % box_rows != 0 || box_rows % 16 != 0) return false;
+  const cuuint64_t dims[4] = {16, cuuint64_t(D), cuuint64_t(page_size / 16), cuuint64_t(pages) * heads};
+  const cuuint64_t strides[3] = {cuuint64_t(page_size) * 2, 32, cuuint64_t(page_size) * D * 2};  // bytes, dims 1 .. 3
+  const cuuint32_t box[4] = {16, cuuint32_t(D), cuuint32_t(box_rows / 16), 1};
+  return encode_tma_map(map, cache, dt, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_32B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
 // Rows of one paged K/V box: the largest that divides both the page and the key tile (pages are
 // multiples of 8 rows for 16-bit elements, prefill_check: so ≥ 8, whole swizzle groups).
 constexpr int sm90_page_box_rows(int page_size, int block_n) { return std::gcd(page_size, block_n); }
 
 // Launches the sm90 agent with the policy of Getter over `a` (validated by src/prefill.cu), K/V
-// from source Src (contiguous: a.k, a.v; paged NHD: kv), whole q tiles only: one CTA per q tile,
+// from source Src (contiguous: a.k, a.v; paged: kv), whole q tiles only: one CTA per q tile,
 // or with a persistent schedule min(tiles, sched.ctas) CTAs taking the tiles in turn from
 // sched.counter, which is zeroed on the stream first.
 template <class Getter, DType DT, int D, KVSource Src>
 Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, PrefillSchedule sched,
                                   cudaStream_t stream) {
   using Sh = Sm90PrefillShape<Getter, DT, D>;
-  static_assert(Src != KVSource::paged_vllm, "the sm90 agent reads contiguous and paged NHD K/V (prefill_agent_reads)");
   a.num_m_blocks = (a.max_seqlen_q + Sh::BM - 1) / Sh::BM;
   const long long tiles = prefill_grid_size(a);
   if (tiles == 0) return Status::Ok();
@@ -89,6 +115,15 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
     maps.kv_box_rows = Sh::BN;
     ok = ok && make_sm90_rows_map(&maps.k, a.k, DT, D, a.num_kv_heads, a.total_k, Sh::BN) &&
          make_sm90_rows_map(&maps.v, a.v, DT, D, a.num_kv_heads, a.total_k, Sh::BN);
+  } else if constexpr (Src == KVSource::paged_vllm) {
+    maps.kv_box_rows = sm90_page_box_rows(kv.page_size, Sh::BN);
+    if (!prefill_agent_reads_pages(Agent::sm90, Src, kv.page_size))
+      return {StatusCode::invalid_argument, "prefill (sm90 agent): vLLM-layout pages must hold a multiple of 16 slots (internal)"};
+    ok = ok &&
+         make_sm90_vllm_keys_map(&maps.k, kv.k_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                                 maps.kv_box_rows) &&
+         make_sm90_vllm_values_map(&maps.v, kv.v_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
+                                   maps.kv_box_rows);
   } else {
     maps.kv_box_rows = sm90_page_box_rows(kv.page_size, Sh::BN);
     if (maps.kv_box_rows % 8 != 0)

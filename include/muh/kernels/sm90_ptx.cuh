@@ -48,6 +48,28 @@ __device__ __forceinline__ std::uint64_t desc_mn_major(std::uint32_t smem_addr, 
   return desc_sw128(smem_addr, panel_bytes, 1024);
 }
 
+// The vLLM layout's pages (prefill_sm90.cuh, KVSource::paged_vllm) land in two other K-major forms:
+//   unswizzled  core matrices of 8 rows × 16 bytes, each 128 contiguous bytes: the leading offset
+//               is the distance between core matrices adjacent in K, the stride offset between
+//               8-row groups (PTX ISA, "Strides") — the keys, [rows/8][D/8][128 B];
+//   32-byte     rows of 32 bytes (k16: one step a row), 16-byte chunk c of row r stored at chunk
+//               c ^ ((r / 4) % 2), 8-row groups 256 bytes apart, each 256-byte aligned — the
+//               values, [D rows][16 tokens], a k16 step of 16 tokens each.
+__device__ __forceinline__ std::uint64_t desc_interleaved(std::uint32_t smem_addr, std::uint32_t leading_bytes,
+                                                          std::uint32_t stride_bytes) {
+  std::uint64_t d = (smem_addr & 0x3FFFFu) >> 4;
+  d |= static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFFu) << 16;
+  d |= static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFFu) << 32;
+  return d;  // layout type 0: no swizzle
+}
+__device__ __forceinline__ std::uint64_t desc_sw32_k_major(std::uint32_t smem_addr) {
+  std::uint64_t d = (smem_addr & 0x3FFFFu) >> 4;
+  d |= 1ull << 16;                                 // leading offset: unused (K fits one swizzle row)
+  d |= static_cast<std::uint64_t>(256 >> 4) << 32;  // 8 rows of 32 bytes
+  d |= 3ull << 62;                                 // 32-byte swizzle
+  return d;
+}
+
 // ---- wgmma ------------------------------------------------------------------------------------
 // d[N/2] += A · B (accumulate = 0: d = A · B); m64nNk16, fp32 accumulators in the layout of
 // mma.sync's C fragment per 8 columns: warp w of the group holds rows 16w + lane/4 (d[4j], d[4j+1])
@@ -58,6 +80,10 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t a, std
 // columns 2(lane%4) and +8): exactly what packing the S accumulators two columns at a time gives.
 template <DType T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t b,
+                                         int accumulate);
+// The same with B K-major (imm-trans-b = 0): V stored dim-major, its tokens contiguous.
+template <DType T, int N>
+__device__ __forceinline__ void wgmma_rk(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t b,
                                          int accumulate);
 
 #include "muh/kernels/sm90_wgmma.inc"

@@ -26,12 +26,16 @@ enum class Agent : unsigned char {
 // three (the vLLM layout's token-minor value pages through a transposing copy); the sm75 agent
 // reads contiguous and paged NHD K/V — its register stage has no transposing variant yet, so the
 // selection (select.hpp) walks a paged-vLLM call on past its rows.
-// The sm90 agent reads contiguous and paged NHD K/V (TMA boxes of whole pages or parts of one); the
-// vLLM layout's 16-byte-interleaved key pages have no box that lands as wgmma reads K, so such a
-// call walks on to the sm80 agent's row of sm_90.
+// The sm90 agent reads all three, by TMA boxes of whole pages or parts of one; the vLLM layout's
+// boxes land in forms wgmma reads as they are (prefill_sm90.cuh), its value boxes as rows of 16
+// slots — so pages of a multiple of 16 slots only (prefill_agent_reads_pages): a vLLM call with
+// pages of 8 walks on to the sm80 agent's row of sm_90.
 constexpr bool prefill_agent_reads(Agent agent, KVSource s) {
-  if (agent == Agent::sm90) return s != KVSource::paged_vllm;
-  return agent == Agent::portable || agent == Agent::sm80 || s != KVSource::paged_vllm;
+  return agent != Agent::sm75 || s != KVSource::paged_vllm;
+}
+// ... at this page size (slots a page; any for contiguous K/V).
+constexpr bool prefill_agent_reads_pages(Agent agent, KVSource s, int page_size) {
+  return prefill_agent_reads(agent, s) && (agent != Agent::sm90 || s != KVSource::paged_vllm || page_size % 16 == 0);
 }
 // Whether the agent has the general variant kind's hooks (muh/variant.hpp): all but sm90, whose
 // calls with a variant walk on to the sm80 agent's row of sm_90.
