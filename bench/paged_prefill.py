@@ -23,6 +23,11 @@ separate prefill and decode calls; needs --lib <build>/libmuh.so).
 --flashinfer adds FlashInfer's BatchPrefillWithPagedKVCacheWrapper on the same NHD cache and block
 table (bench/flashinfer_peer.py; backends from --fi-backends), timed interleaved with muh's calls:
 columns fi_<backend>_us and nhd_over_fi_<backend> (= FlashInfer time / muh NHD time; target >= 1.0).
+
+--ncu NAME:PREFIX:CHUNK (e.g. seed:8192:512, with the hq 4 seed cell) times nothing: each arm of
+that cell runs twice, then once between cudaProfilerStart/Stop, named on stdout — for
+  ncu --profile-from-start off --metrics gpu__time_duration.sum python3 bench/paged_prefill.py --ncu ...
+which lists every kernel an arm launches (context_attention_fwd's three parts) with its time.
 """
 import argparse
 import csv
@@ -121,7 +126,25 @@ def main():
     ap.add_argument("--lib", default=os.environ.get("MUH_LIB", ""), help="libmuh.so for --mixed (C ABI)")
     ap.add_argument("--flashinfer", action="store_true", help="add FlashInfer's paged prefill (flashinfer_peer.py)")
     ap.add_argument("--fi-backends", default="fa2,fa3", help="FlashInfer backends for --flashinfer")
+    ap.add_argument("--ncu", default="", metavar="NAME:PREFIX:CHUNK", help="one cell's arms once each, for ncu")
     args = ap.parse_args()
+    if args.ncu:
+        name, prefix, chunk = args.ncu.split(":")
+        pick = [c for c in SEED_CELLS + SERVING_CELLS
+                if c["name"] == name and c["prefix"] == int(prefix) and c["chunk"] == int(chunk) and c["hq"] in (4, 32)]
+        if not pick:
+            sys.exit(f"--ncu {args.ncu}: no such cell")
+        t = make_cell(pick[0], torch.Generator(device="cuda").manual_seed(0))
+        for arm, f in runners(pick[0], t)[0].items():
+            f()
+            f()
+            torch.cuda.synchronize()
+            print("arm", arm, flush=True)
+            torch.cuda.profiler.start()
+            f()
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+        return
     if args.iters < 30:
         sys.exit("--iters must be >= 30")
     os.makedirs(args.out, exist_ok=True)

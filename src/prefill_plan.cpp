@@ -37,10 +37,19 @@ namespace {
 constexpr double kPieceCost = 1.5;   // key tiles: Q load + fp32 partial write of one piece
 constexpr double kMergeCost = 4.0;   // key tiles: the merge launch and its reads
 constexpr double kMinGain = 1.0;     // key tiles the split must save
-// The sm90 agent's speed over the sm80 agent's per SM, at the same keys: 1.54-1.93x at 4k-16k
-// at hd 128/256, 1.43-1.68 at hd 64 (H100, bench/results/h100-2026-12-06-sm90-prefill, call 10);
-// about the lowest, so that a call the sm90 agent nearly fills stays on it.
-constexpr double kSm90Speed = 1.5;
+// The sm90 agent's speed over the sm80 agent's per SM, at the same keys, where the choice is
+// made: few q tiles over long keys. At hd 256 2.2x: fitted to the four cells of
+// bench/results/2026-12-07-ncu-prefill (prefix_part_ab.py, H100, fp16, 4 q / 1 kv head, 16 and 64
+// q tiles over 8k and 32k keys, non-causal), the sm80 split against every q tile whole on the
+// Hopper agent — the model then predicts each measured ratio within 10 % (1.5 had the 64-tile
+// cells split, 1.12–1.17x slower than whole). Elsewhere 1.5, about the lowest of 1.54-1.93x at
+// 4k-16k, hd 128/256 and 1.43-1.68 at hd 64 on the whole GPU (h100-2026-12-06-sm90-prefill, call
+// 10), not measured in this regime.
+double sm90_speed(int head_dim) { return head_dim == 256 ? 2.2 : 1.5; }
+// The sm80 agent on vLLM pages against NHD pages, the same keys: 1.36–1.39x (its value copies,
+// prefill_sm80_tile.cuh: hd 256 fp16 and hd 128 bf16, the same file's prefix_part_ab and ncu
+// timelines) — a cost the sm90 agent, whose vLLM boxes land as wgmma reads them, does not pay.
+constexpr double kSm80VllmCost = 1.37;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
@@ -134,8 +143,8 @@ namespace {
 // heads: a 512-token chunk is 16–24 tiles on 132 SMs — then leaves most SMs idle, where the sm80
 // agent's tail split spreads the keys over all of them. In the cost model's units (one SM's time
 // for a tile's keys on the sm80 agent): whole tiles on the sm90 agent take ceil(N / S) · (block_m
-// ratio) / kSm90Speed, the sm80 agent's split est_rounds · (its CTAs an SM) — its rounds share an
-// SM between that many CTAs. The cheaper one is taken, and the selection records why sm_90a was
+// ratio) / sm90_speed, the sm80 agent's split est_rounds · (its CTAs an SM) — its rounds share an
+// SM between that many CTAs — · kSm80VllmCost on vLLM pages. The cheaper one is taken, and the selection records why sm_90a was
 // passed over.
 void prefer_key_split(const PrefillParams& p, const HardwareCapability& hw, const SelectOptions& so, int tail_chunk,
                       PrefillSelection* sel, PrefillSplit* split) {
@@ -149,8 +158,9 @@ void prefer_key_split(const PrefillParams& p, const HardwareCapability& hw, cons
   const PrefillSplit alt_split = plan_prefill_split(p, alt.policy, hw, tail_chunk);
   if (!alt_split.split() || split->slots < 1) return;
   const double whole = std::ceil(static_cast<double>(split->tiles) / split->slots) * sel->policy.block_m /
-                       alt.policy.block_m / kSm90Speed;
-  const double spread = alt_split.est_rounds * prefill_ctas_per_sm(alt.policy, p.dtype, p.head_dim, hw);
+                       alt.policy.block_m / sm90_speed(p.head_dim);
+  const double spread = alt_split.est_rounds * prefill_ctas_per_sm(alt.policy, p.dtype, p.head_dim, hw) *
+                        (p.kv_source == KVSource::paged_vllm ? kSm80VllmCost : 1.0);
   if (spread >= whole) return;
   Passed why{sel->target, Pass::no_key_split, p.kv_source};
   why.tiles = split->tiles;

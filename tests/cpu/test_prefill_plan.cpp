@@ -233,6 +233,34 @@ TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
   }
 }
 
+// At hd 256 the model weighs the sm90 agent at 2.2x the sm80 agent per SM, and the sm80 agent on
+// vLLM pages at 1.37x its NHD time (src/prefill_plan.cpp; bench/results/2026-12-07-ncu-prefill,
+// prefix_part_ab.py on the H100: context_attention_fwd's prefix part, fp16, 4 q / 1 kv head). The
+// measured cells decide as measured: 16 q tiles over 8k / 32k keys split (whole was 2.7–3.2x
+// slower), 64 run whole on the Hopper agent (the split was 1.12–1.17x slower on NHD pages,
+// 1.55–1.60x on vLLM pages).
+TEST(PrefillPlan, Hd256SeedPrefixPartsDecideAsMeasured) {
+  if (!compiled_target_set().contains(kTargetSm90a)) GTEST_SKIP() << "sm_90a not compiled: no choice to make";
+  for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
+    for (int keys : {8192, 32768})
+      for (int chunk : {512, 2048}) {
+        SCOPED_TRACE(::testing::Message() << (layout == KVLayout::nhd ? "nhd" : "vllm") << " " << keys << " + " << chunk);
+        PrefillParams p = shape(1, chunk, keys, 4, 1, 256);
+        p.dtype = DType::fp16;
+        p = make_paged_prefill(p, layout, nullptr, nullptr, nullptr, nullptr, 16, keys / 16, keys / 16);
+        PrefillPlan plan;
+        ASSERT_TRUE(plan_prefill(p, presets::h100, {}, &plan).ok());
+        if (chunk == 512) {
+          EXPECT_EQ(plan.policy.agent, Agent::sm80);
+          EXPECT_TRUE(plan.split.split());
+          EXPECT_EQ(plan.selection.passed[0].why, Pass::no_key_split);
+        } else {
+          EXPECT_EQ(plan.target, kTargetSm90a);
+          EXPECT_FALSE(plan.split.split());
+        }
+      }
+}
+
 // The persistent schedule: the sm90 agent (contiguous or paged NHD K/V), where the q tiles
 // outnumber the slots and the caller gives a workspace: one CTA per slot, the counter after the
 // split's partials (none here) at a 16-byte offset. Nowhere else.
