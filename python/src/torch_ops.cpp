@@ -35,6 +35,7 @@
 // (meta) implementations, for torch.compile, are in muh/ops.py.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -679,7 +680,8 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 // the chunk from k and v, not from the cache. muh computes the two parts as two attentions and
 // merges them by their LSE (merge_states.hpp; exact up to fp32 rounding):
 //   prefix  paged prefill, not causal (every new token sees the whole prefix), lse → temp
-//   chunk   dense prefill over k, v with cu_seqlens = b_start_loc, causal, into o
+//   chunk   dense prefill over k, v with cu_seqlens = b_start_loc, causal, into o — on a second
+//           stream beside the prefix part (below), joined before the merge
 //   o       merge_attn_states(o ← prefix, chunk)  (in place in o)
 // A sequence with no prefix gets lse −inf from the first part, and the merge then keeps the chunk
 // bit for bit. alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: key j is seen by query
@@ -783,7 +785,6 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   chunk.max_seqlen_k = base.max_seqlen_q;
   chunk.causal = true;
   chunk.variant = variant;
-  run_prefill(a.op, chunk, q, ro);
 
   // The prefix: paged, every new token sees all of it.
   at::Tensor prefix_out = at::empty(q.sizes(), q.options());
@@ -799,7 +800,35 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
                               b_ctx_len.data_ptr<int>(), a.to_int(c.page_size, "block_size"),
                               a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
   prefix.kv = kvq;  // the cache's element type and scales: only the prefix part reads the cache
-  run_prefill(a.op, prefix, q, ro);
+
+  // The two parts are independent until the merge. The prefix part goes first on torch's stream,
+  // the chunk on a stream of torch's pool beside it, joined before the merge: the chunk's causal
+  // tiles (the heaviest first) take the SMs the prefix part leaves — the key split's last round,
+  // the Hopper agent's 64 whole tiles of a 2048-token chunk at 4 heads, the 4 of 132 beside its
+  // 128 — instead of waiting for it to end (bench/results/2026-12-07-ncu-prefill). A stream on a
+  // green context stays on it: a pool stream would run outside the partition.
+  const c10::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream(q.get_device());
+  HardwareCapability whole;
+  const bool fork = device_profile(q.get_device(), &whole).ok() &&
+                    stream_profile_of(q, a.op).sm_count == whole.sm_count;
+  if (!fork) {
+    run_prefill(a.op, chunk, q, ro);
+    run_prefill(a.op, prefix, q, ro);
+  } else {
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, q.get_device());
+    at::cuda::CUDAEvent inputs_ready, chunk_done;
+    inputs_ready.record(main);
+    inputs_ready.block(side);
+    run_prefill(a.op, prefix, q, ro);
+    {
+      const c10::cuda::CUDAStreamGuard on_side(side);
+      RunOptions side_ro = ro;
+      side_ro.stream = side.stream();
+      run_prefill(a.op, chunk, q, side_ro);
+    }
+    chunk_done.record(side);
+    chunk_done.block(main);
+  }
 
   MergeStatesParams m;
   m.dtype = t;

@@ -83,6 +83,51 @@ def test_context_attention_fwd_matches_sdpa(dtype, head_dims, case, start_loc):
     assert_close_to_reference(o, o32, olp, f"context_attention_fwd {dtype} hd{d} {case}")
 
 
+def test_context_attention_fwd_streams_and_graph_replay():
+    """The op runs its chunk part on a stream of torch's pool beside the prefix part, joined before
+    the merge: the same bits on the default stream, on a caller's stream, and replayed from a CUDA
+    graph captured on one (the fork and join are captured as two branches)."""
+    t = torch.bfloat16 if (torch.bfloat16, 128) in COMPILED_16 else torch.float16
+    d = pick(t, (128, 256))
+    ctx, chunk, hq, hkv = [300, 40], [64, 200], 4, 1
+    cache = PagedBatch(ctx, hq, hkv, d, 16, t, "vllm", seed=7)
+    g = torch.Generator(device="cuda").manual_seed(8)
+    n = sum(chunk)
+    q = torch.randn(n, hq, d, generator=g, device="cuda").to(t)
+    k = torch.randn(n, hkv, d, generator=g, device="cuda").to(t)
+    v = torch.randn(n, hkv, d, generator=g, device="cuda").to(t)
+    cu = _cu(chunk)
+    b_ctx = torch.tensor(ctx, dtype=torch.int32, device="cuda")
+    b_seq = b_ctx + torch.tensor(chunk, dtype=torch.int32, device="cuda")
+
+    def run(o):
+        ops.context_attention_fwd(q, k, v, o, "auto", cache.k_cache, cache.v_cache, cache.block_table, cu, b_seq, b_ctx,
+                                  max(chunk))
+
+    with torch.no_grad():
+        eager = torch.full_like(q, float("nan"))
+        run(eager)
+        torch.cuda.synchronize()
+        assert torch.isfinite(eager).all()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        on_stream = torch.full_like(q, float("nan"))
+        with torch.cuda.stream(s):
+            run(on_stream)
+            run(on_stream)  # (also the warm-up the capture below wants on a side stream)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        assert torch.equal(on_stream, eager)
+        replayed = torch.full_like(q, float("nan"))
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run(replayed)
+        replayed.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(replayed, eager)
+
+
 def test_context_attention_fwd_sm_scale_and_refusals():
     t = torch.float16
     d = pick(t, (128, 256))
