@@ -144,8 +144,8 @@ namespace {
 // agent's tail split spreads the keys over all of them. In the cost model's units (one SM's time
 // for a tile's keys on the sm80 agent): whole tiles on the sm90 agent take ceil(N / S) · (block_m
 // ratio) / sm90_speed, the sm80 agent's split est_rounds · (its CTAs an SM) — its rounds share an
-// SM between that many CTAs — · kSm80VllmCost on vLLM pages. The cheaper one is taken, and the selection records why sm_90a was
-// passed over.
+// SM between that many CTAs — · kSm80VllmCost on vLLM pages. The cheaper one is taken, and the
+// selection records why sm_90a was passed over.
 void prefer_key_split(const PrefillParams& p, const HardwareCapability& hw, const SelectOptions& so, int tail_chunk,
                       PrefillSelection* sel, PrefillSplit* split) {
   if (sel->policy.agent != Agent::sm90) return;

@@ -807,7 +807,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   // the Hopper agent's 64 whole tiles of a 2048-token chunk at 4 heads, the 4 of 132 beside its
   // 128 — instead of waiting for it to end (bench/results/2026-12-07-ncu-prefill). A stream on a
   // green context stays on it: a pool stream would run outside the partition.
-  const c10::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream(q.get_device());
+  const c10::cuda::CUDAStream current = at::cuda::getCurrentCUDAStream(q.get_device());
   HardwareCapability whole;
   const bool fork = device_profile(q.get_device(), &whole).ok() &&
                     stream_profile_of(q, a.op).sm_count == whole.sm_count;
@@ -817,7 +817,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
   } else {
     const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, q.get_device());
     at::cuda::CUDAEvent inputs_ready, chunk_done;
-    inputs_ready.record(main);
+    inputs_ready.record(current);
     inputs_ready.block(side);
     run_prefill(a.op, prefix, q, ro);
     {
@@ -827,7 +827,7 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
       run_prefill(a.op, chunk, q, side_ro);
     }
     chunk_done.record(side);
-    chunk_done.block(main);
+    chunk_done.block(current);
   }
 
   MergeStatesParams m;
