@@ -111,12 +111,11 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
   // bounds total_q and total_k by int already.)
   bool ok = make_sm90_rows_map(&maps.q, a.q, DT, D, a.num_q_heads, a.total_q, Sh::BM);
   maps.v_rows = Sh::BN;
+  maps.kv_box_rows = is_paged(Src) ? sm90_page_box_rows(kv.page_size, Sh::BN) : Sh::BN;
   if constexpr (Src == KVSource::contiguous) {
-    maps.kv_box_rows = Sh::BN;
     ok = ok && make_sm90_rows_map(&maps.k, a.k, DT, D, a.num_kv_heads, a.total_k, Sh::BN) &&
          make_sm90_rows_map(&maps.v, a.v, DT, D, a.num_kv_heads, a.total_k, Sh::BN);
   } else if constexpr (Src == KVSource::paged_vllm) {
-    maps.kv_box_rows = sm90_page_box_rows(kv.page_size, Sh::BN);
     if (!prefill_agent_reads_pages(Agent::sm90, Src, kv.page_size))
       return {StatusCode::invalid_argument, "prefill (sm90 agent): vLLM-layout pages must hold a multiple of 16 slots (internal)"};
     ok = ok &&
@@ -125,7 +124,6 @@ Status launch_prefill_sm90_source(PrefillArgs a, const PrefillPagedKV& kv, Prefi
          make_sm90_vllm_values_map(&maps.v, kv.v_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,
                                    maps.kv_box_rows);
   } else {
-    maps.kv_box_rows = sm90_page_box_rows(kv.page_size, Sh::BN);
     if (maps.kv_box_rows % 8 != 0)
       return {StatusCode::invalid_argument, "prefill (sm90 agent): page_size must be a multiple of 8 (internal)"};
     ok = ok && make_sm90_pages_map(&maps.k, kv.k_cache, DT, D, kv.num_kv_heads, kv.page_size, kv.num_pages,

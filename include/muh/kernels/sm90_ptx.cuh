@@ -35,13 +35,20 @@ namespace muh::kernels::sm90 {
 //   MN-major  the output dim runs along the row (V for O = P V, its rows being the reduction's
 //             tokens): 64 output columns per panel, the next 64 `panel_bytes` further (leading
 //             byte offset); 8-token groups 1024 bytes apart (stride byte offset).
-__device__ __forceinline__ std::uint64_t desc_sw128(std::uint32_t smem_addr, std::uint32_t leading_bytes,
-                                                    std::uint32_t stride_bytes) {
+// The descriptor's fields: start address, leading and stride byte offsets (each in 16-byte units,
+// 14 bits), layout type (bits 62–63: 0 none, 1 128-byte, 2 64-byte, 3 32-byte swizzle).
+enum class SmemSwizzle : std::uint64_t { none = 0, b128 = 1, b64 = 2, b32 = 3 };
+__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t smem_addr, std::uint32_t leading_bytes,
+                                                   std::uint32_t stride_bytes, SmemSwizzle swizzle) {
   std::uint64_t d = (smem_addr & 0x3FFFFu) >> 4;
   d |= static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFFu) << 16;
   d |= static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFFu) << 32;
-  d |= 1ull << 62;  // 128-byte swizzle
+  d |= static_cast<std::uint64_t>(swizzle) << 62;
   return d;
+}
+__device__ __forceinline__ std::uint64_t desc_sw128(std::uint32_t smem_addr, std::uint32_t leading_bytes,
+                                                    std::uint32_t stride_bytes) {
+  return smem_desc(smem_addr, leading_bytes, stride_bytes, SmemSwizzle::b128);
 }
 __device__ __forceinline__ std::uint64_t desc_k_major(std::uint32_t smem_addr) { return desc_sw128(smem_addr, 16, 1024); }
 __device__ __forceinline__ std::uint64_t desc_mn_major(std::uint32_t smem_addr, std::uint32_t panel_bytes) {
@@ -57,17 +64,11 @@ __device__ __forceinline__ std::uint64_t desc_mn_major(std::uint32_t smem_addr, 
 //               values, [D rows][16 tokens], a k16 step of 16 tokens each.
 __device__ __forceinline__ std::uint64_t desc_interleaved(std::uint32_t smem_addr, std::uint32_t leading_bytes,
                                                           std::uint32_t stride_bytes) {
-  std::uint64_t d = (smem_addr & 0x3FFFFu) >> 4;
-  d |= static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFFu) << 16;
-  d |= static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFFu) << 32;
-  return d;  // layout type 0: no swizzle
+  return smem_desc(smem_addr, leading_bytes, stride_bytes, SmemSwizzle::none);
 }
+// (Leading offset unused: K fits one swizzle row; 8-row groups of 32 bytes a row.)
 __device__ __forceinline__ std::uint64_t desc_sw32_k_major(std::uint32_t smem_addr) {
-  std::uint64_t d = (smem_addr & 0x3FFFFu) >> 4;
-  d |= 1ull << 16;                                 // leading offset: unused (K fits one swizzle row)
-  d |= static_cast<std::uint64_t>(256 >> 4) << 32;  // 8 rows of 32 bytes
-  d |= 3ull << 62;                                 // 32-byte swizzle
-  return d;
+  return smem_desc(smem_addr, 16, 256, SmemSwizzle::b32);
 }
 
 // ---- wgmma ------------------------------------------------------------------------------------
