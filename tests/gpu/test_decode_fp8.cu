@@ -11,10 +11,10 @@
 // Shapes: length 1; lengths that are multiples of neither the page nor the tile; many partitions
 // (V2 at 2 … 7 splits, each against V1); scales ≠ 1 (0.37, 2.5); values at the format's range
 // limit and past it (saturated codes); an empty sequence; with the general variant kind (where
-// compiled) a window, soft-cap, sinks and ALiBi at once; NHD pages of 8 at GQA 4, 12 and 8 (the
-// shape `muh verify --quick` found failing on an H100 — added before it was run here: expect it to
-// fail until that is fixed). Outputs pre-filled with NaN, unused cache
-// slots hold the NaN code (a masking leak shows), two runs bitwise equal.
+// compiled) a window, soft-cap, sinks and ALiBi at once; NHD pages of 8 and pages of 32 (both
+// layouts) at GQA 4, 12 and 8 — the cp.async forms (`muh verify --quick` found the NHD one failing
+// on an H100). Outputs pre-filled with NaN, unused cache slots hold the NaN code (a masking leak
+// shows), two runs bitwise equal.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -56,11 +56,13 @@ const std::vector<Fp8Shape>& shapes() {
       {"range_limit", {77, 300}, 1.f / 4000.f, 1.f, 1.f, 600.f, false},
       {"empty_and_long", {0, 1500, 2}, 0.f, 0.8f, 0.6f, 1.f, false},
       {"variants", {0, 65, 1, 900}, 0.3f, 0.5f, 1.5f, 1.f, true},
-      // NHD pages of 8 (a tile's 16 tokens from two pages: the cp.async form, no TMA) — the shape
-      // of `muh verify`'s nhd/ragged, which died there with an illegal instruction at sm_90, fp16
-      // hd 128 e4m3, GQA 8 (H100, session 14: bench/results/2026-12-07-ncu-prefill, section 5);
-      // not yet run here. vLLM pages of an fp8 cache are multiples of 16: NHD only.
+      // Pages other than 16 take the cp.async form (no TMA) of the kernels that read the codes
+      // themselves. NHD pages of 8 (a tile's 16 tokens from two pages) are `muh verify`'s
+      // nhd/ragged, which died with an illegal instruction at sm_90 (ptxas 13.0 had left two
+      // uniform registers of those copies unwritten: decode_sm80.cuh, cp_async16_generic_dst);
+      // vLLM pages of an fp8 cache are multiples of 16, so pages of 32 cover that layout's form.
       {"page8", {17, 1, 200, 33}, 0.f, 1.f, 1.f, 1.f, false, 8},
+      {"page32", {17, 1, 200, 33}, 0.f, 0.5f, 2.f, 1.f, false, 32},
   };
   return s;
 }
@@ -92,7 +94,7 @@ std::vector<Param> all_params() {
       for (KVLayout l : {KVLayout::nhd, KVLayout::vllm})
         for (int h = 0; h < 3; ++h)
           for (std::size_t s = 0; s < shapes().size(); ++s) {
-            if (h == 2 && shapes()[s].page_size == 16) continue;  // GQA 8: the pages of 8 only
+            if (h == 2 && shapes()[s].page_size == 16) continue;  // GQA 8: the pages of 8 and 32 only
             if (shapes()[s].variant && !is_general_instance(e.dtype, e.head_dim)) continue;
             if (l == KVLayout::vllm && shapes()[s].page_size % 16 != 0) continue;
             v.push_back({target, e.kv, e.dtype, e.head_dim, l, s, h});

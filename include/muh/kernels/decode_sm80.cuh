@@ -102,6 +102,24 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
                  ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes)
                  : "memory");
 }
+// cp_async16 with `dst` handed over as a generic address, made a shared one inside the asm.
+// ptxas 13.0 (V13.0.88) builds the evict-first copies of the swizzled NHD codes ring
+// (sm80_issue_tile_fp8's kSwizzled form) as LDGSTS [R + UR0], desc[UR1] with UR0 and UR1 never
+// written — "an illegal instruction" on an H100 (`muh verify --quick`, nhd/ragged: pages of 8,
+// GQA 8); ptxas 13.5 does not. With the conversion in the asm ptxas 13.0 emits plain [R] forms.
+template <bool kEvictFirst>
+__device__ __forceinline__ void cp_async16_generic_dst(void* dst, const void* src, int src_bytes, std::uint64_t pol) {
+  if constexpr (kEvictFirst)
+    asm volatile("{\n.reg .u64 s;\ncvta.to.shared.u64 s, %0;\n"
+                 "cp.async.cg.shared.global.L2::cache_hint.L2::128B [s], [%1], 16, %2, %3;\n}\n"
+                 ::"l"(dst), "l"(src), "r"(src_bytes), "l"(pol)
+                 : "memory");
+  else
+    asm volatile("{\n.reg .u64 s;\ncvta.to.shared.u64 s, %0;\n"
+                 "cp.async.cg.shared.global.L2::128B [s], [%1], 16, %2;\n}\n"
+                 ::"l"(dst), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
 // TMA (sm_90): K/V tiles as tensor-map boxes completing on an mbarrier. Compiled to a trap
 // for older archs, where launch_decode never selects the TMA kernel.
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
@@ -327,15 +345,15 @@ __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const C
     if constexpr (L == KVLayout::nhd) {
       const std::int64_t off = ((pg * ps + slot) * Hkv + w.kv_head) * D + c * 16;
       if constexpr (kSwizzled) {
-        ptx::cp_async16<kHint>(sK + codes_nhd_offset(t, c), kc + off, bytes, pol);
-        ptx::cp_async16<kHint>(sV + codes_nhd_offset(t, c), vc + off, bytes, pol);
+        ptx::cp_async16_generic_dst<kHint>(sK + codes_nhd_offset(t, c), kc + off, bytes, pol);
+        ptx::cp_async16_generic_dst<kHint>(sV + codes_nhd_offset(t, c), vc + off, bytes, pol);
       } else {
-        ptx::cp_async16<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
-        ptx::cp_async16<kHint>(sV + t * D + c * 16, vc + off, bytes, pol);
+        ptx::cp_async16_generic_dst<kHint>(sK + t * D + c * 16, kc + off, bytes, pol);
+        ptx::cp_async16_generic_dst<kHint>(sV + t * D + c * 16, vc + off, bytes, pol);
       }
     } else {
       const std::int64_t off = (((pg * Hkv + w.kv_head) * kCPT + c) * ps + slot) * 16;
-      ptx::cp_async16<kHint>(sK + c * 256 + t * 16, kc + off, bytes, pol);
+      ptx::cp_async16_generic_dst<kHint>(sK + c * 256 + t * 16, kc + off, bytes, pol);
     }
   }
   if constexpr (L == KVLayout::vllm) {
@@ -345,7 +363,7 @@ __device__ __forceinline__ void sm80_issue_tile_fp8(const DecodeArgs& a, const C
     for (int it = 0; it < D / 32; ++it) {
       const int d = it * 32 + lane;
       const std::int64_t off = ((pg * Hkv + w.kv_head) * D + d) * ps + (t0 & (ps - 1));
-      ptx::cp_async16<kHint>(sV + d * 16, vc + off, n, pol);
+      ptx::cp_async16_generic_dst<kHint>(sV + d * 16, vc + off, n, pol);
     }
   }
 }
