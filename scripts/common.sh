@@ -54,20 +54,23 @@ assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")
 # The CPU machine's CUDA 13 toolkit has nvcc and ptxas but no cuobjdump, so SASS (scripts/
 # sass_diff.sh, a kernel's loop read before any device time is spent) needed the GPU machine.
 # NVIDIA publishes both as wheels (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm): fetched once into
-# ~/.cache/muh/sass-tools (or $MUH_SASS_TOOLS) and put on PATH. A developer tool: no build or test
-# step needs it.
+# ~/.cache/muh/sass-tools (or $MUH_SASS_TOOLS) and put on PATH. The test command runs it: the SASS
+# checks (tests/sass) read the built library with cuobjdump.
 muh_sass_tools() {
   command -v cuobjdump >/dev/null 2>&1 && return
   local dir=${MUH_SASS_TOOLS:-$HOME/.cache/muh/sass-tools}
-  if [ ! -x "$dir/nvidia/cu13/bin/cuobjdump" ]; then
+  if ! ls "$dir"/nvidia/cu*/bin/cuobjdump >/dev/null 2>&1; then
     muh_log "fetching cuobjdump and nvdisasm (PyPI wheels) into $dir"
     mkdir -p "$dir/wheels"
-    python3 -m pip download -q --no-deps -d "$dir/wheels" nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
+    python3 -m pip download -q --no-deps -d "$dir/wheels" nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm || return 1
     local w
-    for w in "$dir"/wheels/*.whl; do python3 -m zipfile -e "$w" "$dir"; done
+    for w in "$dir"/wheels/*.whl; do python3 -m zipfile -e "$w" "$dir" || return 1; done
     chmod +x "$dir"/nvidia/cu*/bin/* 2>/dev/null
   fi
-  export PATH="$(dirname "$(ls "$dir"/nvidia/cu*/bin/cuobjdump | head -1)"):$PATH"
+  local tool
+  tool=$(ls "$dir"/nvidia/cu*/bin/cuobjdump 2>/dev/null | head -1)
+  [ -n "$tool" ] || return 1
+  export PATH="$(dirname "$tool"):$PATH"
 }
 
 # ---- 2. What to build: the present GPU's architecture, or a lean CI set without a GPU ---------

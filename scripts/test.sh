@@ -7,6 +7,8 @@ source "$(dirname "$0")/common.sh"
 
 start=$(date +%s)
 muh_install_deps
+# cuobjdump for the SASS checks (tests/sass), from PyPI where the toolkit has none.
+muh_sass_tools || { echo "muh: fetching cuobjdump (muh_sass_tools, PyPI wheels) failed (the SASS checks need it)" >&2; exit 2; }
 # ---- Python: pybind11 (CMake then builds muh._core) and pytest (ctest runs it) --------------
 python3 -c 'import pytest, pybind11' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check pytest pybind11 ||
