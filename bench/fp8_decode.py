@@ -19,6 +19,11 @@ Correctness, per cell: muh_fp8 against fi_fp8 (both dequantise code * scale: the
 only), and muh_fp8 against muh_bf16 (the quantisation error of e4m3, ~2^-4 relative per element).
 
   PYTHONPATH=/tmp/fi/site python3 bench/fp8_decode.py --lib <build>/libmuh.so --out DIR [--cells hd:batch:len,...]
+      [--page N] [--dtype fp16]
+
+--page: pages of N tokens (default 16; kv_len a multiple of it): pages other than 16 take the
+sm80 agent's cp.async copies instead of its TMA boxes. --dtype: q, out and the 16-bit cache in
+fp16 instead of bf16 (the name muh_bf16 then stands for that 16-bit cache).
 
 Each cell runs in a process of its own (this script with --one), so a failing call — its error is
 printed with the call's name — costs that cell only.
@@ -40,8 +45,9 @@ import flashinfer_peer as fp  # noqa: E402
 import muh_capi as capi  # noqa: E402
 from muh_capi import KvQuant, check  # noqa: E402
 
-BF16, NHD, FP8_E4M3 = capi.DTYPES["bf16"], capi.LAYOUTS["nhd"], capi.KV_DTYPES["fp8_e4m3"]
-PAGE = 16
+NHD, FP8_E4M3 = capi.LAYOUTS["nhd"], capi.KV_DTYPES["fp8_e4m3"]
+PAGE = 16  # the default; --page
+DTYPE = "bf16"  # q, out and the 16-bit cache; --dtype
 CONFIGS = {128: (32, 8), 256: (16, 4)}
 CELLS = [(128, 1, 32768), (128, 16, 8192), (128, 64, 8192), (128, 256, 2048),
          (256, 1, 32768), (256, 16, 8192), (256, 64, 8192)]
@@ -54,6 +60,7 @@ def ptr(t):
 
 def make_cell(hd, batch, kv_len, seed):
     hq, hkv = CONFIGS[hd]
+    wide = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[DTYPE])
     g = torch.Generator(device="cuda").manual_seed(seed)
     blocks = kv_len // PAGE
     pages = batch * blocks
@@ -66,9 +73,9 @@ def make_cell(hd, batch, kv_len, seed):
     k8 = (k / K_SCALE).clamp(-448, 448).to(fp8)  # vLLM's quantisation: divide, saturate, round
     v8 = (v / V_SCALE).clamp(-448, 448).to(fp8)
     del k, v
-    kb = (k8.float() * K_SCALE).to(torch.bfloat16)  # the bf16 cache of the same values (as near as bf16 holds)
-    vb = (v8.float() * V_SCALE).to(torch.bfloat16)
-    q = torch.randn(batch, hq, hd, generator=g, device="cuda", dtype=torch.float32).to(torch.bfloat16)
+    kb = (k8.float() * K_SCALE).to(wide)  # the 16-bit cache of the same values (as near as it holds)
+    vb = (v8.float() * V_SCALE).to(wide)
+    q = torch.randn(batch, hq, hd, generator=g, device="cuda", dtype=torch.float32).to(wide)
     lens = torch.full((batch,), kv_len, dtype=torch.int32, device="cuda")
     return dict(hd=hd, hq=hq, hkv=hkv, batch=batch, kv_len=kv_len, pages=pages, blocks=blocks, table=table,
                 k8=k8, v8=v8, kb=kb, vb=vb, q=q, lens=lens)
@@ -78,14 +85,15 @@ def muh_call(lib, c, fp8):
     """A callable running muh's decode of cell c (fp8: the e4m3 cache) into its own output."""
     size = ctypes.c_size_t(0)
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    check(lib, lib.muh_decode_workspace_size_quant(BF16, NHD, c["batch"], c["hq"], c["hkv"], c["hd"], PAGE, c["kv_len"],
+    dt = capi.DTYPES[DTYPE]
+    check(lib, lib.muh_decode_workspace_size_quant(dt, NHD, c["batch"], c["hq"], c["hkv"], c["hd"], PAGE, c["kv_len"],
                                                    -1, 0, 0, stream, ctypes.byref(size), FP8_E4M3 if fp8 else 0),
           "muh_decode_workspace_size_quant")  # (an fp8 cache's plan is its own: plan.cpp)
     ws = torch.empty(max(size.value, 16), dtype=torch.uint8, device="cuda")
     out = torch.empty_like(c["q"])
     kq = KvQuant(FP8_E4M3, K_SCALE, V_SCALE)
     kc, vc = (c["k8"], c["v8"]) if fp8 else (c["kb"], c["vb"])
-    args = [BF16, NHD, ptr(c["q"]), ptr(kc), ptr(vc), ptr(out), None, ptr(c["table"]), ptr(c["lens"]), c["batch"],
+    args = [dt, NHD, ptr(c["q"]), ptr(kc), ptr(vc), ptr(out), None, ptr(c["table"]), ptr(c["lens"]), c["batch"],
             c["hq"], c["hkv"], c["hd"], PAGE, c["pages"], c["blocks"], c["kv_len"], 0.0, ptr(ws), size.value, -1, 0,
             0, stream]
 
@@ -100,6 +108,7 @@ def muh_call(lib, c, fp8):
 
 
 def main():
+    global PAGE, DTYPE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", required=True, help="libmuh.so")
     ap.add_argument("--out", default=".", help="directory for fp8-decode.json / .md")
@@ -107,8 +116,14 @@ def main():
     ap.add_argument("--no-flashinfer", action="store_true", help="muh only")
     ap.add_argument("--cells", default=",".join(f"{h}:{b}:{n}" for h, b, n in CELLS),
                     help="hd:batch:kv_len, comma-separated (hd 128: 32/8 heads, 256: 16/4)")
+    ap.add_argument("--page", type=int, default=PAGE, help="tokens a page (default 16)")
+    ap.add_argument("--dtype", choices=("bf16", "fp16"), default=DTYPE, help="q, out and the 16-bit cache")
     ap.add_argument("--one", action="store_true", help="(internal) run the cells in this process")
     args = ap.parse_args()
+    PAGE, DTYPE = args.page, args.dtype
+    for hd, batch, kv_len in ([tuple(int(x) for x in c.split(":")) for c in args.cells.split(",") if c]):
+        if args.page < 1 or kv_len % args.page:
+            ap.error(f"--cells: kv_len {kv_len} is not a multiple of --page {args.page}")
     cells = [tuple(int(x) for x in c.split(":")) for c in args.cells.split(",") if c]
     if not args.one:
         # Each cell in a process of its own; their rows are gathered from the JSON each writes.
@@ -117,7 +132,8 @@ def main():
         for i, (hd, batch, kv_len) in enumerate(cells):
             sub = os.path.join(args.out, f"cell{i}")
             cmd = [sys.executable, __file__, "--lib", args.lib, "--out", sub, "--iters", str(args.iters),
-                   "--cells", f"{hd}:{batch}:{kv_len}", "--one"] + (["--no-flashinfer"] if args.no_flashinfer else [])
+                   "--cells", f"{hd}:{batch}:{kv_len}", "--page", str(PAGE), "--dtype", DTYPE,
+                   "--one"] + (["--no-flashinfer"] if args.no_flashinfer else [])
             rc = subprocess.call(cmd)
             path = os.path.join(sub, "fp8-decode.json")
             if rc != 0 or not os.path.exists(path):
@@ -140,8 +156,9 @@ def main():
         print(f"flashinfer: {why}", flush=True)
         fi = ok
     if fi:
-        cfgs = [("decode", "fa2", torch.bfloat16, dt, hd) for hd in sorted({c[0] for c in cells})
-                for dt in (torch.bfloat16, torch.float8_e4m3fn)]
+        wide = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[DTYPE])
+        cfgs = [("decode", "fa2", wide, dt, hd) for hd in sorted({c[0] for c in cells})
+                for dt in (wide, torch.float8_e4m3fn)]
         fp.prebuild(cfgs)
     rows = []
     for hd, batch, kv_len in cells:
@@ -184,7 +201,7 @@ def main():
                if "fi_fp8" in t else "") + f"  diff {err}  nonfinite {nonfinite}", flush=True)
         del c, calls, outs
         torch.cuda.empty_cache()
-    meta = dict(device=dev.name, sms=dev.multi_processor_count, iters=args.iters, page=PAGE, layout="NHD",
+    meta = dict(device=dev.name, sms=dev.multi_processor_count, iters=args.iters, page=PAGE, dtype=DTYPE, layout="NHD",
                 k_scale=K_SCALE, v_scale=V_SCALE, date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                 flashinfer=fp.available()[1] if fi else "not run")
     write(args.out, meta, rows)
@@ -195,8 +212,10 @@ def write(out, meta, rows):
     with open(os.path.join(out, "fp8-decode.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     with open(os.path.join(out, "fp8-decode.md"), "w") as f:
-        f.write(f"# fp8 KV-cache decode ({meta['device']}, {meta['date']})\n\n")
-        f.write("| cell | muh bf16 µs | muh e4m3 µs | muh e4m3/bf16 tok/s | FI bf16 µs | FI e4m3 µs | FI e4m3/bf16 | "
+        f.write(f"# fp8 KV-cache decode ({meta['device']}, {meta['date']}; {meta.get('dtype', 'bf16')} q, "
+                f"NHD pages of {meta['page']})\n\n")
+        w = meta.get("dtype", "bf16")  # the 16-bit cache's type (the rows' muh_bf16 / fi_bf16 keys name it so)
+        f.write(f"| cell | muh {w} µs | muh e4m3 µs | muh e4m3/{w} tok/s | FI {w} µs | FI e4m3 µs | FI e4m3/{w} | "
                 "muh e4m3 vs FI e4m3 |\n|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             t = r["us"]
