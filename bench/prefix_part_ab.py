@@ -9,7 +9,13 @@ Cells: issue 17's seed cells (fp16, hd 256, 4 q / 1 kv head, prefix 8k / 32k × 
 4096) and the serving 32k cell (bf16, hd 128, 32 / 8 heads, 8 × 2048), page 16, vLLM pages and
 NHD pages with the same keys.
 
-  python3 bench/prefix_part_ab.py --lib <build>/libmuh.so [--iters 30]
+  python3 bench/prefix_part_ab.py --lib <build>/libmuh.so [--iters 30] [--only PREFIX:CHUNK,...]
+      [--targets -1,91,90]
+
+--iters 0 times nothing: each (layout, target) runs once — for ncu, e.g. the sm80 agent's key
+split on NHD and on vLLM pages of the 8k + 512 cell:
+  ncu --kernel-name regex:prefill_sm80_paged_tail_kernel python3 bench/prefix_part_ab.py --lib ... \
+      --only 8192:512 --targets 90 --iters 0
 """
 import argparse
 import os
@@ -32,15 +38,23 @@ PAGE = 16
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--iters", type=int, default=30, help="timed calls a median (0: one call each, untimed)")
+    ap.add_argument("--only", default="", help="PREFIX:CHUNK cells, comma-separated (default: all)")
+    ap.add_argument("--targets", default="-1,91,90", help="forced targets, comma-separated (-1: the plan)")
     args = ap.parse_args()
+    targets = [int(t) for t in args.targets.split(",")]
+    only = {tuple(int(x) for x in c.split(":")) for c in args.only.split(",") if c}
     lib = capi.load(args.lib)
     E = capi.ENUMS
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
-    print(f"{'dtype':8} {'hd':>3} {'hq/hkv':6} {'b':>2} {'prefix':>6} {'chunk':>5} {'layout':6}"
-          f" {'auto us':>9} {'t91 us':>9} {'t90 us':>9}  {'t90/t91':>7} {'auto is':>7}")
+    name = {-1: "auto", 91: "t91", 90: "t90"}
+    print(f"{'dtype':8} {'hd':>3} {'hq/hkv':6} {'b':>2} {'prefix':>6} {'chunk':>5} {'layout':6} " +
+          " ".join(f"{name.get(t, f't{t}') + ' us':>9}" for t in targets) +
+          ("  t90/t91 auto is" if targets == [-1, 91, 90] else ""))
     for dt, hd, hq, hkv, b, prefix, chunk in CELLS:
+        if only and (prefix, chunk) not in only:
+            continue
         dtype = E["MUH_FP16"] if dt == torch.float16 else E["MUH_BF16"]
         blocks = (prefix + PAGE - 1) // PAGE
         pages = b * blocks
@@ -60,7 +74,7 @@ def main():
         for layout, (kc, vc) in caches.items():
             lay = E["MUH_KV_NHD"] if layout == "nhd" else E["MUH_KV_VLLM"]
             fns = []
-            for target in (-1, 91, 90):
+            for target in targets:
                 nbytes = ctypes.c_size_t(0)
                 capi.check(lib, lib.muh_paged_prefill_workspace_size(
                     dtype, lay, b, b * chunk, chunk, prefix, hq, hkv, hd, PAGE, pages, blocks, 0, target, stream,
@@ -78,11 +92,17 @@ def main():
                 f()
                 torch.cuda.synchronize()
                 outs.append(out.clone())
-            diff = max((o.float() - outs[0].float()).abs().max().item() for o in outs[1:])
-            a, t91, t90 = (m * 1e3 for m in interleaved_ms(fns, args.iters, before=lambda: flush.zero_()))
-            same = "t91" if abs(a - t91) < abs(a - t90) else "t90"
-            print(f"{str(dt).split('.')[-1]:8} {hd:3} {hq}/{hkv:<4} {b:2} {prefix:6} {chunk:5} {layout:6} {a:9.1f} "
-                  f"{t91:9.1f} {t90:9.1f}  {t90 / t91:7.3f} {same:>7}  (max |diff| {diff:.1e})", flush=True)
+            diff = max([(o.float() - outs[0].float()).abs().max().item() for o in outs[1:]], default=0.0)
+            head = f"{str(dt).split('.')[-1]:8} {hd:3} {hq}/{hkv:<4} {b:2} {prefix:6} {chunk:5} {layout:6}"
+            if args.iters <= 0:
+                print(f"{head} ran once each (max |diff| {diff:.1e})", flush=True)
+                continue
+            us = [m * 1e3 for m in interleaved_ms(fns, args.iters, before=lambda: flush.zero_())]
+            tail = ""
+            if targets == [-1, 91, 90]:
+                a, t91, t90 = us
+                tail = f"  {t90 / t91:7.3f} {'t91' if abs(a - t91) < abs(a - t90) else 't90':>7}"
+            print(f"{head} " + " ".join(f"{u:9.1f}" for u in us) + f"{tail}  (max |diff| {diff:.1e})", flush=True)
 
 
 if __name__ == "__main__":
