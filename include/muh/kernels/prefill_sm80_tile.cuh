@@ -49,7 +49,16 @@ struct Sm80LdmOffsets {
   }
   // Byte offset of (base_row + lane_row, chunk 2kk + cbit); base_row a multiple of 8.
   __device__ __forceinline__ std::uint32_t at(int base_row, int kk) const {
-    return static_cast<std::uint32_t>((base_row * D + ((2 * kk) & ~(Swz::kGroup - 1)) * 8) * 2) + off[kk % kN];
+    return static_cast<std::uint32_t>((base_row * D + ((2 * kk) & ~(Swz::kGroup - 1)) * 8) * 2) + pick(kk % kN);
+  }
+  // off[j] by selects, not by an index: a constant j folds to the register, and a j known only at
+  // run time (a dim-major V tile's key chunk of the warp's pair half, pv_gemm) stays in registers —
+  // indexed, the array went to local memory (16-byte stack frame, 4 LDL a key tile in P V).
+  __device__ __forceinline__ std::uint32_t pick(int j) const {
+    std::uint32_t o = off[0];
+#pragma unroll
+    for (int i = 1; i < kN; ++i) o = j == i ? off[i] : o;
+    return o;
   }
 };
 
