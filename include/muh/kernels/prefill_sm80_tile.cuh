@@ -155,13 +155,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
   if constexpr (kChunks % 8 == 0 && kRowsPerPass % 8 == 0 && ROWS % kRowsPerPass == 0) {
     if (valid >= ROWS) {
       constexpr int kPasses = ROWS / kRowsPerPass;
-      // A 16-byte copy is issued 8 lanes at a time, each 8-lane group one L2 request a 128-byte
-      // line it touches. NHD: the group is one row's 8 chunks, 128 contiguous bytes. vLLM K keeps
-      // chunk c of consecutive slots contiguous (16 bytes a slot), chunks page_size · 16 bytes
-      // apart, so the group takes 8 rows of one chunk instead (tid's low 3 bits and the next 3
-      // swapped): one request, where 8 lanes of one row made 8, and 2 of them for each sector.
-      const int t = kNhd ? tid : (tid & ~63) | ((tid & 7) << 3) | ((tid >> 3) & 7);
-      const int c = t % 8, r0 = t / 8;
+      const int c = tid % 8, r0 = tid / 8;
       // Chunk c + 8j of a row: NHD 64·j elements on; vLLM K ([D / x][slot][x] per page) 64·j·page_size.
       const int jstep = kNhd ? 64 : 64 * kv.page_size;
       const int in_row = kNhd ? c * 8 : c * 8 * kv.page_size;
@@ -255,17 +249,7 @@ __device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, in
   constexpr int kGroups = ROWS / 8;  // 8-key chunks per dim row
   static_assert(NT % kGroups == 0, "each thread keeps one key group");
   constexpr int kDimStep = NT / kGroups;
-  static_assert(kDimStep % 8 == 0, "whole 8-lane groups of dims");
-  // A 16-byte copy is issued 8 lanes at a time, each 8-lane group one L2 request a 128-byte line
-  // it touches. A page's dim row is page_size · 2 bytes, its dims contiguous: so the group takes
-  // gpd key groups of one page × 8 / gpd consecutive dims (page 16: 2 × 4, 128 bytes; page ≥ 64:
-  // one dim's 8 groups). (One dim's 8 groups over pages of 16 were 4 requests of one sector each.)
-  const int ppg = kv.page_size >> 3;                    // 8-key groups a page
-  const int gpd = min(ppg & -ppg, min(kGroups, 8));     // a power of two that divides ppg
-  const int gs = __ffs(gpd) - 1, gpb = kGroups >> gs;   // log2(gpd); group blocks of a dim row
-  const int lane8 = tid & 7, q = tid >> 3;              // the lane in its 8-lane group; the group
-  const int g = (q % gpb) * gpd + (lane8 & (gpd - 1));
-  const int d0 = (q / gpb) * (8 >> gs) + (lane8 >> gs);
+  const int g = tid % kGroups, d0 = tid / kGroups;
   const int n = min(max(valid - g * 8, 0), 8);  // keys of this group in range
   const T* src = kv.v;
   if (n > 0) {
