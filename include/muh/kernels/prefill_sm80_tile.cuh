@@ -257,20 +257,10 @@ __device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, in
     const long long page = kv.page_of(n0 + g * 8, &slot);
     src = kv.v + page + slot;
   }
-  // A whole or empty group takes the copy whose size is 16 or 0 (a predicate in SASS); only a
-  // group holding the sequence's last keys takes the src-size form (LDGSTS.ZFILL). (All groups
-  // took that form before: ncu then counted 2× the sectors of V's bytes, call32.)
-  if (n == 8 || n == 0) {
 #pragma unroll 1  // unrolled, ptxas spilled 52 B more at the sm90 hd-256 row
-    for (int d = d0; d < D; d += kDimStep)
-      sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<ROWS>::offset(d, g)),
-                        src + static_cast<long long>(d) * kv.page_size, n == 8);
-  } else {
-#pragma unroll 1
-    for (int d = d0; d < D; d += kDimStep)
-      sm80::cp_async_16_bytes(sm80::smem_addr(dst + Sm80Swizzle<ROWS>::offset(d, g)),
-                              src + static_cast<long long>(d) * kv.page_size, n * 2);
-  }
+  for (int d = d0; d < D; d += kDimStep)
+    sm80::cp_async_16_bytes(sm80::smem_addr(dst + Sm80Swizzle<ROWS>::offset(d, g)),
+                            src + static_cast<long long>(d) * kv.page_size, n * 2);
 }
 
 // ---- An fp8 KV cache (muh/kv_quant.hpp; the sm80 agent only: prefill_agent_reads_kv) -----------
