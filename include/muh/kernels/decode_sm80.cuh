@@ -102,11 +102,13 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
                  ::"r"(sm80::smem_addr(dst)), "l"(src), "r"(src_bytes)
                  : "memory");
 }
-// cp_async16 with `dst` handed over as a generic address, made a shared one inside the asm.
-// ptxas 13.0 (V13.0.88) builds the evict-first copies of the swizzled NHD codes ring
-// (sm80_issue_tile_fp8's kSwizzled form) as LDGSTS [R + UR0], desc[UR1] with UR0 and UR1 never
-// written — "an illegal instruction" on an H100 (`muh verify --quick`, nhd/ragged: pages of 8,
-// GQA 8); ptxas 13.5 does not. With the conversion in the asm ptxas 13.0 emits plain [R] forms.
+// cp_async16 with `dst` handed over as a generic address, made a shared one inside the asm — the
+// copies of sm80_issue_tile_fp8. At sm_90 ptxas 13.0 (V13.0.88) built their evict-first form in
+// the kernels that read the codes themselves (NHD at hd 128/256, vLLM at hd 256) as
+// LDGSTS [R + UR0], desc[UR1] with UR0 and UR1 written nowhere: "an illegal instruction" on an
+// H100 (`muh verify --quick`'s nhd/ragged, pages of 8; bench/results/2026-12-07-fp8-decode-ptxas/).
+// ptxas 13.5 does not; with the conversion in the asm 13.0 emits plain [R] forms. The ctest
+// sass.uniform_registers fails a build whose SASS has such a register again.
 template <bool kEvictFirst>
 __device__ __forceinline__ void cp_async16_generic_dst(void* dst, const void* src, int src_bytes, std::uint64_t pol) {
   if constexpr (kEvictFirst)
