@@ -541,6 +541,34 @@ TEST(VariantPlan, TheHopperAgentPassesVariantsToSm90) {
   }
 }
 
+// Decode: a call with a variant takes the row of the same call without one (both agents have the
+// hooks), forced targets included. (A plan check: it needs no GPU.)
+TEST(DecodeVariantPlan, GeneralKindTakesThePlainKindsRow) {
+  DecodeParams p;
+  p.dtype = kCompiledInstances[0].dtype;
+  p.head_dim = kCompiledInstances[0].head_dim;
+  p.num_seqs = 2;
+  p.num_q_heads = 8;
+  p.num_kv_heads = 2;
+  p.page_size = 16;
+  p.num_pages = 8;
+  p.max_blocks_per_seq = 4;
+  p.max_seq_len = 64;
+  for (int target : {-1, 0, 90}) {
+    if (target > 0 && !is_compiled_target(target)) continue;
+    DecodePlan plain, general;
+    p.variant = Variant{};
+    ASSERT_TRUE(plan_decode(p, presets::h200, PlanOptions{target}, &plain).ok()) << target;
+    p.variant.softcap = 30.f;
+    ASSERT_TRUE(plan_decode(p, presets::h200, PlanOptions{target}, &general).ok()) << target;
+    EXPECT_EQ(plain.variant, VariantKind::plain);
+    EXPECT_EQ(general.variant, VariantKind::general);
+    EXPECT_EQ(general.target, plain.target) << target;
+    EXPECT_EQ(general.policy.agent, plain.policy.agent) << target;
+    EXPECT_EQ(general.num_splits, plain.num_splits) << target;
+  }
+}
+
 TEST(VariantPlan, ARunRefusesAPlanOfTheOtherKind) {
   PrefillParams p = good_prefill();
   PrefillPlan plan;
