@@ -48,6 +48,11 @@ from muh_capi import KvQuant, check  # noqa: E402
 NHD, FP8_E4M3 = capi.LAYOUTS["nhd"], capi.KV_DTYPES["fp8_e4m3"]
 PAGE = 16  # the default; --page
 DTYPE = "bf16"  # q, out and the 16-bit cache; --dtype
+
+
+def wide_dtype():
+    """The torch dtype of q, out and the 16-bit cache (--dtype)."""
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}[DTYPE]
 CONFIGS = {128: (32, 8), 256: (16, 4)}
 CELLS = [(128, 1, 32768), (128, 16, 8192), (128, 64, 8192), (128, 256, 2048),
          (256, 1, 32768), (256, 16, 8192), (256, 64, 8192)]
@@ -60,7 +65,7 @@ def ptr(t):
 
 def make_cell(hd, batch, kv_len, seed):
     hq, hkv = CONFIGS[hd]
-    wide = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[DTYPE])
+    wide = wide_dtype()
     g = torch.Generator(device="cuda").manual_seed(seed)
     blocks = kv_len // PAGE
     pages = batch * blocks
@@ -121,10 +126,10 @@ def main():
     ap.add_argument("--one", action="store_true", help="(internal) run the cells in this process")
     args = ap.parse_args()
     PAGE, DTYPE = args.page, args.dtype
-    for hd, batch, kv_len in ([tuple(int(x) for x in c.split(":")) for c in args.cells.split(",") if c]):
+    cells = [tuple(int(x) for x in c.split(":")) for c in args.cells.split(",") if c]
+    for hd, batch, kv_len in cells:
         if args.page < 1 or kv_len % args.page:
             ap.error(f"--cells: kv_len {kv_len} is not a multiple of --page {args.page}")
-    cells = [tuple(int(x) for x in c.split(":")) for c in args.cells.split(",") if c]
     if not args.one:
         # Each cell in a process of its own; their rows are gathered from the JSON each writes.
         rows, meta = [], None
@@ -156,7 +161,7 @@ def main():
         print(f"flashinfer: {why}", flush=True)
         fi = ok
     if fi:
-        wide = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[DTYPE])
+        wide = wide_dtype()
         cfgs = [("decode", "fa2", wide, dt, hd) for hd in sorted({c[0] for c in cells})
                 for dt in (wide, torch.float8_e4m3fn)]
         fp.prebuild(cfgs)

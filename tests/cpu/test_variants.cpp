@@ -315,6 +315,21 @@ TEST(VariantRule, KernelLogitMatchesTheReference) {
 // ---- Bad variants: a Status naming the field, before any CUDA call ---------------------------
 alignas(64) unsigned char g_fake[1024];
 
+// A decode plan's shape (no buffers: the plan reads none), 2 sequences, GQA 4, pages of 16.
+DecodeParams good_decode(int num_pages, int max_blocks_per_seq, int max_seq_len) {
+  DecodeParams p;
+  p.dtype = kCompiledInstances[0].dtype;
+  p.head_dim = kCompiledInstances[0].head_dim;
+  p.num_seqs = 2;
+  p.num_q_heads = 8;
+  p.num_kv_heads = 2;
+  p.page_size = 16;
+  p.num_pages = num_pages;
+  p.max_blocks_per_seq = max_blocks_per_seq;
+  p.max_seq_len = max_seq_len;
+  return p;
+}
+
 PrefillParams good_prefill() {
   PrefillParams p;
   p.dtype = kCompiledInstances[0].dtype;
@@ -384,16 +399,7 @@ TEST_P(VariantBadInput, PrefillPlanAndRunRefuseIt) {
 }
 
 TEST_P(VariantBadInput, DecodePlanRefusesIt) {
-  DecodeParams p;
-  p.dtype = kCompiledInstances[0].dtype;
-  p.head_dim = kCompiledInstances[0].head_dim;
-  p.num_seqs = 2;
-  p.num_q_heads = 8;
-  p.num_kv_heads = 2;
-  p.page_size = 16;
-  p.num_pages = 4;
-  p.max_blocks_per_seq = 2;
-  p.max_seq_len = 32;
+  DecodeParams p = good_decode(4, 2, 32);
   GetParam().mutate(p.variant);
   DecodePlan plan;
   const Status s = plan_decode(p, presets::h200, {}, &plan);
@@ -544,16 +550,7 @@ TEST(VariantPlan, TheHopperAgentPassesVariantsToSm90) {
 // Decode: a call with a variant takes the row of the same call without one (both agents have the
 // hooks), forced targets included. (A plan check: it needs no GPU.)
 TEST(DecodeVariantPlan, GeneralKindTakesThePlainKindsRow) {
-  DecodeParams p;
-  p.dtype = kCompiledInstances[0].dtype;
-  p.head_dim = kCompiledInstances[0].head_dim;
-  p.num_seqs = 2;
-  p.num_q_heads = 8;
-  p.num_kv_heads = 2;
-  p.page_size = 16;
-  p.num_pages = 8;
-  p.max_blocks_per_seq = 4;
-  p.max_seq_len = 64;
+  DecodeParams p = good_decode(8, 4, 64);
   for (int target : {-1, 0, 90}) {
     if (target > 0 && !is_compiled_target(target)) continue;
     DecodePlan plain, general;
