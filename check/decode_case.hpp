@@ -58,6 +58,7 @@ struct DecodeCase {
   int num_kv_heads = 2;
   std::vector<int> seq_lens{17};
   int force_splits = 0;        // 0: the plan's choice
+  int wide_row = -1;           // PlanOptions::wide_row: -1 the plan's choice, 1 the target's wide row
   float softmax_scale = 0.f;   // 0: 1/sqrt(head_dim)
   unsigned seed = 1;
   std::string shape = "case";  // label of the shape family
@@ -73,6 +74,7 @@ struct DecodeCase {
     std::string s = "t" + std::to_string(target) + "_" + std::string(dtype_name(dtype)) + "_hd" +
                     std::to_string(head_dim) + "_" + (layout == KVLayout::nhd ? "nhd" : "vllm") + "_" + shape;
     if (is_fp8(kv)) s += "_" + std::string(kv_dtype_name(kv));
+    if (wide_row == 1) s += "_wide";
     return s;
   }
 };
@@ -193,23 +195,34 @@ class DecodeProblem {
     DecodeOutcome r;
     DecodeParams p = params();
     DecodePlan plan;
-    const Status s = plan_decode(p, hw, PlanOptions{c_.target, force_splits, graph, l2_evict_first}, &plan);
+    const Status s =
+        plan_decode(p, hw, PlanOptions{c_.target, force_splits, graph, l2_evict_first, c_.wide_row}, &plan);
     if (!s.ok()) return fail(r, "plan_decode: " + s.message());
+    if (!graph) return run_planned(plan);
     r.num_splits = plan.num_splits;
     if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");
     poison(plan.workspace_bytes);
     RunOptions opt;
     opt.stream = stream();
-    if (!graph) {
-      opt.debug_checks = host_checks_;  // seq_lens and used block ids checked on the host as well
-      const Status run = paged_decode(p, plan, ws_d_.p, plan.workspace_bytes, opt);
-      if (!run.ok()) return fail(r, "paged_decode: " + run.message());
-    } else {
-      const Status cap = capture(p, plan, opt);
-      if (!cap.ok()) return fail(r, cap.message());
-      const cudaError_t e = cudaGraphLaunch(graph_exec_, stream());
-      if (e) return fail(r, std::string("cudaGraphLaunch: ") + cudaGetErrorString(e));
-    }
+    const Status cap = capture(p, plan, opt);
+    if (!cap.ok()) return fail(r, cap.message());
+    const cudaError_t e = cudaGraphLaunch(graph_exec_, stream());
+    if (e) return fail(r, std::string("cudaGraphLaunch: ") + cudaGetErrorString(e));
+    return collect(r);
+  }
+
+  // Runs once under `plan`, made by the caller — e.g. for other pages than the case's (a plan
+  // serves any call of its shapes: paged_decode() takes it).
+  DecodeOutcome run_planned(const DecodePlan& plan) {
+    DecodeOutcome r;
+    r.num_splits = plan.num_splits;
+    if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");
+    poison(plan.workspace_bytes);
+    RunOptions opt;
+    opt.stream = stream();
+    opt.debug_checks = host_checks_;  // seq_lens and used block ids checked on the host as well
+    const Status run = paged_decode(params(), plan, ws_d_.p, plan.workspace_bytes, opt);
+    if (!run.ok()) return fail(r, "paged_decode: " + run.message());
     return collect(r);
   }
 
@@ -485,8 +498,9 @@ inline const std::vector<DecodeShape>& decode_shapes() {
   return shapes;
 }
 
+// wide: the target's wide row forced (DecodeCase::wide_row), its partition for the -1/-2 lengths.
 inline DecodeCase make_decode_case(int target, DType t, int head_dim, KVLayout layout, const DecodeShape& sh,
-                                   unsigned seed) {
+                                   unsigned seed, bool wide = false) {
   DecodeCase c;
   c.target = target;
   c.dtype = t;
@@ -495,7 +509,8 @@ inline DecodeCase make_decode_case(int target, DType t, int head_dim, KVLayout l
   c.page_size = sh.page_size;
   c.num_q_heads = sh.num_q_heads;
   c.num_kv_heads = sh.num_kv_heads;
-  const int part = decode_policy(target, t, head_dim).partition_size;
+  const int part = (wide ? decode_wide_policy(target, t, head_dim) : decode_policy(target, t, head_dim)).partition_size;
+  c.wide_row = wide ? 1 : -1;
   c.seq_lens.clear();
   for (int len : sh.seq_lens) c.seq_lens.push_back(len == -1 ? part : len == -2 ? part - 1 : len);
   c.force_splits = sh.force_splits;
@@ -538,6 +553,14 @@ inline std::vector<DecodeCase> decode_sweep_cases(bool quick, unsigned seed) {
         for (const DecodeShape& sh : decode_shapes())
           if ((!quick || sh.quick) && !(sh.nhd_only && layout != KVLayout::nhd))
             v.push_back(make_decode_case(target, t, d, layout, sh, seed));
+      // The target's wide row (tuning_sm90.hpp's kDecodeWide), forced on the shapes it reads.
+      if (has_decode_wide_policy(target, t, d))
+        for (KVLayout layout : {KVLayout::nhd, KVLayout::vllm})
+          for (const DecodeShape& sh : decode_shapes())
+            if ((!quick || sh.quick) && !(sh.nhd_only && layout != KVLayout::nhd) &&
+                decode_sm80_wide_reads(decode_wide_policy(target, t, d), layout, sh.page_size, d,
+                                       sh.num_q_heads / sh.num_kv_heads, KVDType::same, true))
+              v.push_back(make_decode_case(target, t, d, layout, sh, seed, true));
     }
   }
   return v;

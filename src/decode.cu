@@ -45,6 +45,12 @@ namespace detail {
                                       cudaStream_t, int*);
 MUH_FOR_EACH_INSTANCE(MUH_DECLARE_DECODE_INSTANCE)
 #undef MUH_DECLARE_DECODE_INSTANCE
+#define MUH_DECLARE_DECODE_WIDE_INSTANCE(t, d)                                                     \
+  template <>                                                                                      \
+  Status decode_wide_instance<DType::t, d>(const kernels::decode::DecodeArgs&, KVLayout, int, int, \
+                                           cudaStream_t, int*, bool*);
+MUH_FOR_EACH_INSTANCE(MUH_DECLARE_DECODE_WIDE_INSTANCE)
+#undef MUH_DECLARE_DECODE_WIDE_INSTANCE
 #define MUH_DECLARE_DECODE_FP8_INSTANCE(k, t, d)                                                          \
   template <>                                                                                           \
   Status decode_fp8_instance<KVDType::k, DType::t, d>(const kernels::decode::DecodeArgs&,                \
@@ -86,6 +92,13 @@ constexpr Fp8InstanceEntry<DecodeFp8InstanceFn> kDecodeFp8Instances[] = {
 #define MUH_DECODE_INSTANCE_ENTRY(t, d) InstanceEntry<DecodeInstanceFn>{DType::t, d, &decode_instance<DType::t, d>},
 constexpr InstanceEntry<DecodeInstanceFn> kDecodeInstances[] = {MUH_FOR_EACH_INSTANCE(MUH_DECODE_INSTANCE_ENTRY)};
 #undef MUH_DECODE_INSTANCE_ENTRY
+using DecodeWideInstanceFn = Status (*)(const kernels::decode::DecodeArgs&, KVLayout, int, int, cudaStream_t, int*,
+                                        bool*);
+#define MUH_DECODE_WIDE_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<DecodeWideInstanceFn>{DType::t, d, &decode_wide_instance<DType::t, d>},
+constexpr InstanceEntry<DecodeWideInstanceFn> kDecodeWideInstances[] = {
+    MUH_FOR_EACH_INSTANCE(MUH_DECODE_WIDE_INSTANCE_ENTRY)};
+#undef MUH_DECODE_WIDE_INSTANCE_ENTRY
 
 Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
   const std::string w = "paged_decode: ";
@@ -111,8 +124,11 @@ Status check_plan(const DecodeParams& p, const DecodePlan& plan) {
       plan.use_v2 != (plan.num_splits > 1) || plan.num_splits > 65535)
     return invalid_argument(w + "the plan is inconsistent (num_splits " + num(plan.num_splits) +
                             ", partition_tokens " + num(plan.partition_tokens) + ")");
-  if (!(plan.policy == decode_policy(plan.target, plan.dtype, plan.head_dim)))
-    return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s decode policy");
+  if (plan.wide ? !has_decode_wide_policy(plan.target, plan.dtype, plan.head_dim) ||
+                      !(plan.policy == decode_wide_policy(plan.target, plan.dtype, plan.head_dim))
+                : !(plan.policy == decode_policy(plan.target, plan.dtype, plan.head_dim)))
+    return invalid_argument(w + "the plan's policy is not target " + num(plan.target) + "'s " +
+                            (plan.wide ? "wide " : "") + "decode policy");
   if (plan.kv_dtype != p.kv.dtype)
     return invalid_argument(w + "the plan was made for a KV cache of " + std::string(kv_dtype_name(plan.kv_dtype)) +
                             " and the call's is " + std::string(kv_dtype_name(p.kv.dtype)) + "; re-plan for this call");
@@ -222,6 +238,14 @@ Status detail::paged_decode_unchecked(const DecodeParams& p, const DecodePlan& p
 #else
     return {StatusCode::not_compiled, "paged_decode: the general variant kind is not compiled into this build"};
 #endif
+  }
+  if (plan.wide) {  // (a 16-bit cache, the plain kind: check_plan matched both to the call)
+    bool launched = false;
+    MUH_TRY(find_instance(detail::kDecodeWideInstances, p.dtype, p.head_dim)(a, p.layout, plan.target, cc, opt.stream,
+                                                                            flags, &launched));
+    if (launched) return Status::Ok();
+    // A call the wide row's kernels do not take (a graph plan replayed over other pages, a map
+    // that would not encode): the target's own row, the same results.
   }
   return find_instance(detail::kDecodeInstances, p.dtype, p.head_dim)(a, p.layout, plan.target, cc, opt.stream, flags);
 }

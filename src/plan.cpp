@@ -18,6 +18,10 @@
 // since more waves of shorter partitions only add CTA starts and merge traffic. Partitions are
 // multiples of decode_split_tokens() (policy.hpp); a split that gains less than 1 % over one with
 // fewer partitions is not taken (the model is coarse; fewer partitions mean less merge traffic).
+//
+// Where the target has a wide row (tuning_sm90.hpp's kDecodeWide) and the call can take it, the
+// same search runs for that row with its own CTA rate (kLatencyWideSeconds) over partitions of
+// ≥ kDecodeWideMinTokens, and the plan takes the faster by ≥ 1 %.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -161,6 +165,12 @@ constexpr double kLatencySeconds = 2.4e-6;
 // found 90 partitions (b1 × 256k, 132 SMs) as good as 128, and took 90: 118.9 µs against 98.6.
 // vLLM pages the sm90 rows fetch by TMA (decode_sm80_tma) are modelled like NHD's boxes.
 constexpr double kLatencyVllmSeconds = 3.5e-6;
+// A wide row's CTA (12 warps × 1 stage, tuning_sm90.hpp's kDecodeWide) keeps as many bytes in
+// flight as the 4 × 3 row (192 KB) but streams them faster: three warps a scheduler instead of one
+// latency-bound warp. On the H200's 16-SM partition (one CTA a SM, the seed's vLLM cells at 100k
+// and 256k, h200-2026-12-06-tile-pipeline/call3-W.json against call3-T.json) a CTA read 108–125
+// GB/s against the 4 × 3 row's 80–92: 1.30–1.36×, so 2.4 µs / 1.33.
+constexpr double kLatencyWideSeconds = 1.8e-6;
 constexpr double kCtaStartSeconds = 1.5e-6;
 constexpr double kMergeSeconds = 3.5e-6;
 constexpr double kSplitGain = 0.99;  // take more partitions only for ≥ 1 % modelled gain
@@ -210,6 +220,48 @@ double bytes_in_flight(const DecodePolicy& pol, double bytes_per_token) {
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
+// A split of L keys: partitions a sequence, tokens a partition, the model's seconds.
+struct Split {
+  long long splits = 1, partition = 1;
+  double seconds = 0;
+};
+
+// The split count for L keys under model m: force_splits > 0 exactly that many partitions (where
+// 16-token granularity allows it); else the fewest partitions, in multiples of G tokens, within
+// kSplitGain of the best the model sees. min_partition > 0: only partitions of at least that many
+// tokens are searched (V1 where there is none: the caller checks the length it gets).
+Split choose_split(const CostModel& m, long long L, long long G, int force_splits, long long min_partition = 0) {
+  Split r{1, std::max<long long>(L, 1), 0};
+  if (L > 16) {
+    if (force_splits > 0) {
+      r.partition = ceil_div(ceil_div(L, force_splits), 16) * 16;
+      r.splits = ceil_div(L, r.partition);
+    } else {
+      double best = L >= min_partition ? m.seconds(1, L) : HUGE_VAL;
+      // Beyond ~4 waves of partitions nothing is left to fill; the grid's y is at most 65535.
+      const long long s_max = std::min<long long>(
+          {65535, ceil_div(L, G), std::max<long long>(1, static_cast<long long>(std::ceil(4.0 * m.slots / m.base_ctas)))});
+      long long last = 1;
+      for (long long s = 2; s <= s_max; ++s) {
+        const long long part = ceil_div(ceil_div(L, s), G) * G;
+        const long long s_eff = ceil_div(L, part);
+        if (s_eff == last) continue;
+        last = s_eff;
+        if (part < min_partition) break;  // (partitions only shrink from here)
+        const double t = m.seconds(s_eff, part);
+        if (t < kSplitGain * best) {
+          best = t;
+          r.splits = s_eff;
+          r.partition = part;
+        }
+      }
+    }
+  }
+  if (r.splits <= 1) r = Split{1, std::max<long long>(L, 1), 0};
+  r.seconds = m.seconds(r.splits, r.splits > 1 ? r.partition : L);
+  return r;
+}
+
 // One sm80-agent CTA's seconds per token over an fp8 cache where its instructions, not its
 // bytes in flight, bound it: each token's 2 · head_dim codes are widened to fp16 by the CTA's
 // warps, one per scheduler at hd 256, latency-bound (ncu: ~5 cycles an issued instruction).
@@ -254,6 +306,8 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   if (opt.force_splits < 0) return invalid_argument(w + "force_splits must be >= 0 (0: the plan chooses)");
   if (opt.l2_evict_first < -1 || opt.l2_evict_first > 1)
     return invalid_argument(w + "l2_evict_first must be -1 (the plan chooses), 0 or 1");
+  if (opt.wide_row < -1 || opt.wide_row > 1)
+    return invalid_argument(w + "wide_row must be -1 (the plan chooses), 0 or 1");
   if (hw.sm_count < 1 || hw.memory_bandwidth_gbps < 1)
     return invalid_argument(w + "hardware profile '" + hw.name + "' has no SMs or no bandwidth");
 
@@ -290,7 +344,7 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   long long L = p.max_seq_len;
   if (kind == VariantKind::general && p.variant.window_left >= 0)
     L = std::min<long long>(L, static_cast<long long>(p.variant.window_left) + 16);
-  CostModel m;
+  CostModel m;  // (the target's row; the wide row's below)
   m.bandwidth = hw.memory_bandwidth_gbps * 1e9;
   m.sms = hw.sm_count;
   // An fp8 cache: 1-byte codes. Its CTAs keep as many tiles in flight as the 16-bit cache's (at
@@ -312,37 +366,41 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   m.base_ctas = static_cast<double>(p.num_seqs) * p.num_kv_heads * r.head_chunks;
   m.partial_bytes = static_cast<double>(p.num_seqs) * p.num_q_heads * (p.head_dim + 1) * 4.0;
 
-  long long splits = 1, partition = std::max<long long>(L, 1);
-  if (p.num_seqs > 0 && L > 16) {
-    if (opt.force_splits > 0) {
-      // Exactly force_splits partitions where 16-token granularity allows it.
-      partition = ceil_div(ceil_div(L, opt.force_splits), 16) * 16;
-      splits = ceil_div(L, partition);
-    } else {
-      const long long G = decode_split_tokens(pol);
-      double best = m.seconds(1, L);
-      // Beyond ~4 waves of partitions nothing is left to fill; the grid's y is at most 65535.
-      const long long s_max = std::min<long long>(
-          {65535, ceil_div(L, G), std::max<long long>(1, static_cast<long long>(std::ceil(4.0 * m.slots / m.base_ctas)))});
-      long long last = 1;
-      for (long long s = 2; s <= s_max; ++s) {
-        const long long part = ceil_div(ceil_div(L, s), G) * G;
-        const long long s_eff = ceil_div(L, part);
-        if (s_eff == last) continue;
-        last = s_eff;
-        const double t = m.seconds(s_eff, part);
-        if (t < kSplitGain * best) {
-          best = t;
-          splits = s_eff;
-          partition = part;
-        }
-      }
+  Split split{1, std::max<long long>(L, 1), 0};
+  if (p.num_seqs > 0) split = choose_split(m, L, decode_split_tokens(pol), opt.force_splits);
+
+  // ---- The wide row: 12 warps × 1 stage where each CTA streams a long range ------------------
+  // Taken where the model sees its faster CTA gain ≥ 1 % at partitions of ≥ kDecodeWideMinTokens:
+  // where a CTA may pull more than the 4 × 3 row's CTA streams (a partition of a few SMs; on the
+  // H200's 132 SMs one SM's share of HBM, kSmShareCap, bounds both rows alike and the target's own
+  // row stays).
+  const bool wide_reads = has_decode_wide_policy(sel.target, p.dtype, p.head_dim) &&
+                          decode_sm80_wide_reads(decode_wide_policy(sel.target, p.dtype, p.head_dim), p.layout,
+                                                 p.page_size, p.head_dim, group, p.kv.dtype, kind == VariantKind::plain);
+  if (opt.wide_row == 1 && !wide_reads)
+    return invalid_argument(w + "wide_row 1: " +
+                            (has_decode_wide_policy(sel.target, p.dtype, p.head_dim)
+                                 ? std::string("the wide row reads a 16-bit cache by TMA (NHD pages of >= 16 slots, "
+                                               "vLLM pages of 16) with <= 8 query heads a KV head, the plain kind")
+                                 : "target " + target_name(sel.target) + " has no wide decode row for " +
+                                       std::string(dtype_name(p.dtype)) + " head_dim " + std::to_string(p.head_dim)));
+  if (wide_reads && opt.wide_row != 0 && p.num_seqs > 0) {
+    const DecodePolicy wide = decode_wide_policy(sel.target, p.dtype, p.head_dim);
+    CostModel mw = m;
+    mw.slots = static_cast<double>(hw.sm_count) * wide.ctas_per_sm;
+    mw.cta_peak = bytes_in_flight(wide, m.bytes_per_token) / kLatencyWideSeconds;
+    const Split sw = choose_split(mw, L, decode_split_tokens(wide), opt.force_splits,
+                                  opt.wide_row == 1 ? 0 : kDecodeWideMinTokens);
+    const long long sw_tokens = sw.splits > 1 ? sw.partition : L;
+    if (opt.wide_row == 1 || (sw_tokens >= kDecodeWideMinTokens && sw.seconds < kSplitGain * split.seconds)) {
+      split = sw;
+      m = mw;
+      r.wide = true;
+      r.policy = wide;
+      r.ctas_per_sm = wide.ctas_per_sm;
     }
   }
-  if (splits <= 1) {
-    splits = 1;
-    partition = std::max<long long>(L, 1);
-  }
+  const long long splits = split.splits, partition = split.partition;
   r.use_v2 = splits > 1;
   r.num_splits = static_cast<int>(splits);
   r.partition_tokens = static_cast<int>(partition);

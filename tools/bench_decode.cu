@@ -180,6 +180,7 @@ struct Pool {
   bench::DeviceMemory kv, q, out, table, lens, ws;
   KVLayout kv_layout = KVLayout::nhd;  // --kv-layout: the kernel's cache layout (same page bytes)
   int l2_evict_first = -1;             // --l2-hint: -1 the plan's choice, 0 off, 1 on
+  int wide_row = -1;                   // --wide-row: PlanOptions::wide_row
   std::vector<int> perm_all;  // a random order of all max_pages pages (spread)
   Variant variant;            // --variant: the cells' attention variant (its arrays: per_head)
   std::string variant_text;
@@ -257,7 +258,7 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
       made = true;
       return (arm ? arm : cand->launch)(args, p.layout, stream);
     };
-  const TimedDecode timed = time_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first}, pool.ws,
+  const TimedDecode timed = time_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first, pool.wide_row}, pool.ws,
                                         flusher, stream, iters, 3, launch);
   const DecodePlan& plan = timed.plan;
   const std::vector<double>& us = timed.us;
@@ -477,6 +478,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   Pool pool;
   pool.kv_layout = o.kv_layout == "vllm" ? KVLayout::vllm : KVLayout::nhd;
   pool.l2_evict_first = l2_hint_option(o.l2_hint);
+  pool.wide_row = wide_row_option(o.wide_row);
   pool.max_pages = 256LL * 32768 / kPage;
   pool.page_bytes = std::size_t(kPage) * 8 * 128 * 2;
   const std::size_t kv_bytes = 2 * static_cast<std::size_t>(pool.max_pages) * pool.page_bytes;
@@ -751,6 +753,10 @@ void add_bench_decode(CLI::App& bench) {
       ->check(CLI::IsMember({"nhd", "vllm"}));
   cmd->add_option("--l2-hint", o.l2_hint,
                   "L2 evict-first policy on the sm80 agent's K/V copies: auto (the plan's choice, default), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--wide-row", o.wide_row,
+                  "the target's wide decode row (12 warps x 1 stage, tuning_sm90.hpp): auto (the plan's choice, "
+                  "default), on (forced: an error where the call cannot take it), off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--splits", o.splits, "with --only: force this many partitions per sequence (0: the plan's count)")
       ->check(CLI::Range(0, 65535));

@@ -27,6 +27,7 @@ struct BenchDecodeOptions {
   bool no_layouts = false;
   std::string kv_layout = "nhd";
   std::string l2_hint = "auto";
+  std::string wide_row = "auto";  // --wide-row: the plan's wide row (PlanOptions::wide_row) auto / on / off
   int splits = 0;                 // --splits: forced partitions for the --only cells (0: the plan's)
   std::vector<std::string> only;  // "hd128:1:32768" — grid cells to run (all when empty)
   std::string grid = "default";   // --grid: default or seed
@@ -40,6 +41,8 @@ struct BenchDecodeOptions {
 
 // The L2 hint option as PlanOptions::l2_evict_first: -1 the plan's choice, 0 off, 1 on.
 inline int l2_hint_option(const std::string& hint) { return hint == "on" ? 1 : hint == "off" ? 0 : -1; }
+// The wide-row option as PlanOptions::wide_row, the same way.
+inline int wide_row_option(const std::string& w) { return l2_hint_option(w); }
 
 // The present device a benchmark measures, with its clocks for the result files. Throws
 // UsageError("<who>: no CUDA device") without one (exit 2, one line).

@@ -1,5 +1,6 @@
 // bench_decode_seed.cu — `muh bench decode --grid seed [--emulate bi-v100 [--no-portable]]
-//                        [--kv-dtype auto,fp8_e4m3] [--out DIR] [--iters N] [--l2-hint auto|on|off]`:
+//                        [--kv-dtype auto,fp8_e4m3] [--out DIR] [--iters N] [--l2-hint auto|on|off]
+//                        [--wide-row auto|on|off]`:
 //                        the seed's own decode (issue 18), and over an fp8 cache (issue 20).
 //
 // Cells: fp16, head_dim 256, one KV head with 4 or 6 query heads (the seed's Qwen3.6-class models
@@ -83,6 +84,7 @@ struct Where {
 
 struct Timing {
   int splits = 0, partition = 0, ctas = 0;
+  bool wide = false;  // the plan ran the target's wide row (DecodePlan::wide)
   double median_us = 0, min_us = 0, max_us = 0;
 };
 
@@ -148,13 +150,13 @@ struct Timer {
   const Where& w;
   SeedPool& pool;
   bench::L2Flusher& flusher;
-  int iters, l2;
+  int iters, l2, wide;
   Timing operator()(const DecodeParams& p, int target, int splits, DecodePlan* plan_out = nullptr) const {
-    const TimedDecode t = time_decode(p, w.hw, PlanOptions{target, splits, false, l2}, pool.ws, flusher, w.stream,
-                                      iters, 1);
+    const TimedDecode t = time_decode(p, w.hw, PlanOptions{target, splits, false, l2, wide}, pool.ws, flusher,
+                                      w.stream, iters, 1);
     if (plan_out) *plan_out = t.plan;
-    return Timing{t.plan.num_splits, t.plan.partition_tokens, t.plan.ctas, bench::median(t.us), t.us.front(),
-                  t.us.back()};
+    return Timing{t.plan.num_splits, t.plan.partition_tokens, t.plan.ctas, t.plan.wide, bench::median(t.us),
+                  t.us.front(), t.us.back()};
   }
 };
 
@@ -215,30 +217,32 @@ Floor measure_floor(const DecodeParams& p, const Where& w, SeedPool& pool, bench
 }
 
 void print_progress(const SeedRow& r, double elapsed_s) {
-  std::fprintf(stderr, "  %3d SMs %-12s %-14s V1 %9.1f  plan %8.1f (%d)  best %8.1f (%d)  floor %7.1f  [%.0f s]\n",
+  std::fprintf(stderr, "  %3d SMs %-12s %-14s V1 %9.1f  plan %8.1f (%d%s)  best %8.1f (%d%s)  floor %7.1f  [%.0f s]\n",
                r.sms, r.agent.c_str(), cell_label(r).c_str(), r.v1.median_us, r.plan.median_us, r.plan.splits,
-               r.best.median_us, r.best.splits, r.floor.us, elapsed_s);
+               r.plan.wide ? "w" : "", r.best.median_us, r.best.splits, r.best.wide ? "w" : "", r.floor.us, elapsed_s);
 }
 
 void print_table(const BenchDevice& d, const std::vector<SeedRow>& rows, int iters) {
   std::printf("\nmuh paged decode, the seed's cells, on %s (sm_%d, %d SMs; SM clock %d MHz max, memory %d MHz):\n"
               "fp16 q (cache: fp16 unless the cell names fp8), head_dim 256, 1 KV head, page 16, vLLM layout, random\n"
               "page order, cold L2; median µs of %d "
-              "calls (splits) [floor ÷ time]; best = fastest of V1, the plan and forced split counts\n\n",
+              "calls (splits; w: the wide row) [floor ÷ time]; best = fastest of V1, the plan and forced split "
+              "counts\n\n",
               d.hw.name, d.hw.compute_capability, d.hw.sm_count, d.sm_clock_khz / 1000, d.mem_clock_khz / 1000, iters);
   std::printf("| SMs | agent | cell | V1 forced | plan | best | floor | plan ÷ best |\n"
               "|---|---|---|---|---|---|---|---|\n");
   for (const SeedRow& r : rows) {
     auto f = [&](const Timing& t) { return t.median_us > 0 ? r.floor.us / t.median_us : 0.0; };
-    std::printf("| %d | %s | %s | %.1f [%.2f] | %.1f (%d) [%.2f] | %.1f (%d) [%.2f] | %.1f | %.2f |\n", r.sms,
+    auto w = [](const Timing& t) { return t.wide ? "w" : ""; };
+    std::printf("| %d | %s | %s | %.1f [%.2f] | %.1f (%d%s) [%.2f] | %.1f (%d%s) [%.2f] | %.1f | %.2f |\n", r.sms,
                 r.agent.c_str(), cell_label(r).c_str(), r.v1.median_us, f(r.v1), r.plan.median_us, r.plan.splits,
-                f(r.plan), r.best.median_us, r.best.splits, f(r.best), r.floor.us,
+                w(r.plan), f(r.plan), r.best.median_us, r.best.splits, w(r.best), f(r.best), r.floor.us,
                 r.best.median_us > 0 ? r.plan.median_us / r.best.median_us : 0.0);
   }
 }
 
 nlohmann::json timing_json(const Timing& t, double floor_us) {
-  return {{"splits", t.splits},       {"partition_tokens", t.partition}, {"ctas", t.ctas},
+  return {{"splits", t.splits},       {"partition_tokens", t.partition}, {"ctas", t.ctas}, {"wide", t.wide},
           {"median_us", t.median_us}, {"min_us", t.min_us},              {"max_us", t.max_us},
           {"floor_over_time", t.median_us > 0 ? floor_us / t.median_us : 0.0}};
 }
@@ -248,7 +252,7 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
   std::ofstream csv(stem + ".csv");
   if (!csv) throw UsageError("muh bench decode: cannot write " + stem + ".csv");
   csv << "run,sms,agent,target,head_dim,q_heads,kv_heads,batch,kv_len,kind,splits,partition_tokens,ctas,median_us,"
-         "min_us,max_us,floor_us,floor_over_time,is_best,l2_evict_first,cache\n";
+         "min_us,max_us,floor_us,floor_over_time,is_best,l2_evict_first,cache,wide\n";
   nlohmann::json j;
   j["device"] = device_json(d);
   j["date_utc"] = bench::utc_date();
@@ -279,7 +283,7 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
           << kKvHeads << ',' << r.batch << ',' << r.kv_len << ',' << kind << ',' << t.splits << ',' << t.partition << ','
           << t.ctas << ',' << t.median_us << ',' << t.min_us << ',' << t.max_us << ',' << r.floor.us << ','
           << (t.median_us > 0 ? r.floor.us / t.median_us : 0) << ',' << int(best) << ',' << int(r.l2_evict_first)
-          << ',' << cache_name(r.kv) << '\n';
+          << ',' << cache_name(r.kv) << ',' << int(t.wide) << '\n';
     };
     line("v1", r.v1);
     line("plan", r.plan);
@@ -308,9 +312,9 @@ void write_files(const BenchDecodeOptions& o, const BenchDevice& d, const std::v
 void check_seed_options(const BenchDecodeOptions& o) {
   for (const std::string& g : o.given)
     if (g != "--out" && g != "--iters" && g != "--l2-hint" && g != "--emulate" && g != "--grid" && g != "--no-portable" &&
-        g != "--kv-dtype")
+        g != "--kv-dtype" && g != "--wide-row")
       throw UsageError("muh bench decode: --grid seed does not take " + g +
-                       " (it takes --out, --iters, --l2-hint, --emulate, --no-portable and --kv-dtype)");
+                       " (it takes --out, --iters, --l2-hint, --wide-row, --emulate, --no-portable and --kv-dtype)");
   if (o.no_portable && o.emulate.empty())
     throw UsageError("muh bench decode: --no-portable drops the portable agent's cells of --emulate bi-v100: add it");
 }
@@ -374,7 +378,7 @@ void run_bench_decode_seed(const BenchDecodeOptions& o) {
     // The whole GPU: the device's own plan; the partition: the portable agent beside it.
     const std::vector<int> targets =
         &w == &runs[0] || o.no_portable ? std::vector<int>{-1} : std::vector<int>{-1, 0};
-    const Timer time{w, pool, flusher, o.iters, l2_hint_option(o.l2_hint)};
+    const Timer time{w, pool, flusher, o.iters, l2_hint_option(o.l2_hint), wide_row_option(o.wide_row)};
     for (int q_heads : kQHeads)
       for (int batch : kBatches)
         for (int len : kLens)

@@ -330,6 +330,14 @@ std::vector<std::string> decode_row_lines(const Request& r, DType t, const Decod
               " warps: footprint decode_smem_bytes() = " + std::to_string(decode_smem_bytes(d, t, r.head_dim)) +
               " B (tuning/policy.hpp) within the cap " + std::to_string(d.smem_cap_bytes) + " B at " +
               std::to_string(d.ctas_per_sm) + " CTA" + (d.ctas_per_sm > 1 ? "s" : "") + "/SM");
+  if (has_decode_wide_policy(sel.target, t, r.head_dim)) {
+    const DecodePolicy w = decode_wide_policy(sel.target, t, r.head_dim);
+    l.push_back("wide row (tuning_sm90.hpp's kDecodeWide): " + std::to_string(w.num_warps) + " warps x " +
+                std::to_string(w.num_stages) + " stage, " + std::to_string(decode_smem_bytes(w, t, r.head_dim)) +
+                " B — the plan takes it for a 16-bit cache by TMA with <= 8 q heads a KV head where each CTA streams "
+                ">= " + std::to_string(kDecodeWideMinTokens) +
+                " tokens faster than the row's can (few SMs: a green partition): \"" + w.evidence + "\"");
+  }
   return l;
 }
 

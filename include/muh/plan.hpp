@@ -21,13 +21,19 @@ struct PlanOptions {
                               // capped at ceil(max_seq_len / 16)
   bool cuda_graph = false;    // fixed for graph capture: see DecodePlan::cuda_graph
   int l2_evict_first = -1;    // -1: the plan chooses; 0 / 1: DecodePlan::l2_evict_first forced (tuning)
+  // The target's wide row (DecodePlan::wide): -1 the plan chooses; 0 never; 1 always (tests,
+  // tuning) — an error where the target has none or the call cannot take it.
+  int wide_row = -1;
 };
 
 // What plan_decode() decided. A plan depends only on host-known values (shapes, max_seq_len,
 // the hardware), never on the device-side seq_lens, so replaying it is always valid.
 struct DecodePlan {
   int target = -1;             // dispatch target the kernels run (-1: no plan)
-  DecodePolicy policy;         // its decode policy
+  DecodePolicy policy;         // its decode policy: the target's row, or its wide row
+  // The policy is the target's wide row (tuning_sm90.hpp's kDecodeWide: 12 warps × 1 stage), taken
+  // where each of the call's few CTAs streams a long range (plan.cpp); a speed choice only.
+  bool wide = false;
   DecodeSelection selection;   // how target and policy were chosen (describe() words it)
   bool use_v2 = false;
   int num_splits = 1;          // partitions per sequence (1 for V1)

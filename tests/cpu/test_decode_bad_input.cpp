@@ -130,6 +130,8 @@ const BadCase kBad[] = {
      StatusCode::invalid_argument, "capacity"},
     {"plan_policy_not_the_targets_row", [](auto&, auto& plan, auto&, auto&, auto&) { plan.policy.num_stages += 1; },
      StatusCode::invalid_argument, "decode policy"},
+    {"plan_wide_flag_on_the_targets_row", [](auto&, auto& plan, auto&, auto&, auto&) { plan.wide = true; },
+     StatusCode::invalid_argument, "wide decode policy"},
 };
 
 void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }

@@ -59,7 +59,11 @@ void expect_consistent(const DecodePlan& plan, const DecodeParams& p) {
     EXPECT_EQ(plan.workspace_bytes, 0u);
   }
   EXPECT_EQ(plan.ctas, p.num_seqs * p.num_kv_heads * plan.head_chunks * plan.num_splits);
-  EXPECT_TRUE(plan.policy == decode_policy(plan.target, p.dtype, p.head_dim));
+  if (plan.wide) {
+    EXPECT_TRUE(plan.policy == decode_wide_policy(plan.target, p.dtype, p.head_dim));
+  } else {
+    EXPECT_TRUE(plan.policy == decode_policy(plan.target, p.dtype, p.head_dim));
+  }
   EXPECT_TRUE(validate(plan.policy, p.dtype, p.head_dim));
 }
 
@@ -198,7 +202,7 @@ TEST(PlanSms, APartitionChangesTheSplit) {
     EXPECT_NE(whole.num_splits, part.num_splits);
     EXPECT_GE(part.num_splits, 16);
     EXPECT_LT(part.num_splits, whole.num_splits);
-    EXPECT_EQ(part.target, whole.target) << "the SM count changes the split, not the row";
+    EXPECT_EQ(part.target, whole.target) << "the SM count changes the split (and the row: PlanWide), not the target";
   }
 }
 
@@ -400,12 +404,13 @@ const std::vector<SeedCell>& h200_seed_sweep() {
 // SM each plan was made for.
 template <class Hw>
 void expect_seed_plans_near_best(const std::vector<SeedCell>& cells, int force_target, Agent agent, Hw hw,
-                                 KVDType kv = KVDType::same, bool between = false, int ctas_per_sm = 0) {
+                                 KVDType kv = KVDType::same, bool between = false, int ctas_per_sm = 0,
+                                 int wide_row = -1) {
   for (const SeedCell& c : cells) {
     DecodeParams p = shape(c.batch, c.len, c.q_heads, 1, 256, DType::fp16);
     p.layout = KVLayout::vllm;
     p.kv.dtype = kv;
-    const DecodePlan plan = plan_of(p, hw(c.sms), PlanOptions{force_target, 0, false});
+    const DecodePlan plan = plan_of(p, hw(c.sms), PlanOptions{force_target, 0, false, -1, wide_row});
     double best = 1e30, chosen = -1, below = -1, above = -1;
     int below_n = 0, above_n = 1 << 30;
     for (const auto& [splits, us] : c.us) {
@@ -437,7 +442,187 @@ void expect_seed_plans_near_best(const std::vector<SeedCell>& cells, int force_t
 HardwareCapability h200_seed_gpu(int sms) { return gpu(sms, 4814); }
 
 TEST(PlanModel, SeedCellsWithin10PercentOfTheMeasuredBestOn132And16Sms) {
-  expect_seed_plans_near_best(h200_seed_sweep(), -1, Agent::sm80, h200_seed_gpu);
+  // (the 4 × 3 row's own counts: its wide row off; both rows together below)
+  expect_seed_plans_near_best(h200_seed_sweep(), -1, Agent::sm80, h200_seed_gpu, KVDType::same, false, 0, 0);
+}
+
+// The same cells on the hd-256 wide row (tuning_sm90.hpp's kDecodeWide: 12 warps × 1 stage),
+// measured in the same run as h200_seed_sweep() (call3-W.json beside call3-T.json; the counts are
+// the forced ones, cut in 192-token partitions).
+const std::vector<SeedCell>& h200_seed_sweep_wide() {
+  static const std::vector<SeedCell> v = {
+      {132, 4, 1, 8192, {{1, 70.6}, {4, 30.0}, {8, 23.8}, {16, 18.8}, {32, 17.2}, {43, 17.1}, {64, 17.1}, {128, 18.1},
+                         {256, 25.1}, {512, 39.1}}},
+      {132, 4, 1, 32768, {{1, 250.2}, {16, 32.3}, {32, 24.8}, {64, 23.8}, {86, 24.0}, {128, 24.5}, {256, 31.6},
+                          {342, 36.8}, {512, 44.0}}},
+      {132, 4, 1, 100000, {{1, 739.3}, {16, 65.9}, {32, 45.3}, {64, 43.6}, {87, 43.9}, {128, 43.3}, {131, 43.4},
+                           {250, 50.1}, {261, 49.3}, {391, 55.0}, {481, 62.0}, {521, 59.9}}},
+      {132, 4, 1, 262144, {{1, 1930.7}, {32, 95.9}, {64, 89.6}, {92, 90.2}, {128, 85.7}, {132, 86.1}, {256, 92.3},
+                           {261, 93.5}, {391, 99.9}, {512, 105.2}}},
+      {132, 4, 2, 8192, {{1, 71.5}, {4, 31.8}, {8, 24.0}, {16, 19.2}, {32, 18.5}, {43, 19.3}, {64, 19.1}, {128, 24.7},
+                         {171, 30.4}, {256, 35.4}}},
+      {132, 4, 2, 32768, {{1, 251.3}, {8, 48.5}, {16, 34.1}, {32, 33.1}, {57, 33.0}, {64, 32.2}, {128, 38.2},
+                          {187, 41.8}, {256, 46.6}}},
+      {132, 4, 2, 100000, {{1, 751.8}, {16, 77.8}, {32, 72.1}, {44, 72.2}, {64, 69.4}, {66, 69.2}, {128, 75.5},
+                           {131, 74.9}, {196, 78.8}, {250, 86.3}, {261, 82.6}}},
+      {132, 4, 2, 262144, {{1, 1929.1}, {16, 171.9}, {32, 157.4}, {46, 156.9}, {64, 149.3}, {66, 149.6}, {128, 152.3},
+                           {132, 154.2}, {198, 155.3}, {256, 164.0}, {261, 163.3}}},
+      {132, 6, 1, 8192, {{1, 71.0}, {4, 30.3}, {8, 24.1}, {16, 19.0}, {32, 17.2}, {43, 17.6}, {64, 17.3}, {128, 18.3},
+                         {256, 25.5}, {512, 39.9}}},
+      {132, 6, 1, 32768, {{1, 249.9}, {16, 32.4}, {32, 25.2}, {64, 23.9}, {86, 25.0}, {128, 25.0}, {256, 32.1},
+                          {342, 37.9}, {512, 44.8}}},
+      {132, 6, 1, 100000, {{1, 739.5}, {16, 66.2}, {32, 45.3}, {64, 43.6}, {87, 43.8}, {128, 43.6}, {131, 43.5},
+                           {250, 50.5}, {261, 49.7}, {391, 55.5}, {481, 63.0}, {521, 60.5}}},
+      {132, 6, 1, 262144, {{1, 1929.0}, {32, 96.1}, {64, 90.3}, {92, 90.2}, {128, 86.4}, {132, 86.5}, {256, 92.8},
+                           {261, 93.8}, {391, 100.4}, {512, 106.0}}},
+      {132, 6, 2, 8192, {{1, 72.0}, {4, 32.0}, {8, 24.4}, {16, 19.6}, {32, 18.8}, {43, 19.3}, {64, 19.2}, {128, 25.3},
+                         {171, 30.7}, {256, 37.3}}},
+      {132, 6, 2, 32768, {{1, 251.2}, {8, 48.9}, {16, 34.5}, {32, 32.9}, {57, 33.0}, {64, 32.6}, {128, 37.8},
+                          {187, 42.3}, {256, 47.1}}},
+      {132, 6, 2, 100000, {{1, 753.2}, {16, 78.1}, {32, 72.2}, {44, 73.2}, {64, 69.3}, {66, 69.3}, {128, 76.0},
+                           {131, 75.1}, {196, 79.3}, {250, 87.6}, {261, 83.7}}},
+      {132, 6, 2, 262144, {{1, 1931.3}, {16, 172.4}, {32, 157.1}, {46, 157.5}, {64, 149.4}, {66, 150.4}, {128, 152.9},
+                           {132, 154.2}, {198, 155.9}, {256, 165.9}, {261, 164.5}}},
+      {16, 4, 1, 8192, {{1, 70.5}, {4, 30.0}, {8, 23.0}, {15, 19.2}, {16, 18.8}, {32, 23.9}, {47, 27.6}, {64, 31.7}}},
+      {16, 4, 1, 32768, {{1, 249.9}, {8, 46.1}, {16, 32.1}, {32, 37.8}, {48, 43.0}, {64, 47.7}}},
+      {16, 4, 1, 100000, {{1, 739.0}, {16, 65.3}, {32, 70.8}, {48, 75.7}, {64, 82.8}}},
+      {16, 4, 1, 262144, {{1, 1928.0}, {16, 148.3}, {32, 154.3}, {48, 160.4}, {64, 167.2}}},
+      {16, 4, 2, 8192, {{1, 71.3}, {4, 30.9}, {8, 24.1}, {16, 28.6}, {24, 32.7}, {32, 38.8}}},
+      {16, 4, 2, 32768, {{1, 250.2}, {8, 48.4}, {16, 53.0}, {24, 59.8}, {32, 65.1}}},
+      {16, 4, 2, 100000, {{1, 747.3}, {8, 118.1}, {16, 123.8}, {24, 129.2}, {32, 135.5}}},
+      {16, 4, 2, 262144, {{1, 1924.9}, {8, 273.4}, {16, 280.0}, {24, 285.9}, {32, 291.4}}},
+      {16, 6, 1, 8192, {{1, 70.6}, {4, 30.4}, {8, 23.1}, {15, 19.4}, {16, 19.2}, {32, 24.4}, {47, 28.2}, {64, 32.5}}},
+      {16, 6, 1, 32768, {{1, 249.7}, {8, 46.4}, {16, 32.2}, {32, 38.3}, {48, 43.3}, {64, 48.3}}},
+      {16, 6, 1, 100000, {{1, 739.5}, {16, 65.0}, {32, 71.0}, {48, 76.3}, {64, 83.6}}},
+      {16, 6, 1, 262144, {{1, 1927.4}, {16, 148.3}, {32, 154.7}, {48, 160.8}, {64, 168.0}}},
+      {16, 6, 2, 8192, {{1, 71.5}, {4, 30.7}, {8, 24.0}, {16, 29.1}, {24, 33.5}, {32, 39.4}}},
+      {16, 6, 2, 32768, {{1, 251.9}, {8, 48.5}, {16, 54.1}, {24, 60.2}, {32, 65.8}}},
+      {16, 6, 2, 100000, {{1, 747.4}, {8, 118.3}, {16, 124.1}, {24, 130.0}, {32, 137.1}}},
+      {16, 6, 2, 262144, {{1, 1925.6}, {8, 273.4}, {16, 280.4}, {24, 285.8}, {32, 292.5}}},
+  };
+  return v;
+}
+
+// Both rows together: each cell's plan (its row and its count, the wide row left to the plan)
+// within 10 % of the best of both sweeps, and the wide row exactly where it was the faster by
+// more than noise — the 16-SM cells at ≥ 32k (W 0.75–0.94× the 4 × 3 row); on 132 SMs the 4 × 3
+// row's best count beat the wide row's on every cell (1.02–1.12×).
+TEST(PlanWide, SeedCellsOfBothHd256RowsWithin10PercentOfTheBest) {
+  const auto& rows = h200_seed_sweep();
+  const auto& wide = h200_seed_sweep_wide();
+  ASSERT_EQ(rows.size(), wide.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SeedCell& t = rows[i];
+    const SeedCell& w = wide[i];
+    ASSERT_TRUE(t.sms == w.sms && t.q_heads == w.q_heads && t.batch == w.batch && t.len == w.len);
+    DecodeParams p = shape(t.batch, t.len, t.q_heads, 1, 256, DType::fp16);
+    p.layout = KVLayout::vllm;
+    const DecodePlan plan = plan_of(p, h200_seed_gpu(t.sms));
+    expect_consistent(plan, p);
+    double best = 1e30, chosen = -1;
+    for (const SeedCell* c : {&t, &w})
+      for (const auto& [splits, us] : c->us) {
+        best = std::min(best, us);
+        if (c == (plan.wide ? &w : &t) && splits == plan.num_splits) chosen = us;
+      }
+    const std::string cell = std::to_string(t.sms) + " SMs, " + std::to_string(t.q_heads) + " q heads, batch " +
+                             std::to_string(t.batch) + " x " + std::to_string(t.len) + ": plan " +
+                             (plan.wide ? "wide, " : "4 x 3, ") + std::to_string(plan.num_splits) + " partitions of " +
+                             std::to_string(plan.partition_tokens);
+    EXPECT_EQ(plan.wide, t.sms == 16 && t.len >= 32768) << cell;
+    ASSERT_GT(chosen, 0) << cell << ", a count the sweep did not measure";
+    EXPECT_LE(chosen, 1.10 * best) << cell << " measured " << chosen << " us, best " << best << " us";
+    if (plan.wide) {
+      EXPECT_EQ(plan.policy.num_warps, 12) << cell;
+      EXPECT_GE(plan.partition_tokens, kDecodeWideMinTokens) << cell;
+    }
+  }
+}
+
+// The wide row is the plan's choice only; wide_row forces it (tests, tuning) or keeps it off.
+DecodeParams seed_cell(int len, int q_heads = 4) {
+  DecodeParams p = shape(1, len, q_heads, 1, 256, DType::fp16);
+  p.layout = KVLayout::vllm;
+  return p;
+}
+
+TEST(PlanWide, OffKeepsTheTargetsRowAndForcedTakesItAtAnyLength) {
+  if (!is_compiled_target(90)) GTEST_SKIP() << "sm_90 is not a compiled target";
+  const DecodeParams p = seed_cell(262144);
+  const DecodePlan chosen = plan_of(p, gpu(16));
+  EXPECT_TRUE(chosen.wide);
+  const DecodePlan off = plan_of(p, gpu(16), PlanOptions{-1, 0, false, -1, 0});
+  EXPECT_FALSE(off.wide);
+  EXPECT_TRUE(off.policy == decode_policy(90, DType::fp16, 256));
+  expect_consistent(off, p);
+  for (int len : {1, 100, 1000}) {  // shorter than any partition the plan gives the row itself
+    const DecodeParams q = seed_cell(len);
+    const DecodePlan forced = plan_of(q, presets::h200, PlanOptions{-1, 0, false, -1, 1});
+    EXPECT_TRUE(forced.wide) << len;
+    expect_consistent(forced, q);
+    EXPECT_FALSE(plan_of(q, gpu(16)).wide) << len;
+  }
+  const DecodePlan split = plan_of(p, presets::h200, PlanOptions{-1, 7, false, -1, 1});
+  EXPECT_TRUE(split.wide);
+  EXPECT_EQ(split.num_splits, 7);
+  expect_consistent(split, p);
+}
+
+TEST(PlanWide, NeverOnTheH200sOwnSms) {
+  // The default grid's hd-256 shapes and the seed's cells: on 132 SMs one SM's share of HBM bounds
+  // both rows' CTAs alike (kSmShareCap), and the target's own row stays.
+  for (int batch : {1, 2, 16, 64, 256})
+    for (int len : {512, 2048, 8192, 32768, 262144}) {
+      const DecodeParams nhd = shape(batch, len, 16, 4, 256, DType::bf16);
+      EXPECT_FALSE(plan_of(nhd, presets::h200).wide) << batch << " x " << len;
+      DecodeParams seed = shape(batch, len, 4, 1, 256, DType::fp16);
+      seed.layout = KVLayout::vllm;
+      EXPECT_FALSE(plan_of(seed, h200_seed_gpu(132)).wide) << batch << " x " << len;
+    }
+}
+
+TEST(PlanWide, ACallTheRowCannotTakeKeepsTheTargetsRowAndForcingItIsAnError) {
+  if (!is_compiled_target(90)) GTEST_SKIP() << "sm_90 is not a compiled target";
+  struct Case {
+    const char* name;
+    DecodeParams p;
+    int force_target;
+    const char* says;
+  };
+  auto with = [](auto f) {
+    DecodeParams p = seed_cell(262144);
+    f(p);
+    return p;
+  };
+  const Case cases[] = {
+      {"group_12", seed_cell(262144, 12), -1, "8 query heads"},
+      {"vllm_pages_of_32", with([](DecodeParams& p) {
+         p.page_size = 32;
+         p.max_blocks_per_seq = 262144 / 32;
+       }), -1, "vLLM pages of 16"},
+      {"nhd_pages_of_8", with([](DecodeParams& p) {
+         p.layout = KVLayout::nhd;
+         p.page_size = 8;
+         p.max_blocks_per_seq = 262144 / 8;
+       }), -1, "NHD pages"},
+      {"fp8_cache", with([](DecodeParams& p) { p.kv.dtype = KVDType::fp8_e4m3; }), -1, "16-bit cache"},
+      {"general_kind", with([](DecodeParams& p) { p.variant.softcap = 30.f; }), -1, "plain kind"},
+      {"head_dim_128", shape(1, 262144, 4, 1, 128, DType::fp16), -1, "no wide decode row"},
+      {"target_80", seed_cell(262144), 80, "no wide decode row"},
+  };
+  for (const Case& c : cases) {
+    if (c.force_target > 0 && !is_compiled_target(c.force_target)) continue;
+    DecodePlan plan;
+    EXPECT_TRUE(plan_decode(c.p, gpu(16), PlanOptions{c.force_target, 0, false}, &plan).ok()) << c.name;
+    EXPECT_FALSE(plan.wide) << c.name;
+    const Status s = plan_decode(c.p, gpu(16), PlanOptions{c.force_target, 0, false, -1, 1}, &plan);
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument) << c.name;
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << c.name << ": " << s.message();
+    EXPECT_NE(s.message().find("wide_row"), std::string::npos) << c.name << ": " << s.message();
+  }
+  DecodePlan plan;
+  EXPECT_EQ(plan_decode(seed_cell(8192), gpu(16), PlanOptions{-1, 0, false, -1, 2}, &plan).code(),
+            StatusCode::invalid_argument);
 }
 
 // The same cells over an e4m3 cache (the codes kernels: ldmatrix fragments of the codes, two CTAs

@@ -277,6 +277,78 @@ TEST_P(DecodeGraph, CaptureAndReplay) {
 
 INSTANTIATE_TEST_SUITE_P(Graph, DecodeGraph, ::testing::ValuesIn(target_split_params()), target_split_name);
 
+// ---- The wide row (tuning_sm90.hpp's kDecodeWide) ---------------------------------------------
+// The forced sweep runs it on every shape it reads (`*_wide` cases). Here: a wide plan replayed
+// over pages its kernels do not read runs the target's own row (the same results), and a CUDA
+// graph of a wide plan replays with other seq_lens.
+
+// The compiled 16-bit (dtype, head dim) with a wide row on sm_90, if any.
+bool wide_instance(DType* t, int* d) {
+  for (const auto& [dt, hd] : kCompiledInstances)
+    if (dt != DType::fp32 && is_compiled_target(90) && has_decode_wide_policy(90, dt, hd)) {
+      *t = dt;
+      *d = hd;
+      return true;
+    }
+  return false;
+}
+
+TEST(DecodeWide, APlanForPagesOf16RunsOnPagesItCannotRead) {
+  MUH_REQUIRE_TARGET(90);
+  DType t;
+  int d;
+  if (!wide_instance(&t, &d)) GTEST_SKIP() << "no wide decode row in this build (sm_90, a 16-bit head dim with one)";
+  for (const auto& [layout, page] : {std::pair{KVLayout::vllm, 32}, std::pair{KVLayout::nhd, 8}}) {
+    check::DecodeCase c;
+    c.target = 90;
+    c.dtype = t;
+    c.head_dim = d;
+    c.layout = layout;
+    c.page_size = page;
+    c.num_q_heads = 4;
+    c.num_kv_heads = 1;
+    c.seq_lens = {2100, 333, 1};
+    c.seed = 29;
+    c.shape = "wide_plan_other_pages";
+    SCOPED_TRACE(c.name());
+    check::DecodeProblem pr(c);
+    ASSERT_EQ(pr.upload(), "");
+    DecodeParams p16 = pr.params();
+    p16.page_size = 16;
+    p16.max_blocks_per_seq = (p16.max_seq_len + 15) / 16;
+    DecodePlan plan;
+    ASSERT_TRUE(plan_decode(p16, device_hw(), PlanOptions{90, 3, false, -1, 1}, &plan).ok());
+    ASSERT_TRUE(plan.wide);
+    const check::DecodeOutcome r = pr.run_planned(plan);
+    EXPECT_TRUE(r.pass()) << r.summary();
+  }
+}
+
+TEST(DecodeWide, GraphCaptureAndReplay) {
+  MUH_REQUIRE_TARGET(90);
+  DType t;
+  int d;
+  if (!wide_instance(&t, &d)) GTEST_SKIP() << "no wide decode row in this build (sm_90, a 16-bit head dim with one)";
+  check::DecodeCase c;
+  c.target = 90;
+  c.dtype = t;
+  c.head_dim = d;
+  c.layout = KVLayout::vllm;
+  c.num_q_heads = 6;
+  c.num_kv_heads = 1;
+  c.seq_lens = {4000, 0, 333, 1};
+  c.wide_row = 1;
+  c.seed = 31;
+  check::DecodeProblem pr(c);
+  ASSERT_EQ(pr.upload(), "");
+  const check::DecodeOutcome captured = pr.run(device_hw(), 5, /*graph=*/true);
+  ASSERT_TRUE(captured.pass()) << "first launch of the graph: " << captured.summary();
+  pr.set_seq_lens({2049, 0, 17, 0});
+  ASSERT_EQ(pr.upload_seq_lens(), "");
+  const check::DecodeOutcome changed = pr.replay();
+  EXPECT_TRUE(changed.pass()) << "replay with new seq_lens: " << changed.summary();
+}
+
 // ---- debug_checks: device-side tables checked on the host, nothing launched on failure ---------
 
 // What the test corrupts (an unscoped enum: the test reads it as the int it was).

@@ -1,8 +1,10 @@
 // test_green_context.cu — a plan sees the SMs of its stream (issue 18): on a 16-SM green-context
 // partition of the device, stream_profile() reports 16 SMs, the decode plan for the seed's cell
 // (fp16, hd 256, 4 q / 1 kv head, one sequence of 32k tokens, page 16, vLLM layout) splits
-// differently than on the whole device, the 16-SM plan matches the CPU reference, and the C ABI
-// called on the green stream runs exactly that plan (its output bitwise the 16-SM plan's).
+// differently than on the whole device — and, on a target with a wide row (tuning_sm90.hpp's
+// kDecodeWide), takes that row there and not on the whole device —, the 16-SM plan matches the
+// CPU reference, and the C ABI called on the green stream runs exactly that plan (its output
+// bitwise the 16-SM plan's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "muh/attention.hpp"
 #include "muh/instances.hpp"
 #include "muh/muh.h"
+#include "muh/tuning/selectors.hpp"
 
 namespace muh {
 namespace {
@@ -50,6 +53,9 @@ TEST(GreenContext, PlanSeesTheStreamsSmsAndStillMatchesTheReference) {
   ASSERT_TRUE(plan_decode(p, full, {}, &on_full).ok());
   ASSERT_TRUE(plan_decode(p, part, {}, &on_part).ok());
   EXPECT_NE(on_full.num_splits, on_part.num_splits) << "the partition should change the split count";
+  EXPECT_FALSE(on_full.wide) << "the whole device keeps the target's row";
+  if (has_decode_wide_policy(on_part.target, c.dtype, c.head_dim))
+    EXPECT_TRUE(on_part.wide) << "16 SMs streaming 2k-token partitions take the wide row";
   RecordProperty("splits_full", std::to_string(on_full.num_splits));
   RecordProperty("splits_16sm", std::to_string(on_part.num_splits));
 

@@ -27,6 +27,13 @@ template <DType T, int D>
 Status decode_instance(const kernels::decode::DecodeArgs& a, KVLayout layout, int target, int device_cc,
                        cudaStream_t stream, int* input_errors);
 
+// The wide row of target `target` (tuning_sm90.hpp's kDecodeWide) for (T, D), the plain kind over
+// a 16-bit cache: *launched false, nothing run, where the target has none or the call cannot take
+// it (launch_decode_wide); the caller then runs decode_instance.
+template <DType T, int D>
+Status decode_wide_instance(const kernels::decode::DecodeArgs& a, KVLayout layout, int target, int device_cc,
+                            cudaStream_t stream, int* input_errors, bool* launched);
+
 // The general variant kind (muh/variant.hpp; the portable agent's rows only: another row is an
 // internal error). Generated from src/instances/decode_general_instance.cu.in when MUH_VARIANTS
 // has "general".

@@ -18,6 +18,7 @@
 #include "muh/kernels/tma_map.hpp"
 #include "muh/status.hpp"
 #include "muh/tuning/policy.hpp"
+#include "muh/tuning/selectors.hpp"
 
 namespace muh::kernels::decode {
 
@@ -224,6 +225,50 @@ template <class Getter, DType DT, int D>
 Status launch_decode_variant(const DecodeArgs& a, const VariantArgs& v, KVLayout layout, int device_cc,
                              cudaStream_t stream, int* input_errors = nullptr) {
   return launch_decode_kind<Getter, DT, D, true>(a, GeneralVariant{v}, layout, device_cc, stream, input_errors);
+}
+
+// One decode on a wide row (tuning_sm90.hpp's kDecodeWide: many warps, one stage each): its TMA
+// kernels with the heads on N, the only ones instantiated for it. *launched is false, and nothing
+// runs, where the call cannot take them (decode_sm80_wide_reads, a map that does not encode, code
+// that is not sm_90's): the caller then runs the target's own row, with the same results.
+template <class Getter, DType DT, int D>
+Status launch_decode_wide(const DecodeArgs& a, KVLayout layout, int device_cc, cudaStream_t stream,
+                          int* input_errors, bool* launched) {
+  *launched = false;
+  constexpr DecodePolicy pol = Getter{}();
+  if constexpr (!has_decode_wide_policy(Getter::target, DT, D)) {
+    return Status::Ok();  // (the target has no wide row: DecodeWideSelector gave its own)
+  } else {
+    static_assert(pol.agent == Agent::sm80 && pol.tma && DT != DType::fp32 && D % 64 == 0,
+                  "a wide row runs the sm80 agent's TMA kernels");
+    if (!decode_sm80_wide_reads(pol, layout, a.page_size, D, a.group, KVDType::same, true)) return Status::Ok();
+    using Tr = Sm80Traits<Getter, DT, D, true>;
+    using K = DecodeKernel<Getter, DT, D>;
+    const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
+                    static_cast<unsigned>(a.num_seqs));
+    auto run = [&](auto layout_tag, bool maps_ok, const CUtensorMap& tk, const CUtensorMap& tv) -> Status {
+      constexpr auto kernel = &decode_sm80_tma_kernel<Tr, decltype(layout_tag)::value, true>;
+      if (!maps_ok || !runs_sm90_code_once<kernel>(device_cc)) return Status::Ok();
+      MUH_TRY(set_max_dynamic_smem(kernel, K::smem_bytes, "paged_decode"));
+      kernel<<<grid, K::threads, K::smem_bytes, stream>>>(a, tk, tv, input_errors);
+      *launched = true;
+      return launch_status("paged_decode launch");
+    };
+    CUtensorMap tk, tv;
+    if (layout == KVLayout::vllm) {
+      const long long blocks = static_cast<long long>(a.num_pages) * a.num_kv_heads;
+      MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{},
+                  make_tma_vllm_maps(&tk, &tv, a.k_cache, a.v_cache, DT, D, blocks), tk, tv));
+    } else {
+      const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
+      MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{},
+                  make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
+                      make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows),
+                  tk, tv));
+    }
+    if (!*launched) return Status::Ok();
+    return launch_decode_merge<DT, D, true>(a, device_cc, stream);
+  }
 }
 
 // One decode over an fp8 cache of element type KV (muh/kv_quant.hpp): the plain kernels, or with

@@ -214,6 +214,21 @@ constexpr bool decode_sm80_tma(const DecodePolicy& p, KVLayout layout, int page_
   if (!p.tma || p.agent != Agent::sm80) return false;
   return layout == KVLayout::nhd ? page_size >= 16 && (kv_fp8 || head_dim % 64 == 0) : page_size == 16;
 }
+// Whether a call can run a wide row (tuning_sm90.hpp's kDecodeWide: 12 warps × 1 stage): its
+// kernels are the TMA ones with the heads on N, over a 16-bit cache, of the plain variant kind —
+// the only ones instantiated for it (decode_launch.cuh, launch_decode_wide). One rule for the plan
+// (plan.cpp), which takes the row only for such a call, and the launch, which runs the target's
+// own row for a call the plan did not make (a graph plan replayed with other pages runs the
+// same results either way).
+constexpr bool decode_sm80_wide_reads(const DecodePolicy& wide, KVLayout layout, int page_size, int head_dim,
+                                      int group, KVDType kv, bool plain) {
+  return plain && !is_fp8(kv) && decode_sm80_heads_on_n(group) && decode_sm80_tma(wide, layout, page_size, head_dim);
+}
+// The shortest partition a plan gives a wide row: at ≤ 1024 tokens a CTA's 12 warps take 1–3 tiles
+// each and its fill and 12-way combine cost more than its faster streaming gains (1.03–1.21× the
+// 4 × 3 row on the seed's cells); at 2048 it was 0.93–0.94× on 16 SMs
+// (bench/results/h200-2026-12-06-tile-pipeline.md, call 3).
+inline constexpr int kDecodeWideMinTokens = 2048;
 // The granularity of a V2 plan's partitions (plan.cpp cuts them in multiples of it). An sm80 row:
 // its partition_size (128 on the H200's rows: tuning_sm90.hpp says why). A portable row: its
 // 32-token tile. The portable rows' partition_size is the seed's (vLLM's PARTITION_SIZE, 512),
@@ -286,14 +301,15 @@ constexpr bool validate(const PrefillPolicy& p, DType t, int head_dim) {
 // Decode agents: portable gives one lane per token of a tile (≤ 32 tokens, whole 16-byte V
 // chunks of tokens), one 32-lane tile per query head of a pass (≥ 8 tiles) and at least one
 // thread per dim; sm80 runs 16-token warp tiles on 16-bit tensor cores with a ≥ 2-stage
-// cp.async pipeline.
+// cp.async pipeline, or one stage a warp where its boxes come by TMA (the wide rows: the warps of
+// the CTA, not the stages of one, keep the copies in flight).
 constexpr bool validate(const DecodePolicy& p, DType t, int head_dim) {
   const bool agent_ok =
       p.agent == Agent::portable
           ? (p.num_stages == 1 && p.tile_tokens <= 32 && p.tile_tokens % (16 / dtype_size(t)) == 0 &&
              p.num_warps >= kPortableDecodeRows && 32 * p.num_warps >= head_dim)
           : (p.agent == Agent::sm80 && t != DType::fp32 && p.tile_tokens == 16 * p.num_warps &&
-             p.num_stages >= 2);
+             (p.num_stages >= 2 || p.tma));
   return agent_ok && p.num_warps >= 1 && p.num_warps <= 16 && p.tile_tokens >= 1 &&
          p.num_stages >= 1 && p.partition_size > 0 && p.partition_size % p.tile_tokens == 0 &&
          p.ctas_per_sm >= 1 && decode_smem_bytes(p, t, head_dim) <= p.smem_cap_bytes;

@@ -37,6 +37,12 @@ constexpr FoundRow<DecodePolicy> decode_row(int arch, DType t, int head_dim) {
   return {};
 }
 
+// The wide row of a target (tuning_sm90.hpp's kDecodeWide: sm_90 and newer), if it has one.
+constexpr FoundRow<DecodePolicy> decode_wide_row(int arch, DType t, int head_dim) {
+  if (arch >= 90) return find_row(sm90::kDecodeWide, t, head_dim);
+  return {};
+}
+
 }  // namespace tuning
 
 // `arch` is a dispatch target: an NVIDIA compute capability (75, 80, 86, 89, 90, ...) or 0 for
@@ -50,6 +56,17 @@ constexpr PrefillPolicy prefill_policy(int arch, DType t, int head_dim) {
 constexpr DecodePolicy decode_policy(int arch, DType t, int head_dim) {
   const tuning::FoundRow<DecodePolicy> r = tuning::decode_row(arch, t, head_dim);
   return r.found ? tuning::fit(r.policy, t, head_dim, r.policy.smem_cap_bytes) : tuning::portable::decode(t, head_dim);
+}
+
+// Whether target `arch` has a wide decode row for (t, head_dim), and that row (fitted as
+// decode_policy's; as written on every table). A plan takes it for the calls decode_sm80_wide_reads
+// allows where its cost model prefers it (plan.cpp).
+constexpr bool has_decode_wide_policy(int arch, DType t, int head_dim) {
+  return tuning::decode_wide_row(arch, t, head_dim).found;
+}
+constexpr DecodePolicy decode_wide_policy(int arch, DType t, int head_dim) {
+  const tuning::FoundRow<DecodePolicy> r = tuning::decode_wide_row(arch, t, head_dim);
+  return r.found ? tuning::fit(r.policy, t, head_dim, r.policy.smem_cap_bytes) : decode_policy(arch, t, head_dim);
 }
 
 // Stateless selectors: the type carries (dtype, head_dim), the call takes the arch.
@@ -67,6 +84,16 @@ struct DecodeSelector {
   static constexpr DType dtype = T;
   static constexpr int head_dim = HeadDim;
   constexpr DecodePolicy operator()(int arch) const { return decode_policy(arch, T, HeadDim); }
+};
+
+// The wide rows' selector: a target's wide row, else its own row (so that dispatch collapses the
+// targets without one onto one getter, which the wide launch never instantiates a kernel for).
+template <DType T, int HeadDim>
+struct DecodeWideSelector {
+  using policy_type = DecodePolicy;
+  static constexpr DType dtype = T;
+  static constexpr int head_dim = HeadDim;
+  constexpr DecodePolicy operator()(int arch) const { return decode_wide_policy(arch, T, HeadDim); }
 };
 
 }  // namespace muh

@@ -117,4 +117,24 @@ inline constexpr DecodeRow kDecode[] = {
 };
 static_assert(table_holds(kDecode));
 
+// Decode, the wide rows: where a call's few CTAs must each stream a long range at what one SM can
+// pull (a green partition of a few SMs; the seed's batch of 1–2 sequences × 1 KV head), more warps
+// a SM, not more stages a warp, is what reads faster — one warp a scheduler is latency-bound on
+// its own tile (kDecode's hd-256 note). 12 warps × 1 stage (192 KB of boxes in flight, as 4 × 3),
+// by TMA with the heads on N only (decode_sm80_wide_reads: the plan takes it for no other call).
+// H200, the seed's cells beside the 4 × 3 row at the same split counts
+// (h200-2026-12-06-tile-pipeline.md, call 3, W against T): 16 SMs at ≥ 32k 0.75–0.94× the time
+// (batch 2 × 256k 273.4 against 365.9 µs: 0.81 of the read floor against 0.61); partitions of ≤ 1024
+// tokens 1.03–1.21× (a 12-warp CTA's fill and combine), and on 132 SMs, where the best counts give
+// 64–128 CTAs of ≤ 4096 tokens, 1.02–1.12× at the best count. So the plan takes it only for
+// partitions of ≥ kDecodeWideMinTokens (policy.hpp) where its cost model sees the row's faster
+// CTA win (plan.cpp: kLatencyWideSeconds).
+inline constexpr DecodeRow kDecodeWide[] = {
+    // dtypes, head dims, agent, warps, tokens per stage, stages, CTAs/SM, partition, TMA, cap; evidence
+    {k16Bit, kHd256, Agent::sm80, 12, 192, 1, 1, 192, true, kSmemCap,
+     "h200-2026-12-06-tile-pipeline.md call 3 (W): seed grid 16 SMs >= 32k 0.60-0.81 of the floor against 4 x 3's "
+     "0.54-0.61; 132 SMs 1.02-1.12x at the best count"},
+};
+static_assert(table_holds(kDecodeWide));
+
 }  // namespace muh::tuning::sm90
