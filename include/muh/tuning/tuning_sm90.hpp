@@ -90,12 +90,12 @@ static_assert(table_holds(kPrefillSm90a));
 //            h200-2026-12-06-tile-pipeline.md: the seed's 16-SM cells at ≥ 32k 1.07–1.16× faster
 //            than 4 × 2 without it, 0.50–0.53 → 0.54–0.61 of the floor; 132-SM cells 0.98–1.01×;
 //            the default grid's NHD cells +0.6…+1.5 %). Without the overlap 2 stages were ahead of
-//            3 on every cell (TMA). Not taken (h200-2026-12-02-vllm-tma.md): 12 warps × 1 stage,
-//            2.2× faster on the seed's vLLM cells on a 16-SM partition (0.56–0.76 of the read floor
-//            against 0.32–0.35; more warps per SM help, more stages per warp do not) and within
-//            ±3 % on 132 SMs above 8k, but 9–11 % slower on NHD cells of the default grid (batch
-//            1 × 8k/32k, 16 × 512) and spilling at groups > 8: a shape-aware choice is open.
-//            Why more warps helped (ncu, h200-2026-12-02-qk-chains/): one warp per scheduler
+//            3 on every cell (TMA). 12 warps × 1 stage is the wide row below, by shape: as this
+//            row (h200-2026-12-02-vllm-tma.md) it was 2.2× faster on the seed's vLLM cells on a
+//            16-SM partition (0.56–0.76 of the read floor against 0.32–0.35; more warps per SM
+//            help, more stages per warp do not) and within ±3 % on 132 SMs above 8k, but 9–11 %
+//            slower on NHD cells of the default grid (batch 1 × 8k/32k, 16 × 512) and spilling at
+//            groups > 8. Why more warps helped (ncu, h200-2026-12-02-qk-chains/): one warp per scheduler
 //            stalled on its own tile's dependency chains; with HeadsOnN's QKᵀ in 4 accumulator
 //            sets (8635335) 4 × 2 read at 0.50–0.53 of the floor there, and 6 × 2 at 0.48–0.63
 //            (not re-measured on the NHD cells); with this row's tile math 12 × 1 reads at
@@ -128,12 +128,15 @@ static_assert(table_holds(kDecode));
 // tokens 1.03–1.21× (a 12-warp CTA's fill and combine), and on 132 SMs, where the best counts give
 // 64–128 CTAs of ≤ 4096 tokens, 1.02–1.12× at the best count. So the plan takes it only for
 // partitions of ≥ kDecodeWideMinTokens (policy.hpp) where its cost model sees the row's faster
-// CTA win (plan.cpp: kLatencyWideSeconds).
+// CTA win (plan.cpp: kLatencyWideSeconds). As the plan's choice, beside the row off in one run
+// (H100, 2026-12-07-decode-wide): 16 SMs at ≥ 32k 1.07–1.28× faster, 0.65–0.90 of the floor
+// (0.60–0.70 before); 8k and every 132-SM cell unchanged (the plan keeps 4 × 3 there).
 inline constexpr DecodeRow kDecodeWide[] = {
     // dtypes, head dims, agent, warps, tokens per stage, stages, CTAs/SM, partition, TMA, cap; evidence
     {k16Bit, kHd256, Agent::sm80, 12, 192, 1, 1, 192, true, kSmemCap,
      "h200-2026-12-06-tile-pipeline.md call 3 (W): seed grid 16 SMs >= 32k 0.60-0.81 of the floor against 4 x 3's "
-     "0.54-0.61; 132 SMs 1.02-1.12x at the best count"},
+     "0.54-0.61; 132 SMs 1.02-1.12x at the best count. 2026-12-07-decode-wide (H100), the plan's choice: 16 SMs "
+     ">= 32k 1.07-1.28x, 0.65-0.90 of the floor"},
 };
 static_assert(table_holds(kDecodeWide));
 
