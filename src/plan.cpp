@@ -374,9 +374,10 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   // where a CTA may pull more than the 4 × 3 row's CTA streams (a partition of a few SMs; on the
   // H200's 132 SMs one SM's share of HBM, kSmShareCap, bounds both rows alike and the target's own
   // row stays).
-  const bool wide_reads = has_decode_wide_policy(sel.target, p.dtype, p.head_dim) &&
-                          decode_sm80_wide_reads(decode_wide_policy(sel.target, p.dtype, p.head_dim), p.layout,
-                                                 p.page_size, p.head_dim, group, p.kv.dtype, kind == VariantKind::plain);
+  const bool wide_reads =
+      has_decode_wide_policy(sel.target, p.dtype, p.head_dim) &&
+      decode_sm80_wide_reads(decode_wide_policy(sel.target, p.dtype, p.head_dim), p.layout, p.page_size, p.head_dim,
+                             group, p.kv.dtype, kind == VariantKind::plain);
   if (opt.wide_row == 1 && !wide_reads)
     return invalid_argument(w + "wide_row 1: " +
                             (has_decode_wide_policy(sel.target, p.dtype, p.head_dim)

@@ -258,8 +258,8 @@ Cell run_cell(Pool& pool, const HardwareCapability& hw, const DecodeConfig& c, i
       made = true;
       return (arm ? arm : cand->launch)(args, p.layout, stream);
     };
-  const TimedDecode timed = time_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first, pool.wide_row}, pool.ws,
-                                        flusher, stream, iters, 3, launch);
+  const TimedDecode timed = time_decode(p, hw, PlanOptions{-1, force_splits, false, pool.l2_evict_first, pool.wide_row},
+                                        pool.ws, flusher, stream, iters, 3, launch);
   const DecodePlan& plan = timed.plan;
   const std::vector<double>& us = timed.us;
   Cell cell;
