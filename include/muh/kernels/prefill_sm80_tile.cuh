@@ -155,15 +155,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
   if constexpr (kChunks % 8 == 0 && kRowsPerPass % 8 == 0 && ROWS % kRowsPerPass == 0) {
     if (valid >= ROWS) {
       constexpr int kPasses = ROWS / kRowsPerPass;
-      // A 16-byte copy goes out a quarter warp (8 lanes) at a time. NHD: the 8 lanes take one
-      // row's 8 chunks, 128 contiguous bytes. vLLM K ([D/8][slot][8] a page) keeps chunk c of
-      // consecutive slots contiguous, chunks page_size · 16 bytes apart: the 8 lanes take 8 slots
-      // of one chunk (tid's low 3 bits and the next 3 swapped), where 8 chunks of one slot touched
-      // 8 sectors for 4 sectors' bytes (ncu's source page of the key split's vLLM kernel: each of
-      // the 8 K copies 2x its ideal sectors, all of the kernel's 2,129,920 excessive sectors but
-      // 294,912; bench/results/2026-12-07-sm80-vllm-copies/, call34).
-      const int t = kNhd ? tid : (tid & ~63) | ((tid & 7) << 3) | ((tid >> 3) & 7);
-      const int c = t % 8, r0 = t / 8;
+      const int c = tid % 8, r0 = tid / 8;
       // Chunk c + 8j of a row: NHD 64·j elements on; vLLM K ([D / x][slot][x] per page) 64·j·page_size.
       const int jstep = kNhd ? 64 : 64 * kv.page_size;
       const int in_row = kNhd ? c * 8 : c * 8 * kv.page_size;
