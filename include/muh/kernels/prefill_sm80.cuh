@@ -186,9 +186,10 @@ __device__ __forceinline__ void prefill_sm80_body(const PrefillArgs& a, long lon
   typename QFragments<Sh>::Regs qf;
   const std::uint32_t q_base = sm80::smem_addr(sQ);
   const Sm80LdmOffsets<D> q_off_lane = q_ldm_pattern<D>(lane);
-  const Sm80LdmOffsets<D> k_off_lane = k_ldm_pattern<D>(lane);
+  const auto k_off_lane = k_pattern<Sh>(lane);
   const auto v_off_lane = v_pattern<Sh>(lane);
-  const std::uint32_t k_half = static_cast<std::uint32_t>(wn * Sh::BNW * D * 2);
+  // A pair's second warp starts at key BNW: a row offset (the chunk-major tile's rows are 16 bytes).
+  const std::uint32_t k_half = static_cast<std::uint32_t>(wn * Sh::BNW * (Sh::kKChunkMajor ? 16 : D * 2));
   const std::uint32_t v_half = Sh::kVDimMajor ? 0u : static_cast<std::uint32_t>(wn * Sh::DW * 2);
   const QFragments<Sh> q{qf, q_base, q_off_lane, row0};
   // The rescale slack (softmax_rescale) as raw-score units (scale > 0 is validated).

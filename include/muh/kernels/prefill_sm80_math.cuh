@@ -90,6 +90,15 @@ template <int BN>
 __device__ __forceinline__ Sm80LdmOffsets<BN> v_dim_major_ldm_pattern(int lane) {
   return {(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
 }
+// The body's K pattern for a shape: the swizzled row-major tile's, or a chunk-major tile's
+// (Sh::kKChunkMajor) with the same matrices.
+template <class Sh>
+__device__ __forceinline__ auto k_pattern(int lane) {
+  if constexpr (Sh::kKChunkMajor)
+    return Sm80ChunkMajorOffsets<Sh::BN>{(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
+  else
+    return k_ldm_pattern<Sh::kD>(lane);
+}
 // The body's V pattern for a shape: one of the two above.
 template <class Sh>
 __device__ __forceinline__ auto v_pattern(int lane) {
@@ -145,10 +154,10 @@ struct QFragments {
 // ahead, its hd-64 kernel spilled 8 bytes on sm_75 (0 before; -Xptxas -v).
 // qa, kb: the fragment registers of Q and K, two of each (the caller's: declared here, ptxas
 // numbered the O accumulators differently).
-template <class Sh>
+template <class Sh, class KOff>
 __device__ __forceinline__ void qk_gemm(float (&s)[Sh::MT][Sh::NTL][4], std::uint32_t (&qa)[2][Sh::MT][4],
                                         std::uint32_t (&kb)[2][4], const QFragments<Sh>& q, std::uint32_t k_base,
-                                        const Sm80LdmOffsets<Sh::kD>& k_off) {
+                                        const KOff& k_off) {
   constexpr int MT = Sh::MT, KD = Sh::KD;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)

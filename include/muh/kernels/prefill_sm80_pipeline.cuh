@@ -95,12 +95,14 @@ struct CpAsyncCopy {
         if (j & 1) kv.prefetch_blocks(j + 1, tid);
       } else if constexpr (Sh::kPaged) {
         T* dst = sKV + (j % Sh::S) * Sh::BN * Sh::kD;
-        bool dim_major = false;  // vLLM value pages are token-minor: V stays dim-major
-        if constexpr (Sh::kVDimMajor) {
-          dim_major = (j & 1) != 0;
-          if (dim_major) sm80_load_v_dim_major<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+        if constexpr (Sh::kKChunkMajor) {  // vLLM pages: K chunk-major, V dim-major (their own layouts)
+          if (j & 1)
+            sm80_load_v_dim_major<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+          else
+            sm80_load_k_chunk_major<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
+        } else {
+          sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
         }
-        if (!dim_major) sm80_load_tile_paged<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
         if (j & 1) kv.prefetch_blocks(j + 1, tid);
       } else
         sm80_load_tile<Sh::BN, Sh::kD, Sh::NT>(sKV + (j % Sh::S) * Sh::BN * Sh::kD, kv.src(j, n0), kv.ldk, kv.sk - n0, tid);

@@ -62,6 +62,19 @@ struct Sm80LdmOffsets {
   }
 };
 
+// The same for a chunk-major tile ([D/8][ROWS][8]: chunk c of row r at element (c·ROWS + r)·8, no
+// swizzle — 8 consecutive rows of one chunk are 128 contiguous bytes, so an ldmatrix matrix is
+// conflict-free as it is): a vLLM K tile (Sm80PrefillShape::kKChunkMajor, sm80_load_k_chunk_major).
+template <int ROWS>
+struct Sm80ChunkMajorOffsets {
+  std::uint32_t off;
+  __device__ __forceinline__ Sm80ChunkMajorOffsets(int lane_row, int cbit)
+      : off(static_cast<std::uint32_t>((cbit * ROWS + lane_row) * 16)) {}
+  __device__ __forceinline__ std::uint32_t at(int base_row, int kk) const {
+    return off + static_cast<std::uint32_t>((2 * kk * ROWS + base_row) * 16);
+  }
+};
+
 // Copies a ROWS × D tile (row r at src + r·ld elements) into swizzled shared memory with cp.async;
 // rows >= valid are zero-filled (and not read).
 template <int ROWS, int D, int NT, class T>
@@ -230,6 +243,39 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
       sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
     }
   }
+}
+
+// A paged vLLM key tile, chunk-major ([D/8][ROWS][8], Sm80ChunkMajorOffsets): the pages keep a
+// key's 16-byte x groups apart ([page, head, D/8, slot, 8]: chunk c of consecutive slots
+// contiguous, chunks page_size · 16 bytes apart), and a cp.async is coalesced only where a quarter
+// warp's 8 copies are 128 contiguous bytes on both sides — into the row-major swizzled tile
+// (sm80_load_tile_paged) one side is always scattered, and each 16-byte copy took its own shared
+// wavefront and its own L2 sector (ncu's source page of the key split's vLLM kernel, H100: 32
+// wavefronts an instruction for 4 ideal, 2x the ideal L2 sectors, whichever side the lanes kept
+// contiguous; bench/results/2026-12-07-sm80-vllm-copies/, calls 34 and 36). Here lane l of a
+// pass takes row l % ROWS, so 8 lanes copy 8 consecutive slots of one chunk (pages of ≥ 8 slots)
+// into 128 consecutive bytes of the tile. A thread keeps one row (NT % ROWS == 0): one block id
+// and one address a tile, its chunks page_size · 16 · NT / ROWS bytes apart. Rows >= valid are
+// zero-filled and their block-table entries not read.
+template <int ROWS, int D, int NT, class T, class Rows>
+__device__ __forceinline__ void sm80_load_k_chunk_major(T* dst, const T* base, const Rows& kv, int n0, int valid,
+                                                        int tid) {
+  static_assert(sizeof(T) == 2 && Rows::kLayout == KVLayout::vllm, "16-bit vLLM key pages");
+  static_assert(NT % ROWS == 0, "each thread keeps one row");
+  constexpr int kChunks = D / 8, kStep = NT / ROWS;  // chunks of a row; chunk step between a thread's copies
+  static_assert(kChunks % kStep == 0, "whole passes");
+  const int r = tid % ROWS, c0 = tid / ROWS;
+  const bool ok = r < valid;
+  const T* src = base;
+  if (ok) {
+    int slot;
+    src = base + kv.page_of(n0 + r, &slot) + (static_cast<long long>(c0) * kv.page_size + slot) * 8;
+  }
+  const long long step = static_cast<long long>(kStep) * kv.page_size * 8;  // elements
+  const std::uint32_t d = sm80::smem_addr(dst + (c0 * ROWS + r) * 8);
+#pragma unroll
+  for (int i = 0; i < kChunks / kStep; ++i)
+    sm80::cp_async_16(d + static_cast<std::uint32_t>(i * kStep * ROWS * 16), ok ? src + i * step : src, ok);
 }
 
 // A paged vLLM value tile, dim-major: the pages are token-minor ([page, head, D, slot]), so the
@@ -439,6 +485,9 @@ struct Sm80PrefillShape {
   static_assert(P.agent == Agent::sm80 || (P.agent == Agent::sm75 && DT == DType::fp16),
                 "tensor-core agents: sm80 (fp16, bf16) and sm75 (fp16: Turing has no bf16 mma)");
   static constexpr bool kRegStage = P.agent == Agent::sm75;  // no cp.async: K/V via registers (Sm75TileStage)
+  // K tiles chunk-major ([D/8][BN][8]: vLLM's own key layout, sm80_load_k_chunk_major) from 16-bit
+  // vLLM pages by cp.async (an fp8 cache's codes are widened into the row-major tile).
+  static constexpr bool kKChunkMajor = kSrc == KVSource::paged_vllm && !kFp8 && !kRegStage;
   using KvStage = Sm75TileStage<BN, D, NT, T>;  // the sm75 agent's next K/V tile, in registers
   static_assert(BM % (16 * W) == 0, "each warp owns whole m16 tiles: block_m % (16·num_warps) == 0");
   static_assert(BN % 16 == 0 && D % 16 == 0, "block_n and head_dim must be multiples of 16");
