@@ -137,7 +137,9 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
 // A paged K or V tile (kernels/prefill_kv.cuh): rows n0 .. n0 + ROWS − 1 of the sequence into
 // sm80_load_tile's swizzled layout with cp.async — NHD K or V (chunk c of row n at
 // page + slot·ldk + 8c) or vLLM K (chunk c at page + (c·page_size + slot)·8: its 16-byte x
-// groups are whole chunks);
+// groups are whole chunks; no caller since 16-bit vLLM K tiles are chunk-major,
+// sm80_load_k_chunk_major below: into this row-major tile each of their copies took its own
+// shared wavefront);
 // rows >= valid are zero-filled and their block-table entries not read. Each thread keeps one
 // chunk column and walks its rows with a PageCursor (one division per tile, not per row); the
 // page of each row is a block-table read, which the copy of the tile before prefetched into L1
