@@ -46,7 +46,7 @@ constexpr double kMinGain = 1.0;     // key tiles the split must save
 // 4k-16k, hd 128/256 and 1.43-1.68 at hd 64 on the whole GPU (h100-2026-12-06-sm90-prefill, call
 // 10), not measured in this regime.
 double sm90_speed(int head_dim) { return head_dim == 256 ? 2.2 : 1.5; }
-// The sm80 agent on vLLM pages against NHD pages, the same keys: 1.05–1.10x (prefix_part_ab.py,
+// The sm80 agent on vLLM pages against NHD pages, the same keys: 1.06–1.10x (prefix_part_ab.py,
 // t90, hd 256 fp16, 4 q / 1 kv head, 8k / 32k + 512 and 32k + 2048, H100, two rounds;
 // bench/results/2026-12-07-sm80-vllm-copies/, call37) since its K tiles are chunk-major
 // (sm80_load_k_chunk_major: each 16-byte copy of the row-major tile had taken its own shared
