@@ -198,31 +198,29 @@ class DecodeProblem {
     const Status s =
         plan_decode(p, hw, PlanOptions{c_.target, force_splits, graph, l2_evict_first, c_.wide_row}, &plan);
     if (!s.ok()) return fail(r, "plan_decode: " + s.message());
-    if (!graph) return run_planned(plan);
-    r.num_splits = plan.num_splits;
-    if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");
-    poison(plan.workspace_bytes);
-    RunOptions opt;
-    opt.stream = stream();
-    const Status cap = capture(p, plan, opt);
-    if (!cap.ok()) return fail(r, cap.message());
-    const cudaError_t e = cudaGraphLaunch(graph_exec_, stream());
-    if (e) return fail(r, std::string("cudaGraphLaunch: ") + cudaGetErrorString(e));
-    return collect(r);
+    return run_planned(plan, graph);
   }
 
   // Runs once under `plan`, made by the caller — e.g. for other pages than the case's (a plan
-  // serves any call of its shapes: paged_decode() takes it).
-  DecodeOutcome run_planned(const DecodePlan& plan) {
+  // serves any call of its shapes: paged_decode() takes it); with `graph` captured into a graph
+  // and replayed (a cuda_graph plan).
+  DecodeOutcome run_planned(const DecodePlan& plan, bool graph = false) {
     DecodeOutcome r;
     r.num_splits = plan.num_splits;
     if (!ws_d_.alloc(plan.workspace_bytes)) return fail(r, "cudaMalloc workspace failed");
     poison(plan.workspace_bytes);
     RunOptions opt;
     opt.stream = stream();
-    opt.debug_checks = host_checks_;  // seq_lens and used block ids checked on the host as well
-    const Status run = paged_decode(params(), plan, ws_d_.p, plan.workspace_bytes, opt);
-    if (!run.ok()) return fail(r, "paged_decode: " + run.message());
+    if (!graph) {
+      opt.debug_checks = host_checks_;  // seq_lens and used block ids checked on the host as well
+      const Status run = paged_decode(params(), plan, ws_d_.p, plan.workspace_bytes, opt);
+      if (!run.ok()) return fail(r, "paged_decode: " + run.message());
+    } else {
+      const Status cap = capture(params(), plan, opt);
+      if (!cap.ok()) return fail(r, cap.message());
+      const cudaError_t e = cudaGraphLaunch(graph_exec_, stream());
+      if (e) return fail(r, std::string("cudaGraphLaunch: ") + cudaGetErrorString(e));
+    }
     return collect(r);
   }
 

@@ -374,19 +374,19 @@ Status detail::plan_decode_unchecked(const DecodeParams& p, const HardwareCapabi
   // where a CTA may pull more than the 4 × 3 row's CTA streams (a partition of a few SMs; on the
   // H200's 132 SMs one SM's share of HBM, kSmShareCap, bounds both rows alike and the target's own
   // row stays).
-  const bool wide_reads =
-      has_decode_wide_policy(sel.target, p.dtype, p.head_dim) &&
-      decode_sm80_wide_reads(decode_wide_policy(sel.target, p.dtype, p.head_dim), p.layout, p.page_size, p.head_dim,
-                             group, p.kv.dtype, kind == VariantKind::plain);
+  const bool has_wide = has_decode_wide_policy(sel.target, p.dtype, p.head_dim);
+  const DecodePolicy wide = decode_wide_policy(sel.target, p.dtype, p.head_dim);  // (the row's own without one)
+  const bool wide_reads = has_wide && decode_sm80_wide_reads(wide, p.layout, p.page_size, p.head_dim, group,
+                                                             p.kv.dtype, kind == VariantKind::plain);
   if (opt.wide_row == 1 && !wide_reads)
     return invalid_argument(w + "wide_row 1: " +
-                            (has_decode_wide_policy(sel.target, p.dtype, p.head_dim)
-                                 ? std::string("the wide row reads a 16-bit cache by TMA (NHD pages of >= 16 slots, "
-                                               "vLLM pages of 16) with <= 8 query heads a KV head, the plain kind")
-                                 : "target " + target_name(sel.target) + " has no wide decode row for " +
-                                       std::string(dtype_name(p.dtype)) + " head_dim " + std::to_string(p.head_dim)));
+                            (has_wide ? std::string("the wide row reads a 16-bit cache by TMA (NHD pages of >= 16 "
+                                                    "slots, vLLM pages of 16) with <= 8 query heads a KV head, the "
+                                                    "plain kind")
+                                      : "target " + target_name(sel.target) + " has no wide decode row for " +
+                                            std::string(dtype_name(p.dtype)) + " head_dim " +
+                                            std::to_string(p.head_dim)));
   if (wide_reads && opt.wide_row != 0 && p.num_seqs > 0) {
-    const DecodePolicy wide = decode_wide_policy(sel.target, p.dtype, p.head_dim);
     CostModel mw = m;
     mw.slots = static_cast<double>(hw.sm_count) * wide.ctas_per_sm;
     mw.cta_peak = bytes_in_flight(wide, m.bytes_per_token) / kLatencyWideSeconds;

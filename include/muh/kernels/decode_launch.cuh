@@ -88,6 +88,22 @@ inline bool make_tma_vllm_maps(CUtensorMap* k, CUtensorMap* v, const void* k_bas
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
+// A 16-bit cache's maps for a call's layout (the two above); false where one does not encode.
+inline bool make_tma_16bit_maps(CUtensorMap* tk, CUtensorMap* tv, const DecodeArgs& a, KVLayout layout, DType dt,
+                                int D) {
+  if (layout == KVLayout::vllm)
+    return make_tma_vllm_maps(tk, tv, a.k_cache, a.v_cache, dt, D, static_cast<long long>(a.num_pages) * a.num_kv_heads);
+  const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
+  return make_tma_kv_map(tk, a.k_cache, dt, D, a.num_kv_heads, rows) &&
+         make_tma_kv_map(tv, a.v_cache, dt, D, a.num_kv_heads, rows);
+}
+
+// The attention kernel's grid: (KV heads × head chunks, partitions, sequences).
+inline dim3 decode_grid(const DecodeArgs& a) {
+  return dim3(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
+              static_cast<unsigned>(a.num_seqs));
+}
+
 // An fp8 cache's maps (1-byte codes, unswizzled: the warp widens them from shared memory with
 // conflict-free 8-byte reads, decode_sm80.cuh): NHD [pages · page_size rows][heads][D] with box
 // D × 1 × 16 (the tile's 16 token rows of one head: [16][D]) — or, where the tile math reads the
@@ -148,8 +164,7 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
     return Status{StatusCode::unsupported, "paged_decode: an fp8 KV cache is read with fp16 or bf16 q"};
   } else {
   using K = DecodeKernel<Getter, DT, D, kGuard, KV>;
-  const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
-                  static_cast<unsigned>(a.num_seqs));
+  const dim3 grid = decode_grid(a);
   // The kernel's dynamic shared memory: the policy footprint, or the smaller one of the sm80
   // agent's kernels that read an fp8 cache's codes themselves (decode_sm80_codes_smem_bytes:
   // what lets two of them share a SM at hd 256; plan.cpp plans for it).
@@ -189,14 +204,10 @@ Status launch_decode_kind(const DecodeArgs& a, const Var& var, KVLayout layout, 
         else
           MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{}, ok, tk, tv));
       } else if (layout == KVLayout::vllm) {
-        const long long blocks = static_cast<long long>(a.num_pages) * a.num_kv_heads;
-        MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{},
-                    make_tma_vllm_maps(&tk, &tv, a.k_cache, a.v_cache, DT, D, blocks), tk, tv));
+        MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{}, make_tma_16bit_maps(&tk, &tv, a, layout, DT, D),
+                    tk, tv));
       } else if constexpr (D % 64 == 0) {
-        const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
-        MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{},
-                    make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
-                        make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows),
+        MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{}, make_tma_16bit_maps(&tk, &tv, a, layout, DT, D),
                     tk, tv));
       }
     }
@@ -244,8 +255,7 @@ Status launch_decode_wide(const DecodeArgs& a, KVLayout layout, int device_cc, c
     if (!decode_sm80_wide_reads(pol, layout, a.page_size, D, a.group, KVDType::same, true)) return Status::Ok();
     using Tr = Sm80Traits<Getter, DT, D, true>;
     using K = DecodeKernel<Getter, DT, D>;
-    const dim3 grid(static_cast<unsigned>(a.num_kv_heads * a.head_chunks), static_cast<unsigned>(a.num_splits),
-                    static_cast<unsigned>(a.num_seqs));
+    const dim3 grid = decode_grid(a);
     auto run = [&](auto layout_tag, bool maps_ok, const CUtensorMap& tk, const CUtensorMap& tv) -> Status {
       constexpr auto kernel = &decode_sm80_tma_kernel<Tr, decltype(layout_tag)::value, true>;
       if (!maps_ok || !runs_sm90_code_once<kernel>(device_cc)) return Status::Ok();
@@ -255,17 +265,11 @@ Status launch_decode_wide(const DecodeArgs& a, KVLayout layout, int device_cc, c
       return launch_status("paged_decode launch");
     };
     CUtensorMap tk, tv;
-    if (layout == KVLayout::vllm) {
-      const long long blocks = static_cast<long long>(a.num_pages) * a.num_kv_heads;
-      MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{},
-                  make_tma_vllm_maps(&tk, &tv, a.k_cache, a.v_cache, DT, D, blocks), tk, tv));
-    } else {
-      const long long rows = static_cast<long long>(a.num_pages) * a.page_size;
-      MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{},
-                  make_tma_kv_map(&tk, a.k_cache, DT, D, a.num_kv_heads, rows) &&
-                      make_tma_kv_map(&tv, a.v_cache, DT, D, a.num_kv_heads, rows),
-                  tk, tv));
-    }
+    const bool maps_ok = make_tma_16bit_maps(&tk, &tv, a, layout, DT, D);
+    if (layout == KVLayout::vllm)
+      MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::vllm>{}, maps_ok, tk, tv));
+    else
+      MUH_TRY(run(std::integral_constant<KVLayout, KVLayout::nhd>{}, maps_ok, tk, tv));
     if (!*launched) return Status::Ok();
     return launch_decode_merge<DT, D, true>(a, device_cc, stream);
   }

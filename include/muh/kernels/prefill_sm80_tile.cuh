@@ -134,12 +134,9 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
   }
 }
 
-// A paged K or V tile (kernels/prefill_kv.cuh): rows n0 .. n0 + ROWS − 1 of the sequence into
-// sm80_load_tile's swizzled layout with cp.async — NHD K or V (chunk c of row n at
-// page + slot·ldk + 8c) or vLLM K (chunk c at page + (c·page_size + slot)·8: its 16-byte x
-// groups are whole chunks; no caller since 16-bit vLLM K tiles are chunk-major,
-// sm80_load_k_chunk_major below: into this row-major tile each of their copies took its own
-// shared wavefront);
+// A paged NHD K or V tile (kernels/prefill_kv.cuh): rows n0 .. n0 + ROWS − 1 of the sequence into
+// sm80_load_tile's swizzled layout with cp.async, chunk c of row n at page + slot·ldk + 8c (vLLM
+// pages keep their own layouts: sm80_load_k_chunk_major, sm80_load_v_dim_major below);
 // rows >= valid are zero-filled and their block-table entries not read. Each thread keeps one
 // chunk column and walks its rows with a PageCursor (one division per tile, not per row); the
 // page of each row is a block-table read, which the copy of the tile before prefetched into L1
@@ -159,8 +156,8 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
 inline constexpr int kIdGroup = 4;
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, const Rows& kv, int n0, int valid, int tid) {
+  static_assert(Rows::kLayout == KVLayout::nhd, "NHD pages");
   constexpr int kChunks = D / 8;
-  constexpr bool kNhd = Rows::kLayout == KVLayout::nhd;
   // Whole tiles (every row valid: all but the last key tile) at head dims of 8k chunks take the
   // dense copy layout (sm80_load_tile): 8 threads per row with chunks c, c + 8, …, rows
   // kRowsPerPass apart. A row costs one FastDiv (its page and slot), one block-id load and one
@@ -171,9 +168,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
     if (valid >= ROWS) {
       constexpr int kPasses = ROWS / kRowsPerPass;
       const int c = tid % 8, r0 = tid / 8;
-      // Chunk c + 8j of a row: NHD 64·j elements on; vLLM K ([D / x][slot][x] per page) 64·j·page_size.
-      const int jstep = kNhd ? 64 : 64 * kv.page_size;
-      const int in_row = kNhd ? c * 8 : c * 8 * kv.page_size;
+      const int in_row = c * 8;  // chunk c + 8j of a row: 64·j elements on
       // Rows r0 + p·kRowsPerPass keep r0's swizzle mask (kRowsPerPass % 8 == 0) and the XOR
       // touches the chunk's low 3 bits only: every copy is d plus an immediate.
       const std::uint32_t d = sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r0, c));
@@ -186,7 +181,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
           if (g + i >= kPasses) break;
           int slot;
           id[i] = kv.blocks[kv.page.divmod(n0 + r0 + (g + i) * kRowsPerPass, &slot)];
-          off[i] = (kNhd ? slot * static_cast<int>(kv.ldk) : slot * 8) + in_row;
+          off[i] = slot * static_cast<int>(kv.ldk) + in_row;
         }
 #pragma unroll
         for (int i = 0; i < kG; ++i) {  // 2. its rows' copies
@@ -195,7 +190,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
 #pragma unroll
           for (int j = 0; j < kChunks / 8; ++j)
             sm80::cp_async_16(d + static_cast<std::uint32_t>(((g + i) * kRowsPerPass * D + j * 64) * sizeof(T)),
-                              row + j * jstep);
+                              row + j * 64);
         }
       }
       return;
@@ -223,9 +218,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
           const bool ok = r < valid;
           const T* src = base;
           if (ok)
-            src = base + static_cast<long long>(id[i]) * kv.page_elems +
-                  (Rows::kLayout == KVLayout::nhd ? slot[i] * kv.ldk + c * 8
-                                                  : (static_cast<long long>(c) * kv.page_size + slot[i]) * 8);
+            src = base + static_cast<long long>(id[i]) * kv.page_elems + slot[i] * kv.ldk + c * 8;
           sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
         }
       }
@@ -239,8 +232,7 @@ __device__ __forceinline__ void sm80_load_tile_paged(T* dst, const T* base, cons
       if (ok) {
         int slot;
         const long long page = kv.page_of(n0 + r, &slot);
-        src = base + page + (Rows::kLayout == KVLayout::nhd ? slot * kv.ldk + c * 8
-                                                            : (static_cast<long long>(c) * kv.page_size + slot) * 8);
+        src = base + page + slot * kv.ldk + c * 8;
       }
       sm80::cp_async_16(sm80::smem_addr(dst + Sm80Swizzle<D>::offset(r, c)), src, ok);
     }
