@@ -6,11 +6,11 @@ prefer_key_split) stands against both measured.
   auto  the plan (-1)     t91  sm_90a forced: every q tile whole (no key split)
   t90   sm_90's row forced: the sm80 agent, its key split where the plan takes one
 Cells: issue 17's seed cells (fp16, hd 256, 4 q / 1 kv head, prefix 8k / 32k × chunk 512 / 2048 /
-4096) and the serving 32k cell (bf16, hd 128, 32 / 8 heads, 8 × 2048), page 16, vLLM pages and
+4096) and the serving 32k cell (bf16, hd 128, 32 / 8 heads, 8 × 2048), page 16 (--page), vLLM pages and
 NHD pages with the same keys.
 
   python3 bench/prefix_part_ab.py --lib <build>/libmuh.so [--iters 30] [--only PREFIX:CHUNK,...]
-      [--targets -1,91,90]
+      [--targets -1,91,90] [--page 16]
 
 --iters 0 times nothing: each (layout, target) runs once — for ncu, e.g. the sm80 agent's key
 split on NHD and on vLLM pages of the 8k + 512 cell:
@@ -32,7 +32,6 @@ from compare_torch import interleaved_ms  # noqa: E402
 
 CELLS = [(torch.float16, 256, 4, 1, 1, p, c) for p in (8192, 32768) for c in (512, 2048, 4096)] + \
         [(torch.bfloat16, 128, 32, 8, 8, 32768, 2048)]
-PAGE = 16
 
 
 def main():
@@ -41,7 +40,9 @@ def main():
     ap.add_argument("--iters", type=int, default=30, help="timed calls a median (0: one call each, untimed)")
     ap.add_argument("--only", default="", help="PREFIX:CHUNK cells, comma-separated (default: all)")
     ap.add_argument("--targets", default="-1,91,90", help="forced targets, comma-separated (-1: the plan)")
+    ap.add_argument("--page", type=int, default=16, help="page size in slots (the seed's: 16)")
     args = ap.parse_args()
+    PAGE = args.page
     targets = [int(t) for t in args.targets.split(",")]
     only = {tuple(int(x) for x in c.split(":")) for c in args.only.split(",") if c}
     lib = capi.load(args.lib)

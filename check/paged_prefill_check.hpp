@@ -63,8 +63,9 @@ inline const std::vector<PagedPrefillCase>& paged_prefill_cases() {
       for (auto& c : paged_prefill_shapes_for_page(P)) v.push_back(c);
     // Other page sizes: the varlen case, and a 511-token chunk whose whole key tiles take the
     // copies' page-per-row path (sm80_load_tile_paged) with pages smaller than, equal to and
-    // larger than a copy pass's rows.
-    for (int P : {8, 32, 64, 256}) {
+    // larger than a copy pass's rows; 24 slots put a 16-key run of a vLLM value tile on two pages
+    // (sm80_load_v_runs: each 8-key half looks its page up).
+    for (int P : {8, 24, 32, 64, 256}) {
       v.push_back(paged_prefill_shapes_for_page(P)[4]);
       v.push_back(paged_prefill_shapes_for_page(P)[0]);
     }

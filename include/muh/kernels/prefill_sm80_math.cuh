@@ -99,10 +99,13 @@ __device__ __forceinline__ auto k_pattern(int lane) {
   else
     return k_ldm_pattern<Sh::kD>(lane);
 }
-// The body's V pattern for a shape: one of the two above.
+// The body's V pattern for a shape: one of the two above, or the dim-major lanes' offsets into a
+// tile of 16-key runs (Sh::kVRuns).
 template <class Sh>
 __device__ __forceinline__ auto v_pattern(int lane) {
-  if constexpr (Sh::kVDimMajor)
+  if constexpr (Sh::kVRuns)
+    return Sm80VRunOffsets<Sh::kD>{(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
+  else if constexpr (Sh::kVDimMajor)
     return v_dim_major_ldm_pattern<Sh::BN>(lane);
   else
     return v_ldm_pattern<Sh::kD>(lane);

@@ -95,9 +95,9 @@ struct CpAsyncCopy {
         if (j & 1) kv.prefetch_blocks(j + 1, tid);
       } else if constexpr (Sh::kPaged) {
         T* dst = sKV + (j % Sh::S) * Sh::BN * Sh::kD;
-        if constexpr (Sh::kKChunkMajor) {  // vLLM pages: K chunk-major, V dim-major (their own layouts)
+        if constexpr (Sh::kKChunkMajor) {  // vLLM pages: K chunk-major, V in 16-key runs (their own layouts)
           if (j & 1)
-            sm80_load_v_dim_major<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
+            sm80_load_v_runs<Sh::BN, Sh::kD, Sh::NT>(dst, kv.rows, n0, kv.sk - n0, tid);
           else
             sm80_load_k_chunk_major<Sh::BN, Sh::kD, Sh::NT>(dst, kv.base(j), kv.rows, n0, kv.sk - n0, tid);
         } else {

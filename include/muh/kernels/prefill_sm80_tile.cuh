@@ -75,6 +75,21 @@ struct Sm80ChunkMajorOffsets {
   }
 };
 
+// The same for a value tile in 16-key runs ([ROWS/16][D][16], sm80_load_v_runs: chunk c of dim d in
+// run j at 16-byte slot j·2D + 2d + (c ^ ((d >> 2) & 1))), read by the plain ldmatrix of a
+// dim-major V tile (v_dim_major_ldm_pattern's lanes: dim lane_row, chunk cbit of a k16 step): with
+// the dims' base a multiple of 8 the XOR bit is the lane's own, so one register holds the lane's
+// part and the rest adds — the 16-key step kr is run kr.
+template <int D>
+struct Sm80VRunOffsets {
+  std::uint32_t off;
+  __device__ __forceinline__ Sm80VRunOffsets(int lane_row, int cbit)
+      : off(static_cast<std::uint32_t>((2 * lane_row + (cbit ^ ((lane_row >> 2) & 1))) * 16)) {}
+  __device__ __forceinline__ std::uint32_t at(int base_dim, int kr) const {
+    return off + static_cast<std::uint32_t>((kr * D + base_dim) * 32);
+  }
+};
+
 // Copies a ROWS × D tile (row r at src + r·ld elements) into swizzled shared memory with cp.async;
 // rows >= valid are zero-filled (and not read).
 template <int ROWS, int D, int NT, class T>
@@ -303,6 +318,49 @@ __device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, in
                             src + static_cast<long long>(d) * kv.page_size, n * 2);
 }
 
+// The same value tile in 16-key runs, [ROWS/16][D][16] (Sm80VRunOffsets): run j holds keys
+// n0 + 16j .. + 15 of every dim as a page of 16 keeps them ([page, head, D, slot]: dim d's 16 slots
+// are 32 contiguous bytes, 4 dims a 128-byte line), so a quarter warp's 8 copies — 4 dims × the two
+// 8-key chunks of a run — are 128 contiguous bytes in global and in shared memory. In the dim-major
+// tile above they are one dim's 8 chunks from 4 pages: 4 lines on the global side, and ncu counted
+// 32 shared wavefronts an instruction for 8 ideal (2.95 M of the key split's 3.15 M excessive, the
+// V copy alone; bench/results/2026-12-07-sm80-vllm-copies/, call37). Chunk c of dim d within a run
+// is stored at 16-byte slot 2d + (c ^ ((d >> 2) & 1)): rows 32 bytes apart put dims d and d + 4 on
+// the same banks, the XOR moves one of them — the 8 rows of an ldmatrix matrix (8 dims, one chunk)
+// land in 8 bank groups, and the XOR never leaves the 128-byte line. Any page of whole 8-slot
+// groups is read (a chunk is 8 slots of one page): pages of 16 give the single line above, pages
+// of 8 two, pages ≥ 32 four 32-byte pieces (a sector each). Thread (j, gt) keeps run j = tid / G
+// and chunk gt & 1 (G = NT / (ROWS/16) threads a run), so it reads one block id a tile, and steps
+// G/2 dims a pass. Keys >= valid are zero-filled and their block-table entries not read.
+template <int ROWS, int D, int NT, class T, class Rows>
+__device__ __forceinline__ void sm80_load_v_runs(T* dst, const Rows& kv, int n0, int valid, int tid) {
+  static_assert(sizeof(T) == 2 && Rows::kLayout == KVLayout::vllm, "16-bit vLLM value pages");
+  static_assert(ROWS % 16 == 0, "whole 16-key runs");
+  constexpr int kRuns = ROWS / 16, kG = NT / kRuns;  // threads a run
+  static_assert(NT % kRuns == 0 && kG % 8 == 0, "whole quarter warps a run");
+  static_assert((2 * D) % kG == 0, "whole passes over a run's 2·D chunks");
+  const int j = tid / kG, gt = tid % kG;
+  const int c = gt & 1;
+  const int key = j * 16 + c * 8;             // this thread's 8 keys, from n0
+  const int n = min(max(valid - key, 0), 8);  // of them in range
+  const T* src = kv.v;
+  if (n > 0) {
+    int slot;
+    src = kv.v + kv.page_of(n0 + key, &slot) + slot;
+  }
+  T* const own = dst + j * D * 16 + c * 8;  // chunk c of dim 0 in run j
+  const int other = 8 - 16 * c;              // from chunk c to chunk c ^ 1, in elements
+  // Each pass's addresses from d, as sm80_load_v_dim_major's loop has them: carried from pass to
+  // pass (a pointer stepping (G/2)·page_size, unrolled or not) or with the XOR written as one,
+  // ptxas kept more live through the key loop at the t89 hd-128 row, whose register file is full
+  // (255): sm_90 SASS spilled 80–340 B and spills nothing so; sm_89 SASS 84 / 108 B (tail / whole
+  // kernel; the dim-major copy 0 / 136, the NHD kernels 56 / 164). ptxas 13.0.
+#pragma unroll 1
+  for (int d = gt >> 1; d < D; d += kG / 2)
+    sm80::cp_async_16_bytes(sm80::smem_addr(own + d * 16 + ((d >> 2) & 1) * other),
+                            src + static_cast<long long>(d) * kv.page_size, n * 2);
+}
+
 // ---- An fp8 KV cache (muh/kv_quant.hpp; the sm80 agent only: prefill_agent_reads_kv) -----------
 // A K/V tile of 1-byte codes lands by cp.async in its 16-bit ring buffer, each row's codes in the
 // upper half of the row's own 16-bit bytes (code row r of a tile of COLS columns at byte
@@ -482,6 +540,9 @@ struct Sm80PrefillShape {
   // K tiles chunk-major ([D/8][BN][8]: vLLM's own key layout, sm80_load_k_chunk_major) from 16-bit
   // vLLM pages by cp.async (an fp8 cache's codes are widened into the row-major tile).
   static constexpr bool kKChunkMajor = kSrc == KVSource::paged_vllm && !kFp8 && !kRegStage;
+  // Their V tiles in 16-key runs ([BN/16][D][16]: a page of 16's own value layout, sm80_load_v_runs),
+  // read as the dim-major tile is (kVDimMajor) with other offsets (an fp8 cache's stay [D][BN]).
+  static constexpr bool kVRuns = kKChunkMajor;
   using KvStage = Sm75TileStage<BN, D, NT, T>;  // the sm75 agent's next K/V tile, in registers
   static_assert(BM % (16 * W) == 0, "each warp owns whole m16 tiles: block_m % (16·num_warps) == 0");
   static_assert(BN % 16 == 0 && D % 16 == 0, "block_n and head_dim must be multiples of 16");
