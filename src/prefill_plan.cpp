@@ -46,15 +46,15 @@ constexpr double kMinGain = 1.0;     // key tiles the split must save
 // 4k-16k, hd 128/256 and 1.43-1.68 at hd 64 on the whole GPU (h100-2026-12-06-sm90-prefill, call
 // 10), not measured in this regime.
 double sm90_speed(int head_dim) { return head_dim == 256 ? 2.2 : 1.5; }
-// The sm80 agent on vLLM pages against NHD pages, the same keys: 1.06–1.10x (prefix_part_ab.py,
+// The sm80 agent on vLLM pages against NHD pages, the same keys: 1.05–1.06x (prefix_part_ab.py,
 // t90, hd 256 fp16, 4 q / 1 kv head, 8k / 32k + 512 and 32k + 2048, H100, two rounds;
-// bench/results/2026-12-07-sm80-vllm-copies/, call37) since its K tiles are chunk-major
-// (sm80_load_k_chunk_major: each 16-byte copy of the row-major tile had taken its own shared
-// wavefront and L2 sector, and the ratio was 1.29–1.39x) — the V tile's dim-major copies still
-// take 4x their ideal wavefronts. A cost the sm90 agent, whose vLLM boxes land as wgmma reads
-// them, does not pay. (The decisions of Hd256SeedPrefixPartsDecideAsMeasured are the same at
-// 1.08 as at 1.37; the plan's choice against t91 was not re-timed.)
-constexpr double kSm80VllmCost = 1.08;
+// bench/results/2026-12-07-sm80-vllm-copies/, call39) since its K tiles are chunk-major and its V
+// tiles in 16-key runs (sm80_load_k_chunk_major, sm80_load_v_runs: each 16-byte copy of the
+// row-major K tile had taken its own shared wavefront and L2 sector, 1.29–1.39x; the dim-major V
+// copies 4x their ideal wavefronts, 1.06–1.10x). A cost the sm90 agent, whose vLLM boxes land as
+// wgmma reads them, does not pay. (The decisions of Hd256SeedPrefixPartsDecideAsMeasured are the
+// same at 1.05 as at 1.37.)
+constexpr double kSm80VllmCost = 1.05;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 

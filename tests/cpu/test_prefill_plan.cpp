@@ -234,7 +234,7 @@ TEST(PrefillPlan, FewTilesOverLongKeysTakeTheSm80AgentsKeySplit) {
 }
 
 // At hd 256 the model weighs the sm90 agent at 2.2x the sm80 agent per SM, and the sm80 agent on
-// vLLM pages at 1.08x its NHD time (src/prefill_plan.cpp; 1.37x when these cells were measured:
+// vLLM pages at 1.05x its NHD time (src/prefill_plan.cpp; 1.37x when these cells were measured:
 // the vLLM cells' split is now faster, the choices the same; bench/results/2026-12-07-ncu-prefill,
 // prefix_part_ab.py on the H100: context_attention_fwd's prefix part, fp16, 4 q / 1 kv head). The
 // measured cells decide as measured: 16 q tiles over 8k / 32k keys split (whole was 2.7–3.2x

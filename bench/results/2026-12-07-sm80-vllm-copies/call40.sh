@@ -6,7 +6,7 @@
 # pack's libmuh.so by LD_LIBRARY_PATH; its context_attention_fwd tests against SDPA on vpy (fp16,
 # hd 256: what the packs have); then bench/paged_prefill.py --quick (issue 17's seed cells: fp16 hd
 # 256, 4 q / 1 kv head, prefix 8k / 32k × chunk 512 / 2048 / 4096, page 16; dense, NHD and vLLM in
-# one process), kpy / vpy alternately twice.
+# one process), kpy / vpy alternately twice; then the plan against t91 / t90 on the prefix parts.
 set -u
 source scripts/devcall.sh  # el
 L=/tmp/logs40; mkdir -p $L/res; trap 'tar czf $OUT/logs40.tgz -C $L .' EXIT
@@ -33,4 +33,9 @@ for r in 1 2; do
     echo "paged $p $r rc $? at $(el) s"; grep -vE "^clocks" $L/paged_$p$r.log | tail -8 | cut -c1-150
   done
 done
+# The plan against both agents on the prefix parts (kSm80VllmCost 1.08 since call37; not re-timed):
+# vpy, the seed's six prefix cells, t91 / t90 / the plan.
+LD_LIBRARY_PATH=/tmp/vpy:/usr/local/cuda/lib64 timeout 120 python3 bench/prefix_part_ab.py --lib /tmp/vpy/libmuh.so \
+  --only 8192:512,8192:2048,8192:4096,32768:512,32768:2048,32768:4096 --targets -1,91,90 --iters 30 > $L/plan_vpy.log 2>&1
+echo "plan vpy rc $? at $(el) s"; grep -E "^(float|bfloat)" $L/plan_vpy.log
 echo "done at $(el) s"

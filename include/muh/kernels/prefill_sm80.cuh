@@ -36,7 +36,7 @@
 //
 // Paged K/V (chunked prefill, prefix reuse; kernels/prefill_kv.cuh): the same body, its K/V copies
 // reading rows through the block table — cp.async per row for NHD pages and vLLM key pages, V
-// tiles kept dim-major for vLLM's token-minor value pages (sm80_load_v_dim_major) — and
+// tiles kept in 16-key runs for vLLM's token-minor value pages (sm80_load_v_runs) — and
 // the next tile's block-table entries prefetched into L1. A split paged launch's tail runs
 // prefill_sm80_paged_tail_kernel (below). Over an fp8 cache (muh/kv_quant.hpp; kKV) the copies
 // land 1-byte codes in the ring and the barrier ring widens each tile in place before its GEMM

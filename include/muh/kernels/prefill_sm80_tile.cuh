@@ -151,7 +151,7 @@ __device__ __forceinline__ void sm80_load_tile(T* dst, const T* src, long long l
 
 // A paged NHD K or V tile (kernels/prefill_kv.cuh): rows n0 .. n0 + ROWS − 1 of the sequence into
 // sm80_load_tile's swizzled layout with cp.async, chunk c of row n at page + slot·ldk + 8c (vLLM
-// pages keep their own layouts: sm80_load_k_chunk_major, sm80_load_v_dim_major below);
+// pages keep their own layouts: sm80_load_k_chunk_major, sm80_load_v_runs below);
 // rows >= valid are zero-filled and their block-table entries not read. Each thread keeps one
 // chunk column and walks its rows with a PageCursor (one division per tile, not per row); the
 // page of each row is a block-table read, which the copy of the tile before prefetched into L1
@@ -287,51 +287,30 @@ __device__ __forceinline__ void sm80_load_k_chunk_major(T* dst, const T* base, c
     sm80::cp_async_16(d + static_cast<std::uint32_t>(i * kStep * ROWS * 16), ok ? src + i * step : src, ok);
 }
 
-// A paged vLLM value tile, dim-major: the pages are token-minor ([page, head, D, slot]), so the
-// tile is kept as they are — [D][ROWS], row d holding keys n0 .. n0 + ROWS − 1 of dim d, its
-// 16-byte chunks (8 keys each) XOR-swizzled by Sm80Swizzle<ROWS> — and P V reads it with a plain
-// ldmatrix (dims on the rows, keys contiguous: the B fragment's own layout; pv_gemm,
-// prefill_sm80_math.cuh) instead of ldmatrix.trans. So V is a cp.async like K: chunk (d, g) is
-// 16 contiguous bytes of one page (page_size and n0 are multiples of 8), keys >= valid are
-// zero-filled and not read. Each thread keeps one key group g (NT % (ROWS / 8) == 0), so it reads
-// one block id per tile. It replaced a synchronous transposing copy through registers, whose
-// loads waited on HBM in the middle of every key tile: on the seed's cells context_attention_fwd
-// went from 0.41–0.50× the dense prefill (bench/results/h200-2026-12-02-fb9d671/) to 0.63–0.92×
-// (h200-2026-12-02-6e546d2/; the rest is the K copies' cost, sm80_load_tile_paged above).
-template <int ROWS, int D, int NT, class T, class Rows>
-__device__ __forceinline__ void sm80_load_v_dim_major(T* dst, const Rows& kv, int n0, int valid, int tid) {
-  static_assert(sizeof(T) == 2 && ROWS % 32 == 0, "16-bit elements; whole swizzle groups of 8-key chunks");
-  constexpr int kGroups = ROWS / 8;  // 8-key chunks per dim row
-  static_assert(NT % kGroups == 0, "each thread keeps one key group");
-  constexpr int kDimStep = NT / kGroups;
-  const int g = tid % kGroups, d0 = tid / kGroups;
-  const int n = min(max(valid - g * 8, 0), 8);  // keys of this group in range
-  const T* src = kv.v;
-  if (n > 0) {
-    int slot;
-    const long long page = kv.page_of(n0 + g * 8, &slot);
-    src = kv.v + page + slot;
-  }
-#pragma unroll 1  // unrolled, ptxas spilled 52 B more at the sm90 hd-256 row
-  for (int d = d0; d < D; d += kDimStep)
-    sm80::cp_async_16_bytes(sm80::smem_addr(dst + Sm80Swizzle<ROWS>::offset(d, g)),
-                            src + static_cast<long long>(d) * kv.page_size, n * 2);
-}
-
-// The same value tile in 16-key runs, [ROWS/16][D][16] (Sm80VRunOffsets): run j holds keys
-// n0 + 16j .. + 15 of every dim as a page of 16 keeps them ([page, head, D, slot]: dim d's 16 slots
-// are 32 contiguous bytes, 4 dims a 128-byte line), so a quarter warp's 8 copies — 4 dims × the two
-// 8-key chunks of a run — are 128 contiguous bytes in global and in shared memory. In the dim-major
-// tile above they are one dim's 8 chunks from 4 pages: 4 lines on the global side, and ncu counted
-// 32 shared wavefronts an instruction for 8 ideal (2.95 M of the key split's 3.15 M excessive, the
-// V copy alone; bench/results/2026-12-07-sm80-vllm-copies/, call37). Chunk c of dim d within a run
-// is stored at 16-byte slot 2d + (c ^ ((d >> 2) & 1)): rows 32 bytes apart put dims d and d + 4 on
-// the same banks, the XOR moves one of them — the 8 rows of an ldmatrix matrix (8 dims, one chunk)
-// land in 8 bank groups, and the XOR never leaves the 128-byte line. Any page of whole 8-slot
-// groups is read (a chunk is 8 slots of one page): pages of 16 give the single line above, pages
-// of 8 two, pages ≥ 32 four 32-byte pieces (a sector each). Thread (j, gt) keeps run j = tid / G
-// and chunk gt & 1 (G = NT / (ROWS/16) threads a run), so it reads one block id a tile, and steps
-// G/2 dims a pass. Keys >= valid are zero-filled and their block-table entries not read.
+// A paged vLLM value tile. The pages are token-minor ([page, head, D, slot]), so the tile keeps
+// their order — 16-key runs, [ROWS/16][D][16]: run j holds keys n0 + 16j .. + 15 of every dim as a
+// page of 16 keeps them (dim d's 16 slots are 32 contiguous bytes, 4 dims a 128-byte line) — and
+// P V reads it with a plain ldmatrix (dims on the rows, keys contiguous: the B fragment's own
+// layout; Sm80VRunOffsets, pv_gemm in prefill_sm80_math.cuh) instead of ldmatrix.trans. So V is a
+// cp.async like K: a quarter warp's 8 copies — 4 dims × the two 8-key chunks of a run — are 128
+// contiguous bytes in global and in shared memory. History: a synchronous transposing copy through
+// registers, whose loads waited on HBM in the middle of every key tile (context_attention_fwd 0.41–
+// 0.50× dense on the seed's cells, bench/results/h200-2026-12-02-fb9d671/), then a dim-major tile
+// ([D][ROWS], one dim's 8 chunks a quarter warp, from 4 pages of 16: 0.63–0.92×,
+// h200-2026-12-02-6e546d2/), whose copies ncu counted at 32 shared wavefronts an instruction for 8
+// ideal (3.15 M excessive in the key split's vLLM kernel, bench/results/2026-12-07-sm80-vllm-copies/
+// call37); in runs none is excessive, L2 requests 2.54 M → 0.86 M (NHD's 0.84 M), the split
+// 1.01–1.03× faster at pages of 16 and 1.05–1.06× its NHD time (call39, H100) — but 2–5 % slower at
+// pages of 64, where the dim-major tile's quarter warp read one page's 128 contiguous bytes and the
+// runs read 4 sectors of 4 lines (vLLM's CUDA kernels take pages of 8, 16 and 32). fp8 caches keep
+// the dim-major tile (sm80_load_v_codes_dim_major). Chunk c of dim d within a run is stored at
+// 16-byte slot 2d + (c ^ ((d >> 2) & 1)): rows 32 bytes apart put dims d and d + 4 on the same
+// banks, the XOR moves one of them — the 8 rows of an ldmatrix matrix (8 dims, one chunk) land in
+// 8 bank groups, and the XOR never leaves the 128-byte line. Any page of whole 8-slot groups is read
+// (a chunk is 8 slots of one page: pages of 8 give two lines a quarter warp, ≥ 32 four sectors).
+// Thread (j, gt) keeps run j = tid / G and chunk gt & 1 (G = NT / (ROWS/16) threads a run), so it
+// reads one block id a tile, and steps G/2 dims a pass. Keys >= valid are zero-filled and their
+// block-table entries not read.
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_v_runs(T* dst, const Rows& kv, int n0, int valid, int tid) {
   static_assert(sizeof(T) == 2 && Rows::kLayout == KVLayout::vllm, "16-bit vLLM value pages");
@@ -350,8 +329,8 @@ __device__ __forceinline__ void sm80_load_v_runs(T* dst, const Rows& kv, int n0,
   }
   T* const own = dst + j * D * 16 + c * 8;  // chunk c of dim 0 in run j
   const int other = 8 - 16 * c;              // from chunk c to chunk c ^ 1, in elements
-  // Each pass's addresses from d, as sm80_load_v_dim_major's loop has them: carried from pass to
-  // pass (a pointer stepping (G/2)·page_size, unrolled or not) or with the XOR written as one,
+  // Each pass's addresses from d, as the dim-major copy's loop had them: carried from pass to pass
+  // (a pointer stepping (G/2)·page_size, unrolled or not) or with the XOR written as one,
   // ptxas kept more live through the key loop at the t89 hd-128 row, whose register file is full
   // (255): sm_90 SASS spilled 80–340 B and spills nothing so; sm_89 SASS 84 / 108 B (tail / whole
   // kernel; the dim-major copy 0 / 136, the NHD kernels 56 / 164). ptxas 13.0.
@@ -395,8 +374,9 @@ __device__ __forceinline__ void sm80_load_codes_paged(std::uint32_t buf, const s
   }
 }
 
-// vLLM V codes ([page, head, D, slot]: token-minor), dim-major as sm80_load_v_dim_major keeps the
-// 16-bit tile: row d holds keys n0 .. n0 + ROWS − 1 of dim d, 16 keys (16 bytes of one page:
+// vLLM V codes ([page, head, D, slot]: token-minor), dim-major ([D][ROWS], 16-byte chunks
+// XOR-swizzled by Sm80Swizzle<ROWS>; widened in place, then read as Sh::kVDimMajor says): row d
+// holds keys n0 .. n0 + ROWS − 1 of dim d, 16 keys (16 bytes of one page:
 // page_size is a multiple of 16, checked on the host) a copy; keys >= valid zero-filled.
 template <int ROWS, int D, int NT, class Rows>
 __device__ __forceinline__ void sm80_load_v_codes_dim_major(std::uint32_t buf, const Rows& kv, int n0, int valid,
@@ -523,7 +503,8 @@ struct Sm80PrefillShape {
   static constexpr PrefillPolicy P = Getter{}();
   static constexpr KVSource kSource = kSrc;  // where K/V come from (kernels/prefill_kv.cuh)
   static constexpr bool kPaged = is_paged(kSrc);
-  // V tiles dim-major ([D][BN]: vLLM's token-minor value pages, sm80_load_v_dim_major).
+  // V tiles dim-major — dims on the rows, read by the plain ldmatrix — from vLLM's token-minor
+  // value pages: in 16-key runs (kVRuns below) or, an fp8 cache's, [D][BN] (sm80_load_v_codes_dim_major).
   static constexpr bool kVDimMajor = kSrc == KVSource::paged_vllm;
   static_assert(prefill_agent_reads(P.agent, kSrc), "the sm75 agent reads contiguous and paged NHD K/V");
   static_assert(!kFp8 || (is_paged(kSrc) && prefill_agent_reads_kv(P.agent, kKv)),
@@ -574,7 +555,7 @@ struct Sm80PrefillShape {
   // Ping-pong (policy.hpp, PrefillPolicy::ping_pong): whole tiles on sm_90 code. Elsewhere (the
   // split's pieces, older archs, where a t90 row never runs) the row takes the CTA-barrier ring.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // (Paged vLLM K/V too, since their V tiles are cp.async copies as well: sm80_load_v_dim_major.)
+  // (Paged vLLM K/V too, since their V tiles are cp.async copies as well: sm80_load_v_runs.)
   // (Not over an fp8 cache: its tiles are widened by the whole CTA between CTA barriers.)
   static constexpr bool kPingPong = P.ping_pong && !kPiece && !kRegStage && !kFp8;
 #else
