@@ -10,7 +10,7 @@ Cells: issue 17's seed cells (fp16, hd 256, 4 q / 1 kv head, prefix 8k / 32k × 
 NHD pages with the same keys.
 
   python3 bench/prefix_part_ab.py --lib <build>/libmuh.so [--iters 30] [--only PREFIX:CHUNK,...]
-      [--targets -1,91,90] [--page 16]
+      [--targets=-1,91,90] [--page 16]   (a list that starts with -1 needs the =)
 
 --iters 0 times nothing: each (layout, target) runs once — for ncu, e.g. the sm80 agent's key
 split on NHD and on vLLM pages of the 8k + 512 cell:
@@ -42,7 +42,7 @@ def main():
     ap.add_argument("--targets", default="-1,91,90", help="forced targets, comma-separated (-1: the plan)")
     ap.add_argument("--page", type=int, default=16, help="page size in slots (the seed's: 16)")
     args = ap.parse_args()
-    PAGE = args.page
+    page = args.page
     targets = [int(t) for t in args.targets.split(",")]
     only = {tuple(int(x) for x in c.split(":")) for c in args.only.split(",") if c}
     lib = capi.load(args.lib)
@@ -57,7 +57,7 @@ def main():
         if only and (prefix, chunk) not in only:
             continue
         dtype = E["MUH_FP16"] if dt == torch.float16 else E["MUH_BF16"]
-        blocks = (prefix + PAGE - 1) // PAGE
+        blocks = (prefix + page - 1) // page
         pages = b * blocks
         gen = torch.Generator(device="cuda").manual_seed(0)
         q = torch.randn(b * chunk, hq, hd, device="cuda", dtype=dt, generator=gen)
@@ -67,10 +67,10 @@ def main():
         cu_q = torch.arange(0, (b + 1) * chunk, chunk, dtype=torch.int32, device="cuda")
         used = torch.full((b,), prefix, dtype=torch.int32, device="cuda")
         x = 16 // (torch.finfo(dt).bits // 8)
-        caches = {"nhd": (torch.randn(pages, PAGE, hkv, hd, device="cuda", dtype=dt, generator=gen),
-                          torch.randn(pages, PAGE, hkv, hd, device="cuda", dtype=dt, generator=gen))}
+        caches = {"nhd": (torch.randn(pages, page, hkv, hd, device="cuda", dtype=dt, generator=gen),
+                          torch.randn(pages, page, hkv, hd, device="cuda", dtype=dt, generator=gen))}
         kn, vn = caches["nhd"]
-        caches["vllm"] = (kn.view(pages, PAGE, hkv, hd // x, x).permute(0, 2, 3, 1, 4).contiguous(),
+        caches["vllm"] = (kn.view(pages, page, hkv, hd // x, x).permute(0, 2, 3, 1, 4).contiguous(),
                           vn.permute(0, 2, 3, 1).contiguous())
         for layout, (kc, vc) in caches.items():
             lay = E["MUH_KV_NHD"] if layout == "nhd" else E["MUH_KV_VLLM"]
@@ -78,14 +78,14 @@ def main():
             for target in targets:
                 nbytes = ctypes.c_size_t(0)
                 capi.check(lib, lib.muh_paged_prefill_workspace_size(
-                    dtype, lay, b, b * chunk, chunk, prefix, hq, hkv, hd, PAGE, pages, blocks, 0, target, stream,
+                    dtype, lay, b, b * chunk, chunk, prefix, hq, hkv, hd, page, pages, blocks, 0, target, stream,
                     ctypes.byref(nbytes)), "muh_paged_prefill_workspace_size")
                 ws = torch.empty(max(nbytes.value, 1), dtype=torch.uint8, device="cuda")
 
                 def run(target=target, ws=ws, n=nbytes.value, kc=kc, vc=vc, lay=lay):
                     capi.check(lib, lib.muh_paged_prefill(
                         dtype, lay, q.data_ptr(), kc.data_ptr(), vc.data_ptr(), out.data_ptr(), None, cu_q.data_ptr(),
-                        table.data_ptr(), used.data_ptr(), b, b * chunk, chunk, prefix, hq, hkv, hd, PAGE, pages,
+                        table.data_ptr(), used.data_ptr(), b, b * chunk, chunk, prefix, hq, hkv, hd, page, pages,
                         blocks, 0.0, 0, ws.data_ptr() if n else None, n, target, 0, stream), "muh_paged_prefill")
                 fns.append(run)
             outs = []

@@ -69,44 +69,44 @@ struct WarpPair {
 
 // ldmatrix row addresses (see Sm80LdmOffsets): lanes 8i..8i+7 address matrix i.
 //   Q (A operand): matrices rows 0–7 / 8–15 × chunks 2kk / 2kk+1 → a0..a3
-//   K (B of Q Kᵀ): keys 0–7 × chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk, 8–15 × 2kk+1 → b0,b1 of two n8 tiles
+//   K (B of Q Kᵀ): keys 0–7 × chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk, 8–15 × 2kk+1 → b0,b1 of two n8
+//                  tiles (b_ldm_pattern)
 //   V (B of P V, .trans): keys 0–7 / 8–15 × chunk 2dp, then × 2dp+1 → b0,b1 of two d tiles
 // A warp of a pair starts its K rows at key wn·BNW and its V columns at dim wn·DW (chunk
 // wn·DW/8, a multiple of the swizzle group, so the XOR pattern is the same: a plain offset).
 template <int D>
 __device__ __forceinline__ Sm80LdmOffsets<D> q_ldm_pattern(int lane) { return {lane & 15, lane >> 4}; }
-template <int D>
-__device__ __forceinline__ Sm80LdmOffsets<D> k_ldm_pattern(int lane) {
+// A B operand read as it is stored, by the plain ldmatrix (K; a dim-major V tile, Sh::kVDimMajor:
+// dims on the rows, its keys contiguous): matrices rows 0–7 × chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk,
+// 8–15 × 2kk+1 → b0,b1 of two n8 tiles (for V: of d tiles 2dp, 2dp+1, the same registers as the
+// .trans pattern below gives from a key-major tile). Offsets: the tile's layout — the swizzled
+// row-major tile (Sm80LdmOffsets), K chunk-major (Sm80ChunkMajorOffsets), V in 16-key runs
+// (Sm80VRunOffsets).
+template <class Offsets>
+__device__ __forceinline__ Offsets b_ldm_pattern(int lane) {
   return {(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
 }
 template <int D>
 __device__ __forceinline__ Sm80LdmOffsets<D> v_ldm_pattern(int lane) {
   return {(lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4};
 }
-// V dim-major ([D][BN] rows of BN keys, Sh::kVDimMajor; plain ldmatrix): matrices dims 0–7 ×
-// key chunk 2kk, 0–7 × 2kk+1, 8–15 × 2kk, 8–15 × 2kk+1 → b0,b1 of d tiles 2dp, 2dp+1, the same
-// registers as the .trans pattern above gives from a key-major tile.
-template <int BN>
-__device__ __forceinline__ Sm80LdmOffsets<BN> v_dim_major_ldm_pattern(int lane) {
-  return {(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
-}
 // The body's K pattern for a shape: the swizzled row-major tile's, or a chunk-major tile's
-// (Sh::kKChunkMajor) with the same matrices.
+// (Sh::kKChunkMajor).
 template <class Sh>
 __device__ __forceinline__ auto k_pattern(int lane) {
   if constexpr (Sh::kKChunkMajor)
-    return Sm80ChunkMajorOffsets<Sh::BN>{(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
+    return b_ldm_pattern<Sm80ChunkMajorOffsets<Sh::BN>>(lane);
   else
-    return k_ldm_pattern<Sh::kD>(lane);
+    return b_ldm_pattern<Sm80LdmOffsets<Sh::kD>>(lane);
 }
-// The body's V pattern for a shape: one of the two above, or the dim-major lanes' offsets into a
-// tile of 16-key runs (Sh::kVRuns).
+// The body's V pattern for a shape: the key-major tile's (.trans), or a dim-major tile's — in
+// 16-key runs (Sh::kVRuns) or [D][BN], swizzled (an fp8 cache's).
 template <class Sh>
 __device__ __forceinline__ auto v_pattern(int lane) {
   if constexpr (Sh::kVRuns)
-    return Sm80VRunOffsets<Sh::kD>{(lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1};
+    return b_ldm_pattern<Sm80VRunOffsets<Sh::kD>>(lane);
   else if constexpr (Sh::kVDimMajor)
-    return v_dim_major_ldm_pattern<Sh::BN>(lane);
+    return b_ldm_pattern<Sm80LdmOffsets<Sh::BN>>(lane);
   else
     return v_ldm_pattern<Sh::kD>(lane);
 }

@@ -77,7 +77,7 @@ struct Sm80ChunkMajorOffsets {
 
 // The same for a value tile in 16-key runs ([ROWS/16][D][16], sm80_load_v_runs: chunk c of dim d in
 // run j at 16-byte slot j·2D + 2d + (c ^ ((d >> 2) & 1))), read by the plain ldmatrix of a
-// dim-major V tile (v_dim_major_ldm_pattern's lanes: dim lane_row, chunk cbit of a k16 step): with
+// dim-major V tile (b_ldm_pattern's lanes: dim lane_row, chunk cbit of a k16 step): with
 // the dims' base a multiple of 8 the XOR bit is the lane's own, so one register holds the lane's
 // part and the rest adds — the 16-key step kr is run kr.
 template <int D>
@@ -291,26 +291,19 @@ __device__ __forceinline__ void sm80_load_k_chunk_major(T* dst, const T* base, c
 // their order — 16-key runs, [ROWS/16][D][16]: run j holds keys n0 + 16j .. + 15 of every dim as a
 // page of 16 keeps them (dim d's 16 slots are 32 contiguous bytes, 4 dims a 128-byte line) — and
 // P V reads it with a plain ldmatrix (dims on the rows, keys contiguous: the B fragment's own
-// layout; Sm80VRunOffsets, pv_gemm in prefill_sm80_math.cuh) instead of ldmatrix.trans. So V is a
-// cp.async like K: a quarter warp's 8 copies — 4 dims × the two 8-key chunks of a run — are 128
-// contiguous bytes in global and in shared memory. History: a synchronous transposing copy through
-// registers, whose loads waited on HBM in the middle of every key tile (context_attention_fwd 0.41–
-// 0.50× dense on the seed's cells, bench/results/h200-2026-12-02-fb9d671/), then a dim-major tile
-// ([D][ROWS], one dim's 8 chunks a quarter warp, from 4 pages of 16: 0.63–0.92×,
-// h200-2026-12-02-6e546d2/), whose copies ncu counted at 32 shared wavefronts an instruction for 8
-// ideal (3.15 M excessive in the key split's vLLM kernel, bench/results/2026-12-07-sm80-vllm-copies/
-// call37); in runs none is excessive, L2 requests 2.54 M → 0.86 M (NHD's 0.84 M), the split
-// 1.01–1.03× faster at pages of 16 and 1.05–1.06× its NHD time (call39, H100) — but 2–5 % slower at
-// pages of 64, where the dim-major tile's quarter warp read one page's 128 contiguous bytes and the
-// runs read 4 sectors of 4 lines (vLLM's CUDA kernels take pages of 8, 16 and 32). fp8 caches keep
-// the dim-major tile (sm80_load_v_codes_dim_major). Chunk c of dim d within a run is stored at
-// 16-byte slot 2d + (c ^ ((d >> 2) & 1)): rows 32 bytes apart put dims d and d + 4 on the same
-// banks, the XOR moves one of them — the 8 rows of an ldmatrix matrix (8 dims, one chunk) land in
-// 8 bank groups, and the XOR never leaves the 128-byte line. Any page of whole 8-slot groups is read
-// (a chunk is 8 slots of one page: pages of 8 give two lines a quarter warp, ≥ 32 four sectors).
-// Thread (j, gt) keeps run j = tid / G and chunk gt & 1 (G = NT / (ROWS/16) threads a run), so it
-// reads one block id a tile, and steps G/2 dims a pass. Keys >= valid are zero-filled and their
-// block-table entries not read.
+// layout; Sm80VRunOffsets) instead of ldmatrix.trans. A quarter warp's 8 copies — 4 dims × the two
+// 8-key chunks of a run — are then 128 contiguous bytes in global and in shared memory; the
+// dim-major tile before ([D][ROWS], one dim's 8 chunks from 4 pages a quarter warp) took 4x the
+// ideal shared wavefronts. Measured (call39, H100): the key split on vLLM pages 1.05–1.06x its NHD
+// time at pages of 16, was 1.06–1.10x; 2–5 % slower than the dim-major tile at pages of 64, whose
+// quarter warp read one page's 128 contiguous bytes (vLLM's CUDA kernels take pages of 8, 16, 32;
+// bench/results/2026-12-07-sm80-vllm-copies/ has the history). fp8 caches keep the dim-major tile
+// (sm80_load_v_codes_dim_major). Chunk c of dim d within a run is stored at 16-byte slot
+// 2d + (c ^ ((d >> 2) & 1)): rows 32 bytes apart put dims d and d + 4 on the same banks, the XOR
+// moves one of them, and never leaves the 128-byte line. Any page of whole 8-slot groups is read (a
+// chunk is 8 slots of one page). Thread (j, gt) keeps run j = tid / G and chunk gt & 1
+// (G = NT / (ROWS/16) threads a run), so it reads one block id a tile, and steps G/2 dims a pass.
+// Keys >= valid are zero-filled and their block-table entries not read.
 template <int ROWS, int D, int NT, class T, class Rows>
 __device__ __forceinline__ void sm80_load_v_runs(T* dst, const Rows& kv, int n0, int valid, int tid) {
   static_assert(sizeof(T) == 2 && Rows::kLayout == KVLayout::vllm, "16-bit vLLM value pages");
@@ -329,11 +322,9 @@ __device__ __forceinline__ void sm80_load_v_runs(T* dst, const Rows& kv, int n0,
   }
   T* const own = dst + j * D * 16 + c * 8;  // chunk c of dim 0 in run j
   const int other = 8 - 16 * c;              // from chunk c to chunk c ^ 1, in elements
-  // Each pass's addresses from d, as the dim-major copy's loop had them: carried from pass to pass
-  // (a pointer stepping (G/2)·page_size, unrolled or not) or with the XOR written as one,
-  // ptxas kept more live through the key loop at the t89 hd-128 row, whose register file is full
-  // (255): sm_90 SASS spilled 80–340 B and spills nothing so; sm_89 SASS 84 / 108 B (tail / whole
-  // kernel; the dim-major copy 0 / 136, the NHD kernels 56 / 164). ptxas 13.0.
+  // Each pass's addresses from d: carried from pass to pass (a pointer stepping (G/2)·page_size)
+  // or with the XOR written as one, ptxas 13.0 spilled 80–340 B at the t89 hd-128 row (sm_90 SASS,
+  // 255 registers); so, none.
 #pragma unroll 1
   for (int d = gt >> 1; d < D; d += kG / 2)
     sm80::cp_async_16_bytes(sm80::smem_addr(own + d * 16 + ((d >> 2) & 1) * other),
