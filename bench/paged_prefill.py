@@ -7,7 +7,11 @@ Each cell runs, interleaved, with a cold L2 (a 256 MB write before every timed c
   paged   the same attention with k/v read through the block table from a paged cache, by
           muh.ops.flash_attn_varlen_func(..., block_table=, seqused_k=) (NHD, vLLM V1's call) and,
           on the vLLM layout, by torch.ops.muh.context_attention_fwd (vLLM 0.6.3's call: the
-          prefix from the cache, the chunk from k/v, merged by LSE).
+          prefix from the cache, the chunk from k/v, merged by LSE);
+  vllm1   flash_attn_varlen_func over the vLLM-layout cache, the whole sequence (chunk included)
+          read through the block table in one call: what an engine that writes the chunk into the
+          cache first (vLLM 0.6.3's V0 engine does, reshape_and_cache before the attention) can
+          call instead of context_attention_fwd.
 Pages are handed out in a random order. FLOPs count the causal visible keys exactly
 (4 · d · heads · Σ_i (prefix + i + 1)); bytes are K/V read once + q + out.
 
@@ -98,7 +102,7 @@ def make_cell(c, gen):
 
 def runners(c, t):
     F = muh.ops.flash_attn_varlen_func
-    out_n, out_v = torch.empty_like(t["q"]), torch.empty_like(t["q"])
+    out_n, out_v, out_1 = torch.empty_like(t["q"]), torch.empty_like(t["q"]), torch.empty_like(t["q"])
 
     def dense():
         F(t["q"], t["k"], t["v"], t["cu_q"], t["cu_k"], t["sq"], t["sk"], causal=True)
@@ -111,7 +115,11 @@ def runners(c, t):
         torch.ops.muh.context_attention_fwd(t["q"], t["kchunk"], t["vchunk"], out_v, "auto", t["k_vllm"], t["v_vllm"],
                                             t["table"], t["cu_q"], t["seqused"], t["ctx"], t["sq"])
 
-    return dict(dense=dense, paged_nhd=paged_nhd, paged_vllm=paged_vllm), (out_n, out_v)
+    def paged_vllm1():
+        F(t["q"], t["k_vllm"], t["v_vllm"], t["cu_q"], None, t["sq"], t["sk"], causal=True, block_table=t["table"],
+          seqused_k=t["seqused"], out=out_1)
+
+    return dict(dense=dense, paged_nhd=paged_nhd, paged_vllm=paged_vllm, paged_vllm1=paged_vllm1), (out_n, out_v, out_1)
 
 
 def main():
@@ -170,11 +178,11 @@ def main():
     rows = []
     base = os.path.join(args.out, f"paged-prefill-{args.tag}")
     hdr = f"{'cell':8} {'hq/hkv':6} {'b':>2} {'prefix':>7} {'chunk':>5}  {'dense us':>9} {'nhd us':>9} {'vllm us':>9}  " \
-          f"{'nhd/dense':>9} {'vllm/dense':>10} {'TFLOP/s':>8} {'err':>8}"
+          f"{'nhd/dense':>9} {'vllm/dense':>10} {'vllm1 us':>9} {'vllm1/dense':>11} {'TFLOP/s':>8} {'err':>8}"
     print(hdr)
     for c in cells:
         t = make_cell(c, gen)
-        fns, (out_n, out_v) = runners(c, t)
+        fns, outs = runners(c, t)
         peers = {f"fi_{b}": fp.paged_prefill(t["q"], t["k_nhd"], t["v_nhd"], t["table"], t["cu_q"], t["seqused"],
                                              backend=b) for b in fi_backends}
         fns.update(peers)
@@ -183,7 +191,7 @@ def main():
         for f in fns.values():
             f()
         torch.cuda.synchronize()
-        err = max((out_n.float() - ref.float()).abs().max().item(), (out_v.float() - ref.float()).abs().max().item())
+        err = max((o.float() - ref.float()).abs().max().item() for o in outs)
         fi_err = {n: (p.out.float() - ref.float()).abs().max().item() for n, p in peers.items()}
         names = list(fns)
         ms = interleaved_ms([fns[n] for n in names], args.iters, before=lambda: flush.zero_())
@@ -191,7 +199,8 @@ def main():
         row = dict(cell=c["name"], dtype=str(c["dtype"]).split(".")[-1], head_dim=c["hd"], q_heads=c["hq"],
                    kv_heads=c["hkv"], batch=c["batch"], prefix=c["prefix"], chunk=c["chunk"], page=c["page"],
                    dense_us=us["dense"], paged_nhd_us=us["paged_nhd"], paged_vllm_us=us["paged_vllm"],
-                   nhd_over_dense=us["dense"] / us["paged_nhd"], vllm_over_dense=us["dense"] / us["paged_vllm"],
+                   paged_vllm1_us=us["paged_vllm1"], nhd_over_dense=us["dense"] / us["paged_nhd"],
+                   vllm_over_dense=us["dense"] / us["paged_vllm"], vllm1_over_dense=us["dense"] / us["paged_vllm1"],
                    tflops_paged_nhd=cell_flops(c) / us["paged_nhd"] / 1e6, bytes=cell_bytes(c), max_abs_err=err)
         for n in peers:
             row.update({f"{n}_us": us[n], f"nhd_over_{n}": us[n] / us["paged_nhd"], f"{n}_max_abs_err": fi_err[n]})
@@ -202,7 +211,8 @@ def main():
             w.writerows(rows)
         print(f"{c['name']:8} {c['hq']}/{c['hkv']:<4} {c['batch']:>2} {c['prefix']:>7} {c['chunk']:>5}  "
               f"{us['dense']:9.1f} {us['paged_nhd']:9.1f} {us['paged_vllm']:9.1f}  "
-              f"{row['nhd_over_dense']:9.3f} {row['vllm_over_dense']:10.3f} {row['tflops_paged_nhd']:8.1f} {err:8.2e}"
+              f"{row['nhd_over_dense']:9.3f} {row['vllm_over_dense']:10.3f} {us['paged_vllm1']:9.1f} "
+              f"{row['vllm1_over_dense']:11.3f} {row['tflops_paged_nhd']:8.1f} {err:8.2e}"
               + "".join(f"  {n} {us[n]:.1f} us x{row[f'nhd_over_{n}']:.3f} (err {fi_err[n]:.1e})" for n in peers),
               flush=True)
         del t
