@@ -20,7 +20,7 @@ cmake -S python -B /tmp/py41 -DCMAKE_BUILD_TYPE=Release -DMUH_PYTHON_USE_INSTALL
 echo "py build at $(el) s: $(tail -1 $L/py_build.log)"; grep -m3 -E "error" $L/py_build.log
 PYTHONPATH=/tmp/py41 timeout 100 python3 bench/paged_prefill.py --out $L/res --tag vsrv --iters 30 --quick --serving \
   > $L/paged.log 2>&1
-echo "paged rc $? at $(el) s"; grep -vE "^clocks" $L/paged.log | tail -10 | cut -c1-160
+echo "paged rc $? at $(el) s"; grep -vE "^clocks" $L/paged.log | tail -10 | cut -c1-200
 PYTHONPATH=/tmp/py41 timeout 80 python3 bench/paged_prefill.py --out $L/res --tag vsrv-mixed --iters 30 --mixed \
   --lib $P/libmuh.so > $L/mixed.log 2>&1
 echo "mixed rc $? at $(el) s"; grep -vE "^clocks" $L/mixed.log | tail -10 | cut -c1-160
