@@ -306,4 +306,114 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
   return r;
 }
 
+// ---- context_attention_fwd in one launch (prefill_plan.hpp, plan_context_prefill) ---------------
+// A causal case as the two parts context_attention_fwd runs: the prefix part reads each
+// sequence's pc.prefix[b] cached keys from the paged cache (its chunk's slots NaN there: a piece
+// that read past the prefix shows it), the chunk part the chunk's k/v, contiguous [total_q,
+// kv heads, d]. The reference is the case's own: the chunk's queries causally over prefix + chunk.
+// Planned with target forced (-1: the selection walks) and tail_chunk (the fused launch's c; -1:
+// the plan's), run twice; fused is whether the plan fused the parts (status ok and nothing run
+// when it did not: cp_out->why says why).
+inline PrefillResult run_context_prefill_case(const PagedPrefillInputs& pi, int target, int tail_chunk,
+                                              ContextPlan* cp_out) {
+  PrefillResult r;
+  auto fail = [&](Status s) {
+    std::swap(r.status, s);
+    r.note = r.status.message();
+    return r;
+  };
+  const PrefillInputs& in = *pi.in;
+  const DType t = in.dtype;
+  const int B = int(pi.pc.chunk.size()), H = pi.pc.num_kv_heads, D = in.head_dim, P = pi.shape.page_size;
+  PagedPrefillDevice dev(pi);
+  if (!dev.status.ok()) return fail(dev.status);
+  // The cache without the chunks' keys; the chunks' keys contiguous.
+  std::vector<float> kc = pi.k_cache, vc = pi.v_cache, kn(std::size_t(in.total_q) * H * D), vn(kn.size());
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < pi.pc.chunk[b]; ++i) {
+      const int j = pi.pc.prefix[b] + i, page = pi.block_table[std::size_t(b) * pi.max_blocks + j / P];
+      for (int h = 0; h < H; ++h)
+        for (int d = 0; d < D; ++d) {
+          kc[pi.shape.k_offset(page, j % P, h, d)] = vc[pi.shape.v_offset(page, j % P, h, d)] =
+              std::numeric_limits<float>::quiet_NaN();
+          const std::size_t src = (std::size_t(in.cu_k[b] + j) * H + h) * D + d;
+          const std::size_t dst = (std::size_t(in.cu_q[b] + i) * H + h) * D + d;
+          kn[dst] = in.k[src];
+          vn[dst] = in.v[src];
+        }
+    }
+  const auto hkc = ref::to_storage(kc, t), hvc = ref::to_storage(vc, t), hkn = ref::to_storage(kn, t),
+             hvn = ref::to_storage(vn, t);
+  DevBuf k_new, v_new, prefix_len;
+  if (!k_new.alloc(hkn.size()) || !v_new.alloc(hvn.size()) || !prefix_len.alloc(std::size_t(B) * 4))
+    return fail(Status(StatusCode::cuda_error, "context prefill: cudaMalloc"));
+  cudaError_t err = cudaMemcpy(dev.k_cache.p, hkc.data(), hkc.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaMemcpy(dev.v_cache.p, hvc.data(), hvc.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess && !hkn.empty()) err = cudaMemcpy(k_new.p, hkn.data(), hkn.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess && !hvn.empty()) err = cudaMemcpy(v_new.p, hvn.data(), hvn.size(), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaMemcpy(prefix_len.p, pi.pc.prefix.data(), std::size_t(B) * 4, cudaMemcpyHostToDevice);
+  if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, cudaGetErrorString(err)));
+
+  PrefillParams prefix = dev.params(pi);  // max_seqlen_k: the longest prefix + chunk, as vLLM's table covers
+  prefix.causal = false;
+  prefix.seqused_k = static_cast<const int*>(prefix_len.p);
+  PrefillParams chunk = shape_params(in);
+  chunk.q = dev.q.p;
+  chunk.out = dev.out.p;
+  chunk.lse = static_cast<float*>(dev.lse.p);
+  chunk.cu_seqlens_q = chunk.cu_seqlens_k = static_cast<const int*>(dev.cu_q.p);
+  chunk.k = k_new.p;
+  chunk.v = v_new.p;
+  chunk.total_k = in.total_q;
+  chunk.max_seqlen_k = in.max_q;
+  chunk.causal = true;
+  ContextPlan cp;
+  {
+    HardwareCapability hw;
+    Status s = device_profile(-1, &hw);
+    if (!s.ok()) return fail(std::move(s));
+    Status planned = plan_context_prefill(prefix, chunk, hw, PrefillPlanOptions{target, tail_chunk}, &cp);
+    if (!planned.ok()) return fail(std::move(planned));
+  }
+  if (cp_out) *cp_out = cp;
+  if (!cp.fused) return r;
+  DevBuf ws;
+  if (!ws.alloc(cp.workspace_bytes)) return fail(Status(StatusCode::cuda_error, "context prefill: workspace cudaMalloc"));
+  RunOptions opt;
+  opt.debug_checks = true;
+  std::vector<float> out[2], lse[2];
+  for (int run = 0; run < 2; ++run) {
+    err = dev.fresh_outputs();
+    if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, cudaGetErrorString(err)));
+    Status s = context_prefill(prefix, chunk, cp, ws.p, cp.workspace_bytes, opt);
+    if (!s.ok()) return fail(std::move(s));
+    if ((err = cudaDeviceSynchronize()) == cudaSuccess) err = read_outputs(dev, t, &out[run], &lse[run]);
+    if (err != cudaSuccess)
+      return fail(Status(StatusCode::cuda_error, std::string("context prefill: ") + cudaGetErrorString(err)));
+  }
+  r.deterministic = std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4) == 0 &&
+                    std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * 4) == 0;
+  compare_prefill(in, out[0], lse[0], &r);
+  return r;
+}
+
+// The context cases of the GPU tests: causal chunks over prefixes in vLLM's layout, every q
+// length of a batch equal (the split's condition); the seed's shape at a length the CPU reference
+// runs in seconds (4 / 1 heads, 256 tokens over 2500), GQA 6 with a sequence of no prefix and one
+// shorter than its chunk, one token, lengths off every tile and page, c forced to 1 (a piece per
+// key tile) and past the chunk's key tiles (a chunk CTA meets several q tiles), pages of 24.
+inline std::vector<PagedPrefillCase> context_prefill_cases() {
+  std::vector<PagedPrefillCase> v = {
+      {"ctx_seedlike_2500_256_gqa4_p16", {2500}, {256}, 4, 1, 16},
+      {"ctx_varlen_prefix_gqa6_p16", {1000, 0, 37}, {100, 100, 100}, 6, 1, 16},
+      {"ctx_one_token_gqa4_p16", {2000, 700}, {1, 1}, 4, 1, 16},
+      {"ctx_odd_1001_77_gqa8_p24", {1001, 515}, {77, 77}, 8, 2, 24},
+      {"ctx_chunk1_700_200_gqa4_p16", {700}, {200}, 4, 1, 16},
+      {"ctx_chunk7_500_200_gqa4_p16", {500, 333}, {200, 200}, 8, 2, 16},
+  };
+  v[4].tail_chunk = 1;
+  v[5].tail_chunk = 7;
+  return v;
+}
+
 }  // namespace muh::check

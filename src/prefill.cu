@@ -72,6 +72,22 @@ MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_PAGED_INSTANCE)
 using PrefillPagedInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&, KVSource,
                                           const kernels::PrefillTail&, const kernels::PrefillSchedule&, int, int,
                                           cudaStream_t);
+#define MUH_DECLARE_PREFILL_CONTEXT_INSTANCE(t, d)                                                               \
+  template <>                                                                                                    \
+  Status prefill_context_instance<DType::t, d>(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&,       \
+                                               const kernels::PrefillArgs&, const kernels::PrefillTail&,         \
+                                               const kernels::PrefillTail&, int, int, cudaStream_t);
+MUH_FOR_EACH_INSTANCE(MUH_DECLARE_PREFILL_CONTEXT_INSTANCE)
+#undef MUH_DECLARE_PREFILL_CONTEXT_INSTANCE
+using PrefillContextInstanceFn = Status (*)(const kernels::PrefillArgs&, const kernels::PrefillPagedKV&,
+                                            const kernels::PrefillArgs&, const kernels::PrefillTail&,
+                                            const kernels::PrefillTail&, int, int, cudaStream_t);
+#define MUH_PREFILL_CONTEXT_INSTANCE_ENTRY(t, d) \
+  InstanceEntry<PrefillContextInstanceFn>{DType::t, d, &prefill_context_instance<DType::t, d>},
+constexpr InstanceEntry<PrefillContextInstanceFn> kPrefillContextInstances[] = {
+    MUH_FOR_EACH_INSTANCE(MUH_PREFILL_CONTEXT_INSTANCE_ENTRY)};
+#undef MUH_PREFILL_CONTEXT_INSTANCE_ENTRY
+
 #define MUH_PREFILL_PAGED_INSTANCE_ENTRY(t, d) \
   InstanceEntry<PrefillPagedInstanceFn>{DType::t, d, &prefill_paged_instance<DType::t, d>},
 constexpr InstanceEntry<PrefillPagedInstanceFn> kPrefillPagedInstances[] = {
@@ -153,6 +169,21 @@ kernels::PrefillTail tail_of(const PrefillPlan& plan, void* workspace) {
   }
   return tail;
 }
+
+#if MUH_PAGED_PREFILL
+// The kernels' view of one part of a fused context plan: `split`, its partials `offset` bytes
+// into `workspace`.
+kernels::PrefillTail tail_of(const PrefillSplit& split, void* workspace, std::size_t offset) {
+  kernels::PrefillTail tail;
+  tail.tail_tiles = split.tail_tiles;
+  tail.tail_ctas = split.tail_ctas;
+  tail.tail_chunk = split.tail_chunk;
+  tail.key_tiles = split.key_tiles;
+  tail.ws_o = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + offset);
+  tail.ws_lse = tail.ws_o + split.ws_lse_offset;
+  return tail;
+}
+#endif
 
 // The kernels' view of the plan's persistent schedule (none: ctas 0), its counter in `workspace`.
 kernels::PrefillSchedule schedule_of(const PrefillPlan& plan, void* workspace) {
@@ -332,6 +363,52 @@ Status detail::prefill_unchecked(const PrefillParams& p, const PrefillPlan& plan
   if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
   return find_instance(detail::kPrefillInstances, p.dtype, p.head_dim)(
       a, tail_of(plan, workspace), schedule_of(plan, workspace), plan.target, hw.compute_capability, opt.stream);
+}
+
+Status context_prefill(const PrefillParams& prefix, const PrefillParams& chunk, const ContextPlan& plan,
+                       void* workspace, std::size_t workspace_bytes, const RunOptions& opt) {
+  const std::string w = "context_prefill: ";
+  MUH_TRY(detail::check_prefill_call(prefix));
+  MUH_TRY(detail::check_prefill_call(chunk));
+  if (!plan.fused)
+    return invalid_argument(w + "the plan is not fused (" + plan.why +
+                            "): run the two parts with prefill() and merge them");
+  if (chunk.q != prefix.q || chunk.out != prefix.out || chunk.lse != prefix.lse ||
+      chunk.cu_seqlens_q != prefix.cu_seqlens_q)
+    return invalid_argument(w + "the prefix and chunk parts must name the same q, out, lse and cu_seqlens_q");
+  if (static_cast<const PrefillShape&>(chunk) != plan.chunk_shape || variant_kind(chunk.variant) != VariantKind::plain)
+    return invalid_argument(w + "the plan was made for another chunk part; re-plan for this call");
+  MUH_TRY(detail::check_plan(prefix, plan.prefix));
+  if (plan.prefix.variant != VariantKind::plain || plan.prefix.kv_dtype != KVDType::same ||
+      prefix.kv_source != KVSource::paged_vllm || plan.prefix_split.tail_tiles != plan.chunk_split.tail_tiles ||
+      plan.chunk_ws_offset % 16 != 0 || plan.chunk_ws_offset < plan.prefix_split.workspace_bytes ||
+      plan.workspace_bytes < plan.chunk_ws_offset + plan.chunk_split.workspace_bytes)
+    return invalid_argument(w + "the plan's fused split is inconsistent");
+  if (prefix.batch == 0 || prefix.total_q == 0) return Status::Ok();
+#if !MUH_PAGED_PREFILL
+  (void)workspace;
+  (void)workspace_bytes;
+  (void)opt;
+  return {StatusCode::not_compiled, w + "paged K/V are not compiled into this build (MUH_PAGED_PREFILL=OFF)"};
+#else
+  MUH_TRY(detail::check_workspace(w, "the two parts' partials", plan.workspace_bytes, workspace, workspace_bytes));
+  HardwareCapability hw;
+  MUH_TRY(detail::check_device(plan.prefix, &hw));
+  if (opt.debug_checks) {
+    MUH_TRY(detail::check_paged_tables(prefix, opt.stream));
+    MUH_TRY(detail::check_cu_seqlens(chunk, opt.stream));
+  }
+  kernels::PrefillArgs a = detail::make_prefill_args(prefix), c = detail::make_prefill_args(chunk);
+  a.input_errors = opt.input_errors;
+  if (a.input_errors == nullptr) MUH_TRY(detail::library_input_errors(&a.input_errors));
+  c.input_errors = a.input_errors;
+  const auto fn = find_instance(detail::kPrefillContextInstances, prefix.dtype, prefix.head_dim);
+  if (fn == nullptr)  // (check_prefill_call refused it already)
+    return {StatusCode::not_compiled, w + "this (dtype, head_dim) instance is not compiled"};
+  return fn(a, detail::make_prefill_paged_kv(prefix), c, detail::tail_of(plan.prefix_split, workspace, 0),
+            detail::tail_of(plan.chunk_split, workspace, plan.chunk_ws_offset), plan.prefix.target,
+            hw.compute_capability, opt.stream);
+#endif
 }
 
 Status prefill(const PrefillParams& p, const RunOptions& opt) {

@@ -225,4 +225,68 @@ Status detail::plan_prefill_unchecked(const PrefillParams& p, const HardwareCapa
   return Status::Ok();
 }
 
+// ---- context_attention_fwd in one launch (prefill_plan.hpp) --------------------------------------
+
+Status plan_context_prefill(const PrefillParams& prefix, const PrefillParams& chunk, const HardwareCapability& hw,
+                            const PrefillPlanOptions& opt, ContextPlan* plan) {
+  const std::string w = "plan_context_prefill: ";
+  if (plan == nullptr) return invalid_argument(w + "plan must not be null");
+  if (!is_paged(prefix.kv_source) || prefix.causal)
+    return invalid_argument(w + "the prefix part must be a paged, non-causal call");
+  if (is_paged(chunk.kv_source) || !chunk.causal)
+    return invalid_argument(w + "the chunk part must be a contiguous, causal call");
+  if (chunk.dtype != prefix.dtype || chunk.batch != prefix.batch || chunk.total_q != prefix.total_q ||
+      chunk.max_seqlen_q != prefix.max_seqlen_q || chunk.num_q_heads != prefix.num_q_heads ||
+      chunk.num_kv_heads != prefix.num_kv_heads || chunk.head_dim != prefix.head_dim ||
+      chunk.total_k != chunk.total_q || chunk.max_seqlen_k != chunk.max_seqlen_q)
+    return invalid_argument(w + "the chunk part must have the prefix part's q, heads and dtype, and keys of its "
+                                "own queries (total_k = total_q, max_seqlen_k = max_seqlen_q)");
+  MUH_TRY(detail::check_prefill_shape(chunk, "plan_context_prefill: "));
+  ContextPlan r;
+  r.chunk_shape = chunk;
+  auto unfused = [&](const char* why) {
+    r.why = why;
+    *plan = r;
+    return Status::Ok();
+  };
+  // (Before the prefix part's plan: the caller plans the parts of an unfused call itself.)
+  if (prefix.kv_source != KVSource::paged_vllm) return unfused("the prefix is not in vLLM's layout");
+  if (is_fp8(prefix.kv.dtype)) return unfused("an fp8 cache (no fused instance)");
+  if (variant_kind(prefix.variant) != VariantKind::plain || variant_kind(chunk.variant) != VariantKind::plain)
+    return unfused("a variant (ALiBi, a window): no split");
+  MUH_TRY(plan_prefill(prefix, hw, opt, &r.prefix));
+  const PrefillPlan& pp = r.prefix;
+  if (pp.policy.agent != Agent::sm80) return unfused("the prefix part's row is not the sm80 agent's");
+  if (!pp.split.split() || pp.split.tail_tiles != pp.split.tiles)
+    return unfused("the prefix part's plan is not a key split of every q tile");
+  if (ceil_div(prefix.max_seqlen_q, pp.policy.block_m) > kernels::kPrefillChunk)
+    return unfused("more m-blocks than one tile_of chunk (the two parts' tile orders differ)");
+
+  const long long R = pp.split.tiles, S = pp.split.slots, nkp = pp.split.key_tiles;
+  const long long nkc = ceil_div(chunk.max_seqlen_q, pp.policy.block_n);
+  const long long c = opt.tail_chunk > 0 ? opt.tail_chunk : ceil_div(R * (nkp + nkc), S);
+  // Both parts' pieces over the same tail tiles, each with its own workspace: the prefix's take
+  // min(c, its key tiles) — as plan_prefill_split — the chunk's c however many of its q tiles
+  // that spans (then one piece a tile: prefill_common.cuh's slot rule, CTA j and tile u → slot
+  // j + u, holds for any chunk), so that its few key tiles take few CTAs.
+  auto part = [&](long long nk, long long chunk_tiles, PrefillSplit* s) {
+    *s = pp.split;
+    s->key_tiles = static_cast<int>(nk);
+    s->tail_chunk = static_cast<int>(chunk_tiles);
+    s->tail_ctas = static_cast<int>(ceil_div(R * nk, chunk_tiles));
+    s->ws_slots = static_cast<int>(s->tail_ctas + R - 1);
+    const std::size_t rows = static_cast<std::size_t>(s->ws_slots) * pp.policy.block_m;
+    s->ws_lse_offset = rows * prefix.head_dim;
+    s->workspace_bytes = (s->ws_lse_offset + rows) * sizeof(float);
+  };
+  part(nkp, std::min(c, nkp), &r.prefix_split);
+  part(nkc, c, &r.chunk_split);
+  r.chunk_ws_offset = (r.prefix_split.workspace_bytes + 15) / 16 * 16;
+  r.workspace_bytes = r.chunk_ws_offset + r.chunk_split.workspace_bytes;
+  r.fused = true;
+  r.why = "";
+  *plan = r;
+  return Status::Ok();
+}
+
 }  // namespace muh

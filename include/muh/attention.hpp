@@ -76,6 +76,15 @@ inline PrefillParams make_paged_prefill(PrefillParams shape, KVLayout layout, co
   return shape;
 }
 
+// context_attention_fwd's two parts (prefill_plan.hpp, plan_context_prefill) as the fused plan
+// runs them: one tail launch over both parts' pieces and their merge, into chunk.out and
+// chunk.lse (the prefix part names the same out, lse, q and cu_seqlens_q). `workspace` (device,
+// 16-byte aligned) holds plan.workspace_bytes. A plan that is not fused is refused (the caller
+// runs the parts with prefill() and merges them: merge_states.hpp). The result equals the two
+// parts merged by their LSE within fp32 rounding, and is the same on every run on one device.
+Status context_prefill(const PrefillParams& prefix, const PrefillParams& chunk, const ContextPlan& plan,
+                       void* workspace, std::size_t workspace_bytes, const RunOptions& opt = {});
+
 // CTAs per SM the runtime grants the plan's kernel on the current device
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor), for comparison with the plan's estimate
 // (plan.split.slots / plan.sm_count; prefill_ctas_per_sm()).

@@ -120,4 +120,38 @@ struct PrefillPlan {
 Status plan_prefill(const PrefillParams& p, const HardwareCapability& hw, const PrefillPlanOptions& opt,
                     PrefillPlan* plan);
 
+// ---- context_attention_fwd in one launch --------------------------------------------------------
+// vLLM 0.6.3's context_attention_fwd is two attentions of one chunk's queries, merged by their
+// LSE: over the sequence's cached prefix (`prefix`: paged, not causal — every new token sees all
+// of it) and over the chunk's own k/v (`chunk`: contiguous, causal, cu_seqlens_k = cu_seqlens_q).
+// Where the prefix part is the sm80 agent's key split of every q tile (few q tiles over a long
+// prefix: the seed's 512-token chunks at 4–6 q heads), the plan fuses them: one tail launch whose
+// CTAs take the pieces of both parts — the chunk's causal tiles spread over the SMs beside the
+// prefix's pieces instead of waiting for them — and one merge of each tile's pieces of both
+// parts. Elsewhere (fused = false, `why` says why) the caller runs the parts and merges them.
+struct ContextPlan {
+  bool fused = false;
+  const char* why = "";         // fused = false: the reason (a fixed string)
+  PrefillPlan prefix;           // the prefix part's plan (plan_prefill; empty when the layout, the
+                                // cache type or a variant alone ruled the fusion out)
+  // fused: the pieces of both parts over the same tail tiles (every q tile). One chunk c of key
+  // tiles for both, c = ceil(tiles · (prefix key tiles + chunk key tiles) / slots), so that the
+  // CTAs of both parts fit one round and the busiest does c key tiles (the prefix pieces clamp c
+  // to their key tiles; the chunk's may span several q tiles, each a piece of its own).
+  PrefillSplit prefix_split;    // workspace from 0
+  PrefillSplit chunk_split;     // workspace from chunk_ws_offset
+  std::size_t chunk_ws_offset = 0;  // bytes, 16-aligned
+  std::size_t workspace_bytes = 0;  // fused: both parts' partials
+  PrefillShape chunk_shape;     // what it was made for
+};
+
+// Plans context_attention_fwd's parts (shapes as above; the chunk part names the same q, out,
+// cu_seqlens_q, heads and dtype as the prefix part, and max_seqlen_k = max_seqlen_q). opt goes to
+// the prefix part's plan_prefill; a forced tail_chunk (> 0) is the fused launch's c. Fused when
+// the prefix plan is the sm80 agent's split of every q tile, both parts are of the plain variant
+// kind, the cache holds q's dtype in vLLM's layout, and the grid has at most kPrefillChunk
+// m-blocks (kernels/prefill_common.cuh: then the causal and the plain tile orders agree).
+Status plan_context_prefill(const PrefillParams& prefix, const PrefillParams& chunk, const HardwareCapability& hw,
+                            const PrefillPlanOptions& opt, ContextPlan* plan);
+
 }  // namespace muh

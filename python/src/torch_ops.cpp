@@ -673,6 +673,19 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   return lse;
 }
 
+// MUH_CONTEXT_FUSE (read once): unset or 1, context_attention_fwd runs its two parts in one launch
+// where plan_context_prefill fuses them; 0, always as two parts and a merge — the same result
+// within fp32 rounding, for timing one against the other in one process (bench/paged_prefill.py).
+bool context_fuse() {
+  static const bool on = [] {
+    const char* v = std::getenv("MUH_CONTEXT_FUSE");
+    const std::string s = v ? v : "";
+    TORCH_CHECK_VALUE(s.empty() || s == "0" || s == "1", "muh: MUH_CONTEXT_FUSE must be 0 or 1, got '" + s + "'");
+    return s != "0";
+  }();
+  return on;
+}
+
 // ---- vLLM 0.6.3's context_attention_fwd (vllm/attention/ops/prefix_prefill.py) ------------------
 // Chunked prefill with a cached prefix: sequence b's new tokens (q, k, v rows b_start_loc[b] ..,
 // b_seq_len[b] − b_ctx_len[b] of them) attend to its b_ctx_len[b] cached tokens, read from vLLM's
@@ -683,6 +696,9 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
 //   chunk   dense prefill over k, v with cu_seqlens = b_start_loc, causal, into o — on a second
 //           stream beside the prefix part (below), joined before the merge
 //   o       merge_attn_states(o ← prefix, chunk)  (in place in o)
+// — or, where plan_context_prefill fuses them (equal chunks of at most 8 q tiles whose prefix part
+// is the sm80 agent's key split of every tile: the seed's 512-token chunks), as one launch whose
+// CTAs take pieces of both parts and one merge of both into o (context_prefill, attention.hpp).
 // A sequence with no prefix gets lse −inf from the first part, and the merge then keeps the chunk
 // bit for bit. alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: key j is seen by query
 // position i' when i' − j < sliding_window, i.e. window_size left = sliding_window − 1) are the
@@ -800,6 +816,25 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
                               b_ctx_len.data_ptr<int>(), a.to_int(c.page_size, "block_size"),
                               a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
   prefix.kv = kvq;  // the cache's element type and scales: only the prefix part reads the cache
+
+  // One launch where the plan fuses the parts (prefill_plan.hpp, plan_context_prefill: the prefix
+  // part the sm80 agent's key split of every q tile — the seed's 512-token chunks): the chunk's
+  // causal tiles as pieces beside the prefix's, one merge of both into o.
+  ContextPlan cp;
+  if (context_fuse()) {
+    const Status s = plan_context_prefill(prefix, chunk, stream_profile_of(q, a.op), PrefillPlanOptions{}, &cp);
+    if (!s.ok()) throw_status(s, a.op);
+  }
+  if (cp.fused) {
+    PrefillParams fp = prefix, fc = chunk;
+    fp.out = fc.out = o.data_ptr();
+    fp.lse = fc.lse = nullptr;
+    const at::Tensor ws = at::empty({static_cast<int64_t>(cp.workspace_bytes)}, q.options().dtype(at::kByte));
+    const Status s = context_prefill(fp, fc, cp, ws.data_ptr(), cp.workspace_bytes, ro);
+    if (!s.ok()) throw_status(s, a.op);
+    check_after_launch(a.op, ro);
+    return;
+  }
 
   // The two parts are independent until the merge. The prefix part goes first on torch's stream,
   // the chunk on a stream of torch's pool beside it, joined before the merge: the chunk's causal

@@ -329,11 +329,13 @@ TEST(PrefillPlan, PersistentScheduleOnTheSm90AgentWhereTilesOutnumberSlots) {
   EXPECT_FALSE(pv8.persistent.on());
 }
 
-// Brute force over the pieces every tail CTA walks, as the kernel walks them.
+// Brute force over the pieces every tail CTA walks, as the kernel walks them. Chunks up to the key
+// tiles (plan_prefill_split) and past them (a fused context launch's chunk part,
+// plan_context_prefill: a CTA then meets several tiles, one piece each).
 TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
   for (int R : {1, 2, 3, 7, 68})
     for (int nk : {1, 2, 5, 16, 64})
-      for (int c = 1; c <= nk; c = c < 4 ? c + 1 : c * 2 + 1) {
+      for (int c = 1; c <= 3 * nk + 2; c = c < 4 ? c + 1 : c * 2 + 1) {
         SCOPED_TRACE(::testing::Message() << "tail tiles " << R << ", key tiles " << nk << ", chunk " << c);
         kernels::PrefillTail a;
         a.main_tiles = 1000;
@@ -364,7 +366,7 @@ TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
             it = s.next;
             ++pieces;
           }
-          ASSERT_LE(pieces, 2);  // c ≤ key_tiles: a chunk meets at most two tiles
+          ASSERT_LE(pieces, (c + nk - 1) / nk + 1);  // c ≤ key_tiles: at most two tiles
         }
         for (int v : covered) ASSERT_EQ(v, 1);
         for (int v : slot_used) ASSERT_LE(v, 1);
@@ -376,6 +378,118 @@ TEST(PrefillPlan, TailPiecesCoverEveryKeyTileOnceWithUniqueSlots) {
           for (int i = 0; i < tp.count; ++i) ASSERT_EQ(writers[u][i], tp.first + i) << "tile " << u;
         }
       }
+}
+
+// context_attention_fwd's parts (plan_context_prefill): the seed's 512-token chunks over 8k / 32k
+// (fp16 hd 256, 4 q / 1 kv head, vLLM pages of 16, the block table one page past the prefix as
+// vLLM's covers the chunk) fuse on the H100 preset — the prefix part is the sm80 agent's split of
+// all 16 q tiles, with or without sm_90a in the build — into one round of CTAs of both parts, c
+// key tiles at most each; the rest does not fuse, and says why.
+PrefillParams context_prefix(int prefix, int chunk, int heads, KVLayout layout = KVLayout::vllm) {
+  PrefillParams p = shape(1, chunk, prefix + chunk, heads, 1, 256);
+  p.dtype = DType::fp16;
+  const int pages = (prefix + chunk + 15) / 16;
+  return make_paged_prefill(p, layout, nullptr, nullptr, nullptr, nullptr, 16, pages, pages);
+}
+PrefillParams context_chunk(int chunk, int heads) {
+  PrefillParams c = shape(1, chunk, chunk, heads, 1, 256, true);
+  c.dtype = DType::fp16;
+  return c;
+}
+
+TEST(ContextPlan, SeedChunksFuseIntoOneRoundOfBothParts) {
+  for (int prefix : {8192, 32768})
+    for (int heads : {4, 6}) {
+      SCOPED_TRACE(::testing::Message() << prefix << " + 512, " << heads << " q heads");
+      ContextPlan cp;
+      ASSERT_TRUE(
+          plan_context_prefill(context_prefix(prefix, 512, heads), context_chunk(512, heads), presets::h100, {}, &cp)
+              .ok());
+      ASSERT_TRUE(cp.fused) << cp.why;
+      EXPECT_EQ(cp.prefix.policy.agent, Agent::sm80);
+      const PrefillSplit &sp = cp.prefix_split, &sc = cp.chunk_split;
+      EXPECT_EQ(sp.tail_tiles, 4 * heads);
+      EXPECT_EQ(sc.tail_tiles, 4 * heads);
+      EXPECT_EQ(sp.key_tiles, (prefix + 512 + 63) / 64);  // the block table's capacity
+      EXPECT_EQ(sc.key_tiles, 8);
+      const int c = (4 * heads * (sp.key_tiles + 8) + sp.slots - 1) / sp.slots;
+      EXPECT_EQ(sp.tail_chunk, c);
+      EXPECT_EQ(sc.tail_chunk, c);  // past the chunk's 8 key tiles: few CTAs for them
+      EXPECT_EQ(sc.tail_ctas, (4 * heads * 8 + c - 1) / c);
+      EXPECT_LE(sp.tail_ctas + sc.tail_ctas, sp.slots);  // one round
+      EXPECT_EQ(sp.ws_slots, sp.tail_ctas + sp.tail_tiles - 1);
+      EXPECT_EQ(sc.ws_slots, sc.tail_ctas + sc.tail_tiles - 1);
+      EXPECT_EQ(cp.chunk_ws_offset % 16, 0u);
+      EXPECT_GE(cp.chunk_ws_offset, sp.workspace_bytes);
+      EXPECT_EQ(cp.workspace_bytes, cp.chunk_ws_offset + sc.workspace_bytes);
+      EXPECT_EQ(sc.workspace_bytes, (sc.ws_lse_offset + std::size_t(sc.ws_slots) * 128) * sizeof(float));
+    }
+  // At 8k + 512 and 4 heads: c = ceil(16 · (136 + 8) / 132) = 18, 121 + 8 CTAs.
+  ContextPlan cp;
+  ASSERT_TRUE(plan_context_prefill(context_prefix(8192, 512, 4), context_chunk(512, 4), presets::h100, {}, &cp).ok());
+  EXPECT_EQ(cp.prefix_split.tail_chunk, 18);
+  EXPECT_EQ(cp.prefix_split.tail_ctas, 121);
+  EXPECT_EQ(cp.chunk_split.tail_ctas, 8);
+  // A forced chunk (tests): both parts take it, the prefix's clamped to its key tiles.
+  ASSERT_TRUE(plan_context_prefill(context_prefix(700, 200, 4), context_chunk(200, 4), presets::h100,
+                                   PrefillPlanOptions{90, 1}, &cp)
+                  .ok());
+  ASSERT_TRUE(cp.fused) << cp.why;
+  EXPECT_EQ(cp.prefix_split.tail_chunk, 1);
+  EXPECT_EQ(cp.chunk_split.tail_chunk, 1);
+  EXPECT_EQ(cp.chunk_split.tail_ctas, 2 * 4 * 4);
+  ASSERT_TRUE(plan_context_prefill(context_prefix(100, 200, 4), context_chunk(200, 4), presets::h100,
+                                   PrefillPlanOptions{90, 7}, &cp)
+                  .ok());
+  ASSERT_TRUE(cp.fused) << cp.why;
+  EXPECT_EQ(cp.prefix_split.tail_chunk, 5);  // (100 + 200) keys: 5 key tiles
+  EXPECT_EQ(cp.chunk_split.tail_chunk, 7);
+}
+
+TEST(ContextPlan, TheRestRunsAsTwoPartsAndSaysWhy) {
+  auto why = [](const PrefillParams& p, const PrefillParams& c, PrefillPlanOptions o = {}) {
+    ContextPlan cp;
+    const Status s = plan_context_prefill(p, c, presets::h100, o, &cp);
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_FALSE(cp.fused);
+    EXPECT_EQ(cp.workspace_bytes, 0u);
+    return std::string(cp.why);
+  };
+  // 2048-token chunks: 16 m-blocks (with sm_90a the prefix runs whole on the Hopper agent).
+  EXPECT_FALSE(why(context_prefix(8192, 2048, 4), context_chunk(2048, 4)).empty());
+  EXPECT_NE(why(context_prefix(8192, 512, 4, KVLayout::nhd), context_chunk(512, 4)).find("vLLM"), std::string::npos);
+  PrefillParams alibi = context_prefix(8192, 512, 4);
+  alibi.variant.use_alibi = true;
+  alibi.variant.alibi_slopes = reinterpret_cast<const float*>(16);
+  EXPECT_NE(why(alibi, context_chunk(512, 4)).find("variant"), std::string::npos);
+  PrefillParams fp8 = context_prefix(8192, 512, 4);
+  fp8.kv.dtype = KVDType::fp8_e4m3;
+  EXPECT_NE(why(fp8, context_chunk(512, 4)).find("fp8"), std::string::npos);
+  // The portable row forced: no split.
+  EXPECT_NE(why(context_prefix(8192, 512, 4), context_chunk(512, 4), PrefillPlanOptions{0, -1}).find("sm80"),
+            std::string::npos);
+  // No split asked for (the prefix then runs whole: on the Hopper agent where sm_90a is compiled).
+  EXPECT_FALSE(why(context_prefix(8192, 512, 4), context_chunk(512, 4), PrefillPlanOptions{-1, kPrefillTailOff})
+                   .empty());
+}
+
+TEST(ContextPlan, RefusesPartsThatAreNotAChunkAndItsPrefix) {
+  ContextPlan cp;
+  const PrefillParams p = context_prefix(8192, 512, 4), c = context_chunk(512, 4);
+  EXPECT_EQ(plan_context_prefill(p, c, presets::h100, {}, nullptr).code(), StatusCode::invalid_argument);
+  PrefillParams causal_prefix = p;
+  causal_prefix.causal = true;
+  EXPECT_EQ(plan_context_prefill(causal_prefix, c, presets::h100, {}, &cp).code(), StatusCode::invalid_argument);
+  PrefillParams plain_chunk = c;
+  plain_chunk.causal = false;
+  EXPECT_EQ(plan_context_prefill(p, plain_chunk, presets::h100, {}, &cp).code(), StatusCode::invalid_argument);
+  PrefillParams other_heads = context_chunk(512, 6);
+  EXPECT_EQ(plan_context_prefill(p, other_heads, presets::h100, {}, &cp).code(), StatusCode::invalid_argument);
+  PrefillParams keys = c;
+  keys.max_seqlen_k = 600;
+  keys.total_k = 600;
+  EXPECT_EQ(plan_context_prefill(p, keys, presets::h100, {}, &cp).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(plan_context_prefill(c, c, presets::h100, {}, &cp).code(), StatusCode::invalid_argument);
 }
 
 }  // namespace

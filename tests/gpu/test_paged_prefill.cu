@@ -257,6 +257,135 @@ TEST_P(PagedPrefillChunked, ChunksEqualTheWholeSequence) {
 INSTANTIATE_TEST_SUITE_P(PagedPrefill, PagedPrefillChunked, ::testing::ValuesIn(chunk_params()),
                          [](const ::testing::TestParamInfo<ChunkParam>& info) { return chunk_param_name(info.param); });
 
+// ---- context_attention_fwd in one launch (plan_context_prefill, context_prefill) ----------------
+// The chunk's queries over their prefix from vLLM's pages and over the chunk's own contiguous k/v,
+// both parts' pieces in one tail launch and one merge, against the reference of the chunk's
+// queries causally over prefix + chunk (check/paged_prefill_check.hpp: run_context_prefill_case;
+// the cache NaN past each prefix, outputs pre-filled with NaN, lse, two runs bitwise equal).
+// Forced targets: the rows of the sm80 agent fuse; the others (portable, sm90) say why not and
+// run nothing. The selection's own choice (-1) is checked wherever it fuses.
+struct ContextParam {
+  int target;  // -1: the selection walks
+  DType dtype;
+  int head_dim;
+  std::size_t case_index;
+};
+const std::vector<check::PagedPrefillCase>& context_cases() {
+  static const std::vector<check::PagedPrefillCase> v = check::context_prefill_cases();
+  return v;
+}
+std::string context_param_name(const ContextParam& p) {
+  return (p.target < 0 ? std::string("auto") : "t" + std::to_string(p.target)) + "_" +
+         std::string(dtype_name(p.dtype)) + "_hd" + std::to_string(p.head_dim) + "_" + context_cases()[p.case_index].name;
+}
+void PrintTo(const ContextParam& p, std::ostream* os) { *os << context_param_name(p); }
+std::vector<ContextParam> context_params() {
+  std::vector<ContextParam> v;
+  for (int ti = -1; ti < int(compiled_targets::size); ++ti)
+    for (const auto& [t, d] : kCompiledInstances)
+      if (t != DType::fp32)
+        for (std::size_t c = 0; c < context_cases().size(); ++c)
+          v.push_back({ti < 0 ? -1 : compiled_targets::values[ti], t, d, c});
+  return v;
+}
+
+class ContextPrefill : public ::testing::TestWithParam<ContextParam> {};
+
+TEST_P(ContextPrefill, FusedPartsMatchTheReference) {
+  MUH_REQUIRE_GPU();
+  const ContextParam prm = GetParam();
+  if (prm.target >= 0 && !target_runs_on_cc(prm.target, device_cc()))
+    GTEST_SKIP() << "target " << prm.target << " is newer than the device (sm_" << device_cc() << ")";
+  const check::PagedPrefillCase& pc = context_cases()[prm.case_index];
+  const auto pi = check::make_paged_prefill_inputs(pc, KVLayout::vllm, prm.dtype, prm.head_dim, 91 + unsigned(prm.case_index));
+  ContextPlan cp;
+  const check::PrefillResult r = check::run_context_prefill_case(*pi, prm.target, pc.tail_chunk, &cp);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  const bool sm80_row = prm.target >= 0 && prefill_policy(prm.target, prm.dtype, prm.head_dim).agent == Agent::sm80;
+  if (prm.target >= 0) EXPECT_EQ(cp.fused, sm80_row) << cp.why;
+  if (!cp.fused) {
+    EXPECT_NE(std::string(cp.why), "");
+    return;
+  }
+  EXPECT_EQ(cp.prefix.policy.agent, Agent::sm80);
+  if (pc.tail_chunk > 0) EXPECT_EQ(cp.chunk_split.tail_chunk, pc.tail_chunk);
+  RecordProperty("prefix_ctas", std::to_string(cp.prefix_split.tail_ctas));
+  RecordProperty("chunk_ctas", std::to_string(cp.chunk_split.tail_ctas));
+  testing::expect_matches_reference(r, pi->in->naive_err, pi->in->max_ref,
+                                    "pre-filled with NaN; NaN in the cache past each prefix");
+  RecordProperty("max_err", std::to_string(r.max_err));
+  RecordProperty("tol", std::to_string(r.tol));
+}
+
+INSTANTIATE_TEST_SUITE_P(PagedPrefill, ContextPrefill, ::testing::ValuesIn(context_params()),
+                         [](const ::testing::TestParamInfo<ContextParam>& info) {
+                           return context_param_name(info.param);
+                         });
+
+// context_prefill refuses, before any launch, what its plan was not made for.
+TEST(ContextPrefillBadCalls, RefusedWithAStatusAndNothingRun) {
+  MUH_REQUIRE_GPU();
+  const check::PagedPrefillCase pc = context_cases()[0];
+  DType t = DType::fp16;
+  int d = 0;
+  for (const auto& [tt, dd] : kCompiledInstances)
+    if (tt != DType::fp32 && d == 0) {
+      t = tt;
+      d = dd;
+    }
+  if (d == 0) GTEST_SKIP() << "no 16-bit instance compiled";
+  const auto pi = check::make_paged_prefill_inputs(pc, KVLayout::vllm, t, d, 5);
+  check::PagedPrefillDevice dev(*pi);
+  ASSERT_TRUE(dev.status.ok());
+  PrefillParams prefix = dev.params(*pi);
+  prefix.causal = false;
+  PrefillParams chunk = check::shape_params(*pi->in);
+  chunk.q = prefix.q;
+  chunk.out = prefix.out;
+  chunk.lse = prefix.lse;
+  chunk.cu_seqlens_q = chunk.cu_seqlens_k = prefix.cu_seqlens_q;
+  chunk.k = chunk.v = prefix.q;  // (never read: every call below is refused)
+  chunk.total_k = chunk.total_q;
+  chunk.max_seqlen_k = chunk.max_seqlen_q;
+  chunk.causal = true;
+  ContextPlan cp;
+  HardwareCapability hw;
+  ASSERT_TRUE(device_profile(-1, &hw).ok());
+  ASSERT_TRUE(plan_context_prefill(prefix, chunk, hw, PrefillPlanOptions{-1, kPrefillTailOff}, &cp).ok());
+  ASSERT_FALSE(cp.fused);
+  ASSERT_EQ(dev.fresh_outputs(), cudaSuccess);
+  const Status s = context_prefill(prefix, chunk, cp, nullptr, 0);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_NE(s.message().find("not fused"), std::string::npos) << s.message();
+  int fused_target = -1;
+  for (std::size_t ti = 0; ti < compiled_targets::size; ++ti)
+    if (prefill_policy(compiled_targets::values[ti], t, d).agent == Agent::sm80 &&
+        target_runs_on_cc(compiled_targets::values[ti], device_cc()))
+      fused_target = compiled_targets::values[ti];
+  if (fused_target < 0) GTEST_SKIP() << "no sm80-agent row compiled for this device";
+  ASSERT_TRUE(plan_context_prefill(prefix, chunk, hw, PrefillPlanOptions{fused_target, -1}, &cp).ok());
+  ASSERT_TRUE(cp.fused) << cp.why;
+  check::DevBuf ws(cp.workspace_bytes);
+  PrefillParams other_out = chunk;
+  other_out.out = ws.p;
+  const Status other = context_prefill(prefix, other_out, cp, ws.p, cp.workspace_bytes);
+  EXPECT_EQ(other.code(), StatusCode::invalid_argument);
+  EXPECT_NE(other.message().find("same q, out"), std::string::npos) << other.message();
+  const Status small = context_prefill(prefix, chunk, cp, ws.p, cp.workspace_bytes - 16);
+  EXPECT_EQ(small.code(), StatusCode::invalid_argument) << small.message();
+  PrefillParams longer = chunk;
+  longer.max_seqlen_q += 1;
+  PrefillParams longer_prefix = prefix;
+  longer_prefix.max_seqlen_q += 1;
+  const Status replan = context_prefill(longer_prefix, longer, cp, ws.p, cp.workspace_bytes);
+  EXPECT_EQ(replan.code(), StatusCode::invalid_argument) << replan.message();
+  // Nothing ran: the outputs still hold their NaN.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> out, lse;
+  ASSERT_EQ(check::read_outputs(dev, t, &out, &lse), cudaSuccess);
+  for (float x : out) ASSERT_TRUE(std::isnan(x));
+}
+
 // ---- q_len 1 rows == the paged decode path -------------------------------------------------------
 TEST(PagedPrefillVsDecode, SingleTokenRowsMatchPagedDecode) {
   MUH_REQUIRE_GPU();

@@ -30,6 +30,15 @@ Status prefill_paged_instance(const kernels::PrefillArgs& a, const kernels::Pref
                               const kernels::PrefillTail& tail, const kernels::PrefillSchedule& sched, int target,
                               int device_cc, cudaStream_t stream);
 
+// context_attention_fwd's two parts in one launch (prefill_plan.hpp, plan_context_prefill): a,
+// the prefix part over vLLM's pages kv, with the prefix pieces t; c, the chunk part (contiguous,
+// causal), with its pieces tc; merged into a.out. Generated from
+// src/instances/prefill_paged_context_instance.cu.in (with MUH_PAGED_PREFILL).
+template <DType T, int D>
+Status prefill_context_instance(const kernels::PrefillArgs& a, const kernels::PrefillPagedKV& kv,
+                                const kernels::PrefillArgs& c, const kernels::PrefillTail& t,
+                                const kernels::PrefillTail& tc, int target, int device_cc, cudaStream_t stream);
+
 // The same over a paged cache of fp8 codes (muh/kv_quant.hpp; the sm80 and portable agents'
 // rows; never persistent: that is the sm90 agent's schedule), generated from
 // src/instances/prefill_paged_fp8_instance.cu.in for each MUH_FOR_EACH_FP8_INSTANCE entry: the

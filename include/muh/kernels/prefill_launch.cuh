@@ -213,6 +213,50 @@ Status launch_paged_prefill(PrefillArgs a, const PrefillPagedKV& kv, cudaStream_
   }
 }
 
+// Launches context_attention_fwd's two parts as one (prefill_plan.hpp, plan_context_prefill):
+// the tail kernel over every q tile, CTAs [0, t.tail_ctas) on the prefix part (a, K/V from the
+// paged cache kv in source S), the next tc.tail_ctas on the chunk part (c: contiguous K/V,
+// causal), then the merge of both parts' pieces into a.out (= c.out) and a.lse. The sm80 agent
+// only (the sm75 agent reads no vLLM pages; the sm90 agent has no split); anything else, a tail
+// that does not cover every tile or a grid of more m-blocks than one tile_of chunk is an
+// internal error (the plan never makes it).
+template <class Getter, DType DT, int D, KVSource S>
+Status launch_context_prefill(PrefillArgs a, const PrefillPagedKV& kv, PrefillArgs c, PrefillTail t, PrefillTail tc,
+                              int device_cc, cudaStream_t stream) {
+  using K = PrefillKernel<Getter, DT, D>;
+  static_assert(is_paged(S), "the prefix part reads a paged cache");
+  if constexpr (K::policy.agent != Agent::sm80 || !prefill_agent_reads(K::policy.agent, S)) {
+    return {StatusCode::invalid_argument, "context prefill: the plan's agent has no fused launch (internal)"};
+  } else {
+    a.num_m_blocks = c.num_m_blocks = (a.max_seqlen_q + K::policy.block_m - 1) / K::policy.block_m;
+    const long long tiles = prefill_grid_size(a);
+    if (tiles == 0) return Status::Ok();
+    if (a.num_m_blocks > kPrefillChunk || t.tail_tiles != tiles || tc.tail_tiles != tiles || t.tail_chunk < 1 ||
+        tc.tail_chunk < 1 || t.tail_ctas < 1 || tc.tail_ctas < 1 || t.ws_o == nullptr || t.ws_lse == nullptr ||
+        tc.ws_o == nullptr || tc.ws_lse == nullptr)
+      return {StatusCode::invalid_argument, "context prefill: a split that does not fit this grid (internal)"};
+    t.main_tiles = tc.main_tiles = 0;
+    constexpr auto tail = &prefill_sm80_context_tail_kernel<Getter, DT, D, S>;
+    constexpr auto merge = &prefill_context_merge_kernel<DT, D>;
+    MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "context prefill"));
+    tail<<<static_cast<unsigned>(t.tail_ctas + tc.tail_ctas), K::threads, K::smem_bytes, stream>>>(a, kv, t, c, tc);
+    MUH_TRY(launch_status("context prefill launch"));
+    // The merge dependent on the tail kernel where the device runs its sm_90 code, as a split
+    // launch's (launch_tail_and_merge): it waits for the tail first thing.
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(tiles), (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
+    cfg.blockDim = dim3(kPrefillMergeWarps * 32);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = runs_sm90_code_once<tail>(device_cc) && runs_sm90_code_once<merge>(device_cc) ? 1 : 0;
+    return launch_status(cudaLaunchKernelEx(&cfg, merge, a, kv, t, c, tc, static_cast<int>(K::policy.block_m)),
+                         "context prefill merge launch");
+  }
+}
+
 // Launches one prefill of the general variant kind (kernels/variant.cuh; the call validated by
 // src/prefill.cu), K/V from source S (contiguous: a's k, v; paged: kv, of element type KV): every
 // q tile whole, one CTA each — the general kind is never tail-split (prefill_split_applies).

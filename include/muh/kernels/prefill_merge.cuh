@@ -26,9 +26,14 @@ inline constexpr int kPrefillMergeWarps = 8;
 // The merge of tail tile blockIdx.x. pkv: the paged cache of a paged launch (null: contiguous
 // K/V), whose guard (paged_sequence_ok: seqused_k and the block ids, which the pieces checked
 // before they wrote anything) is evaluated again here, by every thread before any returns.
-template <DType DT, int D, bool kPaged = false>
+// kContext: a context launch (prefill_sm80_context_tail_kernel) — the tile's pieces are t's (the
+// prefix part, over pkv) and then ct's (the chunk part, contiguous K/V of ca, whose guard is
+// evaluated here too), merged as one list; the tile order is a's (the same as ca's: the plan
+// fuses only then).
+template <DType DT, int D, bool kPaged = false, bool kContext = false>
 __device__ __forceinline__ void prefill_tail_merge(const PrefillArgs& a, const PrefillTail& t, int block_m,
-                                                   const PrefillPagedKV* pkv = nullptr) {
+                                                   const PrefillPagedKV* pkv = nullptr,
+                                                   const PrefillArgs* ca = nullptr, const PrefillTail* ct = nullptr) {
   static_assert(D % 32 == 0, "one warp covers a row in whole strides of 32 dims");
   using T = storage_t<DT>;
   constexpr int kPer = D / 32;
@@ -38,6 +43,7 @@ __device__ __forceinline__ void prefill_tail_merge(const PrefillArgs& a, const P
   const TileCoord tc = tile_of(static_cast<long long>(t.main_tiles) + u, a);
   bool seq_ok = prefill_sequence_ok<!kPaged>(a, tc.b);  // the input guard: its pieces wrote nothing then
   if constexpr (kPaged) seq_ok = paged_sequence_ok(*pkv, tc.b, a.max_seqlen_k, a.input_errors) && seq_ok;
+  if constexpr (kContext) seq_ok = prefill_sequence_ok<true>(*ca, tc.b) && seq_ok;
   const int q_off = a.cu_seqlens_q[tc.b], sq = a.cu_seqlens_q[tc.b + 1] - q_off;  // inputs: before the wait
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched dependent on the tail kernel where the device allows: wait for its partials.
@@ -49,16 +55,30 @@ __device__ __forceinline__ void prefill_tail_merge(const PrefillArgs& a, const P
   const TailPieces tp = tail_pieces(t, u);
   const int pieces = tp.count;
   const long long row0 = static_cast<long long>(tp.first + u) * block_m + r;  // piece i: row0 + i·block_m
+  // (kContext) the chunk part's pieces of the tile, in tc's workspace
+  [[maybe_unused]] int pieces_c = 0;
+  [[maybe_unused]] long long row0_c = 0;
+  if constexpr (kContext) {
+    const TailPieces tpc = tail_pieces(*ct, u);
+    pieces_c = tpc.count;
+    row0_c = static_cast<long long>(tpc.first + u) * block_m + r;
+  }
 
   // Two passes over the pieces' lse (online_softmax.hpp): their max, then Σ exp(lse_i − max).
   constexpr NaturalUnits kUnits;
   OnlineSoftmax mg;
   for (int i = lane; i < pieces; i += 32) mg.fold_max(t.ws_lse[row0 + static_cast<long long>(i) * block_m]);
+  if constexpr (kContext)
+    for (int i = lane; i < pieces_c; i += 32) mg.fold_max(ct->ws_lse[row0_c + static_cast<long long>(i) * block_m]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mg.fold_max(__shfl_xor_sync(0xffffffffu, mg.m, o));
-  if (mg.m != -INFINITY)
+  if (mg.m != -INFINITY) {
     for (int i = lane; i < pieces; i += 32)
       mg.accumulate(mg.weight(t.ws_lse[row0 + static_cast<long long>(i) * block_m], kUnits));
+    if constexpr (kContext)
+      for (int i = lane; i < pieces_c; i += 32)
+        mg.accumulate(mg.weight(ct->ws_lse[row0_c + static_cast<long long>(i) * block_m], kUnits));
+  }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mg.accumulate(__shfl_xor_sync(0xffffffffu, mg.l, o));
   const float inv = mg.inv_l();
@@ -74,6 +94,17 @@ __device__ __forceinline__ void prefill_tail_merge(const PrefillArgs& a, const P
     const float* const po = t.ws_o + row * D + lane;
 #pragma unroll
     for (int e = 0; e < kPer; ++e) acc[e] += w * po[e * 32];
+  }
+  if constexpr (kContext) {
+#pragma unroll 4
+    for (int i = 0; i < pieces_c; ++i) {
+      const long long row = row0_c + static_cast<long long>(i) * block_m;
+      const float lse = ct->ws_lse[row];
+      const float w = lse == -INFINITY ? 0.f : mg.weight(lse, kUnits) * inv;
+      const float* const po = ct->ws_o + row * D + lane;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) acc[e] += w * po[e * 32];
+    }
   }
   const long long ldq = static_cast<long long>(a.num_q_heads) * D;
   T* const gO = static_cast<T*>(a.out) + (q_off + m0 + r) * ldq + static_cast<long long>(tc.h) * D;
@@ -94,6 +125,15 @@ template <DType DT, int D>
 __global__ void __launch_bounds__(kPrefillMergeWarps * 32)
     prefill_paged_tail_merge_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t, int block_m) {
   prefill_tail_merge<DT, D, true>(a, t, block_m, &pkv);
+}
+
+// The merge of a context launch (prefill_sm80_context_tail_kernel): each tile's prefix pieces
+// (a over pkv, t) and chunk pieces (c, tc) into a.out (= c.out) and a.lse.
+template <DType DT, int D>
+__global__ void __launch_bounds__(kPrefillMergeWarps * 32)
+    prefill_context_merge_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t,
+                                 const PrefillArgs c, const PrefillTail tc, int block_m) {
+  prefill_tail_merge<DT, D, true, true>(a, t, block_m, &pkv, &c, &tc);
 }
 
 }  // namespace muh::kernels

@@ -302,14 +302,14 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_body<Getter, DT, D, false, kSrc, PlainVariant, kKV>(a, blockIdx.x, 0, 0, nullptr, nullptr, &pkv);
 }
 
-// CTA j of a split launch's tail walks its 1–2 pieces (kSrc: the K/V source, as in the body;
-// pkv the paged cache, null for contiguous K/V).
+// CTA j of a split launch's tail walks its pieces (1–2; more where tail_chunk > key_tiles: a
+// context launch's chunk part) — kSrc: the K/V source, as in the body; pkv the paged cache, null
+// for contiguous K/V.
 template <class Getter, DType DT, int D, KVSource kSrc = KVSource::contiguous, KVDType kKV = KVDType::same>
 __device__ __forceinline__ void prefill_sm80_tail_pieces(const PrefillArgs& a, const PrefillTail& t,
-                                                         const PrefillPagedKV* pkv = nullptr) {
+                                                         const PrefillPagedKV* pkv, int j) {
   if constexpr (sm80::agent_has_ptx(Getter{}().agent)) {
     constexpr int kBM = Getter{}().block_m;
-    const int j = static_cast<int>(blockIdx.x);
     long long it = static_cast<long long>(j) * t.tail_chunk;
     const long long end = tail_end(t, j);
     for (bool first = true; it < end; first = false) {
@@ -332,7 +332,7 @@ __device__ __forceinline__ void prefill_sm80_tail_pieces(const PrefillArgs& a, c
 template <class Getter, DType DT, int D>
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_tail_kernel(const PrefillArgs a, const PrefillTail t) {
-  prefill_sm80_tail_pieces<Getter, DT, D>(a, t);
+  prefill_sm80_tail_pieces<Getter, DT, D>(a, t, nullptr, static_cast<int>(blockIdx.x));
 }
 
 // The tail of a split paged launch: pieces over a paged cache. A piece whose key range lies past
@@ -342,7 +342,29 @@ template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::s
 __global__ void __launch_bounds__(Getter{}().num_warps * 32)
     prefill_sm80_paged_tail_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t) {
   static_assert(is_paged(kSrc), "the contiguous source runs prefill_sm80_tail_kernel");
-  prefill_sm80_tail_pieces<Getter, DT, D, kSrc, kKV>(a, t, &pkv);
+  prefill_sm80_tail_pieces<Getter, DT, D, kSrc, kKV>(a, t, &pkv, static_cast<int>(blockIdx.x));
+}
+
+// context_attention_fwd in one launch (prefill_plan.hpp, plan_context_prefill): every q tile of
+// the chunk is a tail tile of two parts at once — its queries over the cached prefix (a: paged,
+// not causal; t's pieces) and over the chunk's own keys (c: contiguous, causal; tc's pieces) —
+// and CTAs [0, t.tail_ctas) take the prefix pieces, the rest the chunk's, each as its part's tail
+// kernel would (one key range, one partial). prefill_context_merge_kernel then merges a tile's
+// pieces of both parts. Run as two parts (the prefix split, the chunk's whole tiles beside it, a
+// merge of the two), the chunk's tiles waited for SMs until the split's CTAs ended and ran after
+// them: at the seed's 512-token chunks over 8k, ~20 of ~97 µs (bench/results/2026-12-07-ncu-prefill).
+// Both parts tile the q rows alike (tile_of: at most kPrefillChunk m-blocks, where the causal and
+// the plain order agree — the plan fuses only those).
+template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::same>
+__global__ void __launch_bounds__(Getter{}().num_warps * 32)
+    prefill_sm80_context_tail_kernel(const PrefillArgs a, const PrefillPagedKV pkv, const PrefillTail t,
+                                     const PrefillArgs c, const PrefillTail tc) {
+  static_assert(is_paged(kSrc), "the prefix part reads a paged cache");
+  const int j = static_cast<int>(blockIdx.x);
+  if (j < t.tail_ctas)
+    prefill_sm80_tail_pieces<Getter, DT, D, kSrc, kKV>(a, t, &pkv, j);
+  else
+    prefill_sm80_tail_pieces<Getter, DT, D>(c, tc, nullptr, j - t.tail_ctas);
 }
 
 }  // namespace muh::kernels
