@@ -312,10 +312,11 @@ inline PrefillResult run_paged_prefill_case(const PagedPrefillInputs& pi, int ta
 // that read past the prefix shows it), the chunk part the chunk's k/v, contiguous [total_q,
 // kv heads, d]. The reference is the case's own: the chunk's queries causally over prefix + chunk.
 // Planned with target forced (-1: the selection walks) and tail_chunk (the fused launch's c; -1:
-// the plan's), run twice; fused is whether the plan fused the parts (status ok and nothing run
-// when it did not: cp_out->why says why).
+// the plan's) on this device — or for the SMs of `stream`, and run there —, run twice; whether
+// the plan fused the parts is cp_out->fused (status ok and nothing run when it did not: ->why
+// says why).
 inline PrefillResult run_context_prefill_case(const PagedPrefillInputs& pi, int target, int tail_chunk,
-                                              ContextPlan* cp_out) {
+                                              ContextPlan* cp_out, cudaStream_t stream = nullptr) {
   PrefillResult r;
   auto fail = [&](Status s) {
     std::swap(r.status, s);
@@ -370,7 +371,7 @@ inline PrefillResult run_context_prefill_case(const PagedPrefillInputs& pi, int 
   ContextPlan cp;
   {
     HardwareCapability hw;
-    Status s = device_profile(-1, &hw);
+    Status s = stream ? stream_profile(stream, &hw) : device_profile(-1, &hw);
     if (!s.ok()) return fail(std::move(s));
     Status planned = plan_context_prefill(prefix, chunk, hw, PrefillPlanOptions{target, tail_chunk}, &cp);
     if (!planned.ok()) return fail(std::move(planned));
@@ -381,9 +382,11 @@ inline PrefillResult run_context_prefill_case(const PagedPrefillInputs& pi, int 
   if (!ws.alloc(cp.workspace_bytes)) return fail(Status(StatusCode::cuda_error, "context prefill: workspace cudaMalloc"));
   RunOptions opt;
   opt.debug_checks = true;
+  opt.stream = stream;
   std::vector<float> out[2], lse[2];
   for (int run = 0; run < 2; ++run) {
     err = dev.fresh_outputs();
+    if (err == cudaSuccess && stream) err = cudaDeviceSynchronize();  // (as run_paged_prefill_case)
     if (err != cudaSuccess) return fail(Status(StatusCode::cuda_error, cudaGetErrorString(err)));
     Status s = context_prefill(prefix, chunk, cp, ws.p, cp.workspace_bytes, opt);
     if (!s.ok()) return fail(std::move(s));

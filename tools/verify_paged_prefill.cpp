@@ -8,6 +8,8 @@
 // Then the fp8 KV caches (muh/kv_quant.hpp): every compiled fp8 instance on every target whose row
 // reads fp8 codes (the sm80 and portable agents': prefill_agent_reads_kv), both layouts, the same shapes (vLLM pages a
 // multiple of 16 slots), k_scale 0.5 and v_scale 2, against the reference on the dequantised cache.
+// Then context_attention_fwd's parts in one launch (plan_context_prefill, context_prefill): every
+// target whose row is the sm80 agent's, on check::context_prefill_cases() (--quick: the first two).
 #include <cuda_runtime_api.h>
 
 #include <iterator>
@@ -140,6 +142,36 @@ std::vector<VerifyRow> verify_paged_prefill(const VerifyOptions& opt, const Veri
         }
         rows.push_back(std::move(row));
       }
+    }
+  const std::vector<check::PagedPrefillCase> ctx = check::context_prefill_cases();
+  const std::size_t ctx_cases = opt.quick ? 2 : ctx.size();
+  for (int target : targets)
+    for (const auto& [t, d] : kCompiledInstances) {
+      if (t == DType::fp32 || prefill_policy(target, t, d).agent != Agent::sm80) continue;
+      VerifyRow row{"paged", "context " + describe(target, t, d, KVLayout::vllm), 0, 0, 0, true, ""};
+      double worst_ratio = -1;
+      for (std::size_t c = 0; c < ctx_cases; ++c) {
+        const auto pi = check::make_paged_prefill_inputs(ctx[c], KVLayout::vllm, t, d, opt.seed + 91 + unsigned(c));
+        ContextPlan cp;
+        const check::PrefillResult r = check::run_context_prefill_case(*pi, target, ctx[c].tail_chunk, &cp, opt.stream);
+        if (r.status.ok() && !cp.fused) {
+          // The cases fuse on a whole device; on a partition (--emulate) the split may not cover
+          // every q tile: then the op runs the two parts, which the paged rows above check.
+          row.note += ctx[c].name + ": not fused (" + cp.why + ") ";
+          if (!opt.stream) row.pass = false;
+          continue;
+        }
+        if (r.status.ok()) {
+          ++row.shapes;
+          keep_worst(row, worst_ratio, r.max_err, r.tol);
+        }
+        if (!(r.status.ok() && r.pass && r.deterministic && r.nonfinite == 0)) {
+          row.pass = false;
+          row.note += ctx[c].name + ": " +
+                      (!r.status.ok() ? r.status.message() : r.deterministic ? r.note : "two runs differ bitwise") + " ";
+        }
+      }
+      rows.push_back(std::move(row));
     }
   return rows;
 }
