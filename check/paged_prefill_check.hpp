@@ -401,18 +401,19 @@ inline PrefillResult run_context_prefill_case(const PagedPrefillInputs& pi, int 
 }
 
 // The context cases of the GPU tests: causal chunks over prefixes in vLLM's layout, every q
-// length of a batch equal (the split's condition); the seed's shape at a length the CPU reference
-// runs in seconds (4 / 1 heads, 256 tokens over 2500), GQA 6 with a sequence of no prefix and one
-// shorter than its chunk, one token, lengths off every tile and page, c forced to 1 (a piece per
-// key tile) and past the chunk's key tiles (a chunk CTA meets several q tiles), pages of 24.
+// length of a batch equal (the split's condition); the seed's shape at lengths the CPU reference
+// runs in about a second (4 / 1 heads, 200 tokens over 1500: two q tiles, the second partly
+// empty), GQA 6 with a sequence of no prefix and one shorter than its chunk, one token, lengths off
+// every tile and page (pages of 24), c forced to 1 (a piece per key tile) and to 7, past the
+// chunk's 3 key tiles (a chunk CTA meets several q tiles).
 inline std::vector<PagedPrefillCase> context_prefill_cases() {
   std::vector<PagedPrefillCase> v = {
-      {"ctx_seedlike_2500_256_gqa4_p16", {2500}, {256}, 4, 1, 16},
+      {"ctx_seedlike_1500_200_gqa4_p16", {1500}, {200}, 4, 1, 16},
       {"ctx_varlen_prefix_gqa6_p16", {1000, 0, 37}, {100, 100, 100}, 6, 1, 16},
       {"ctx_one_token_gqa4_p16", {2000, 700}, {1, 1}, 4, 1, 16},
       {"ctx_odd_1001_77_gqa8_p24", {1001, 515}, {77, 77}, 8, 2, 24},
-      {"ctx_chunk1_700_200_gqa4_p16", {700}, {200}, 4, 1, 16},
-      {"ctx_chunk7_500_200_gqa4_p16", {500, 333}, {200, 200}, 8, 2, 16},
+      {"ctx_chunk1_500_150_gqa4_p16", {500}, {150}, 4, 1, 16},
+      {"ctx_chunk7_300_150_gqa4_p16", {300, 133}, {150, 150}, 4, 1, 16},
   };
   v[4].tail_chunk = 1;
   v[5].tail_chunk = 7;

@@ -5,7 +5,8 @@
 #      timed since call37 set 1.08), the seed's six cells and the serving 32k cell;
 #   2. bench/paged_prefill.py --serving: the serving cells (bf16 hd 128, 32 / 8 heads, 8 × 2048
 #      over 0 / 32k), dense / NHD / the op / the one call over the vLLM cache;
-#   3. bench/paged_prefill.py --mixed: the mixed-batch cells against separate prefill + decode calls.
+#   3. bench/paged_prefill.py --mixed: the mixed-batch cells against separate prefill + decode calls;
+#   4. muh verify --quick (its context rows new), last: the rest of the time.
 set -u
 source scripts/devcall.sh  # el
 L=/tmp/logs43; mkdir -p $L/res; trap 'tar czf $OUT/logs43.tgz -C $L .' EXIT
@@ -25,4 +26,6 @@ echo "serving rc $? at $(el) s"; grep -vE "^clocks" $L/serving.log | tail -4 | c
 PYTHONPATH=/tmp/py42 timeout 100 python3 bench/paged_prefill.py --out $L/res --tag ctx-mixed --iters 30 --mixed \
   --lib $P/libmuh.so > $L/mixed.log 2>&1
 echo "mixed rc $? at $(el) s"; grep -vE "^clocks" $L/mixed.log | tail -10 | cut -c1-200
+timeout 150 $P/muh verify --quick > $L/verify.log 2>&1
+echo "verify rc $? at $(el) s: $(grep -iE 'context|pass|fail' $L/verify.log | tail -8 | tr '\n' ' ' | cut -c1-500)"
 echo "done at $(el) s"
