@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # call43 (carry ["devrun"]; right after call42, on its warm machine: its extension build /tmp/py42
-# is reused): call41's measurements on pack ctx (this session's code: the fused context launch) —
+# is reused): racecheck on three fused cases; call41's measurements on pack ctx (this session's
+# code: the fused context launch) —
 #   1. prefix_part_ab.py: the plan against t91 / t90 on the prefix parts (kSm80VllmCost 1.05, not
 #      timed since call37 set 1.08), the seed's six cells and the serving 32k cell;
 #   2. bench/paged_prefill.py --serving: the serving cells (bf16 hd 128, 32 / 8 heads, 8 × 2048
@@ -8,11 +9,14 @@
 #   3. bench/paged_prefill.py --mixed: the mixed-batch cells against separate prefill + decode calls;
 #   4. muh verify --quick (its context rows new), last: the rest of the time.
 set -u
-source scripts/devcall.sh  # el
+source scripts/devcall.sh  # el, run
 L=/tmp/logs43; mkdir -p $L/res; trap 'tar czf $OUT/logs43.tgz -C $L .' EXIT
 [ -d /tmp/ctx ] || tar xJf devrun/ctx.tar.xz -C /tmp
 P=/tmp/ctx; export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 PYTHONDONTWRITEBYTECODE=1
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader | tee $L/gpu.txt
+CS=/usr/local/cuda/bin/compute-sanitizer
+run racecheck 120 $CS --tool racecheck --error-exitcode 1 $P/muh_gpu_paged_prefill_tests \
+  --gtest_filter='PagedPrefill/ContextPrefill.*t90_fp16_hd256_ctx_seedlike*:PagedPrefill/ContextPrefill.*t90_fp16_hd256_ctx_chunk7*:PagedPrefill/ContextPrefill.*t90_bf16_hd128_ctx_varlen*'
 timeout 120 python3 bench/prefix_part_ab.py --lib $P/libmuh.so --targets=-1,91,90 --iters 30 > $L/plan.log 2>&1
 echo "plan rc $? at $(el) s"; grep -E "^(float|bfloat)" $L/plan.log
 if [ ! -f /tmp/py42/build.ninja ] && [ ! -f /tmp/py42/Makefile ]; then

@@ -55,7 +55,7 @@ __device__ __forceinline__ void prefill_tail_merge(const PrefillArgs& a, const P
   const TailPieces tp = tail_pieces(t, u);
   const int pieces = tp.count;
   const long long row0 = static_cast<long long>(tp.first + u) * block_m + r;  // piece i: row0 + i·block_m
-  // (kContext) the chunk part's pieces of the tile, in tc's workspace
+  // (kContext) the chunk part's pieces of the tile, in ct's workspace
   [[maybe_unused]] int pieces_c = 0;
   [[maybe_unused]] long long row0_c = 0;
   if constexpr (kContext) {

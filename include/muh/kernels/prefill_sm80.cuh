@@ -350,9 +350,10 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 // not causal; t's pieces) and over the chunk's own keys (c: contiguous, causal; tc's pieces) —
 // and CTAs [0, t.tail_ctas) take the prefix pieces, the rest the chunk's, each as its part's tail
 // kernel would (one key range, one partial). prefill_context_merge_kernel then merges a tile's
-// pieces of both parts. Run as two parts (the prefix split, the chunk's whole tiles beside it, a
-// merge of the two), the chunk's tiles waited for SMs until the split's CTAs ended and ran after
-// them: at the seed's 512-token chunks over 8k, ~20 of ~97 µs (bench/results/2026-12-07-ncu-prefill).
+// pieces of both parts. Run as two parts (the prefix split over every SM, the chunk's 16 whole
+// tiles on a second stream, a merge of the two), the chunk's tiles find no free SM before the
+// split's CTAs end: at the seed's 512-token chunks over 8k the op took ~97 µs where its prefix
+// part alone took ~85 (H100; bench/results/2026-12-07-sm80-vllm-copies, section 5).
 // Both parts tile the q rows alike (tile_of: at most kPrefillChunk m-blocks, where the causal and
 // the plain order agree — the plan fuses only those).
 template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::same>
