@@ -129,6 +129,10 @@ Status plan_prefill(const PrefillParams& p, const HardwareCapability& hw, const 
 // CTAs take the pieces of both parts — the chunk's causal tiles spread over the SMs beside the
 // prefix's pieces instead of waiting for them — and one merge of each tile's pieces of both
 // parts. Elsewhere (fused = false, `why` says why) the caller runs the parts and merges them.
+// Measured (H100, bench/results/2026-12-07-context-fused, call42): no faster than the two parts
+// at the seed's 512-token chunks (8k: 99.1–99.7 µs against 97.5–98.7; 32k equal within noise), so
+// the torch op takes it only with MUH_CONTEXT_FUSE=1. Untimed: the chunk's q tiles one a CTA
+// (that README's ctx2-plan.diff).
 struct ContextPlan {
   bool fused = false;
   const char* why = "";         // fused = false: the reason (a fixed string)

@@ -673,15 +673,17 @@ at::Tensor paged_prefill(at::Tensor& out, const at::Tensor& q_in, const at::Tens
   return lse;
 }
 
-// MUH_CONTEXT_FUSE (read once): unset or 1, context_attention_fwd runs its two parts in one launch
-// where plan_context_prefill fuses them; 0, always as two parts and a merge — the same result
-// within fp32 rounding, for timing one against the other in one process (bench/paged_prefill.py).
+// MUH_CONTEXT_FUSE (read once): 1, context_attention_fwd runs its two parts in one launch where
+// plan_context_prefill fuses them; unset or 0, as two parts and a merge — the same result within
+// fp32 rounding. Off by default: measured no faster (H100, the seed's 512-token chunks: 8k 99.1–99.7
+// µs fused against 97.5–98.7 as two parts, 32k equal within noise; bench/results/
+// 2026-12-07-context-fused, call42).
 bool context_fuse() {
   static const bool on = [] {
     const char* v = std::getenv("MUH_CONTEXT_FUSE");
     const std::string s = v ? v : "";
     TORCH_CHECK_VALUE(s.empty() || s == "0" || s == "1", "muh: MUH_CONTEXT_FUSE must be 0 or 1, got '" + s + "'");
-    return s != "0";
+    return s == "1";
   }();
   return on;
 }
@@ -696,9 +698,10 @@ bool context_fuse() {
 //   chunk   dense prefill over k, v with cu_seqlens = b_start_loc, causal, into o — on a second
 //           stream beside the prefix part (below), joined before the merge
 //   o       merge_attn_states(o ← prefix, chunk)  (in place in o)
-// — or, where plan_context_prefill fuses them (equal chunks of at most 8 q tiles whose prefix part
-// is the sm80 agent's key split of every tile: the seed's 512-token chunks), as one launch whose
-// CTAs take pieces of both parts and one merge of both into o (context_prefill, attention.hpp).
+// — or, with MUH_CONTEXT_FUSE=1 where plan_context_prefill fuses them (equal chunks of at most 8 q
+// tiles whose prefix part is the sm80 agent's key split of every tile: the seed's 512-token
+// chunks), as one launch whose CTAs take pieces of both parts and one merge of both into o
+// (context_prefill, attention.hpp).
 // A sequence with no prefix gets lse −inf from the first part, and the merge then keeps the chunk
 // bit for bit. alibi_slopes (fp32 [num_heads]) and sliding_window (vLLM's: key j is seen by query
 // position i' when i' − j < sliding_window, i.e. window_size left = sliding_window − 1) are the
@@ -817,9 +820,9 @@ void context_attention_fwd(const at::Tensor& q_in, const at::Tensor& k_in, const
                               a.to_int(c.num_pages, "num_blocks"), a.to_int(b_loc.size(1), "max_blocks_per_seq"));
   prefix.kv = kvq;  // the cache's element type and scales: only the prefix part reads the cache
 
-  // One launch where the plan fuses the parts (prefill_plan.hpp, plan_context_prefill: the prefix
-  // part the sm80 agent's key split of every q tile — the seed's 512-token chunks): the chunk's
-  // causal tiles as pieces beside the prefix's, one merge of both into o.
+  // One launch where asked for (context_fuse) and the plan fuses the parts (prefill_plan.hpp,
+  // plan_context_prefill: the prefix part the sm80 agent's key split of every q tile — the seed's
+  // 512-token chunks): the chunk's causal tiles as pieces beside the prefix's, one merge of both.
   ContextPlan cp;
   if (context_fuse()) {
     const Status s = plan_context_prefill(prefix, chunk, stream_profile_of(q, a.op), PrefillPlanOptions{}, &cp);

@@ -47,9 +47,10 @@ CTX_CASES = [
     ([100, 33], [64, 5], 6, 1, 16),
     ([257, 0], [1, 129], 4, 1, 16),
     ([40], [9], 8, 2, 32),
-    # Equal chunks over long prefixes: the prefix part is the sm80 agent's key split of every q tile,
-    # so the op runs both parts in one launch (plan_context_prefill) — a seed-like chunk, GQA 6 with
-    # a sequence of no prefix and one shorter than its chunk, one token each.
+    # Equal chunks over long prefixes: the prefix part is the sm80 agent's key split of every q tile
+    # (with MUH_CONTEXT_FUSE=1 the op runs both parts in one launch: plan_context_prefill) — a
+    # seed-like chunk, GQA 6 with a sequence of no prefix and one shorter than its chunk, one token
+    # each.
     ([2000], [256], 4, 1, 16),
     ([2000, 0, 37], [100, 100, 100], 6, 1, 16),
     ([3000, 700], [1, 1], 4, 1, 16),
@@ -89,12 +90,12 @@ def test_context_attention_fwd_matches_sdpa(dtype, head_dims, case, start_loc):
     assert_close_to_reference(o, o32, olp, f"context_attention_fwd {dtype} hd{d} {case}")
 
 
-@pytest.mark.parametrize("shape", [([300, 40], [64, 200]), ([2000, 900], [128, 128])], ids=["two_parts", "fused"])
+@pytest.mark.parametrize("shape", [([300, 40], [64, 200]), ([2000, 900], [128, 128])], ids=["varlen", "split"])
 def test_context_attention_fwd_streams_and_graph_replay(shape):
     """The op runs its chunk part on a stream of torch's pool beside the prefix part, joined before
-    the merge — or, with equal chunks over long prefixes, both parts in one launch: the same bits on
-    the default stream, on a caller's stream, and replayed from a CUDA graph captured on one (the
-    fork and join are captured as two branches)."""
+    the merge — or, with MUH_CONTEXT_FUSE=1 and equal chunks over long prefixes (the second shape),
+    both parts in one launch: the same bits on the default stream, on a caller's stream, and
+    replayed from a CUDA graph captured on one (the fork and join are captured as two branches)."""
     t = torch.bfloat16 if (torch.bfloat16, 128) in COMPILED_16 else torch.float16
     d = pick(t, (128, 256))
     ctx, chunk = shape
