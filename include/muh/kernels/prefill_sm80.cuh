@@ -353,7 +353,8 @@ __global__ void __launch_bounds__(Getter{}().num_warps * 32)
 // pieces of both parts. Run as two parts (the prefix split over every SM, the chunk's 16 whole
 // tiles on a second stream, a merge of the two), the chunk's tiles find no free SM before the
 // split's CTAs end: at the seed's 512-token chunks over 8k the op took ~97 µs where its prefix
-// part alone took ~85 (H100; bench/results/2026-12-07-sm80-vllm-copies, section 5).
+// part alone took ~85 (H100; bench/results/2026-12-07-sm80-vllm-copies, section 5). Fused, it
+// measured no faster (prefill_plan.hpp, ContextPlan, says by how much and what was not timed).
 // Both parts tile the q rows alike (tile_of: at most kPrefillChunk m-blocks, where the causal and
 // the plain order agree — the plan fuses only those).
 template <class Getter, DType DT, int D, KVSource kSrc, KVDType kKV = KVDType::same>
