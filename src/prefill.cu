@@ -156,23 +156,7 @@ constexpr InstanceEntry<PrefillOccupancyFn> kPrefillOccupancy[] = {MUH_FOR_EACH_
 
 namespace {
 
-// The kernels' view of the plan's tail split (none: tail_tiles 0), its partials in `workspace`.
-kernels::PrefillTail tail_of(const PrefillPlan& plan, void* workspace) {
-  kernels::PrefillTail tail;
-  if (plan.split.split()) {
-    tail.tail_tiles = plan.split.tail_tiles;
-    tail.tail_ctas = plan.split.tail_ctas;
-    tail.tail_chunk = plan.split.tail_chunk;
-    tail.key_tiles = plan.split.key_tiles;
-    tail.ws_o = static_cast<float*>(workspace);
-    tail.ws_lse = tail.ws_o + plan.split.ws_lse_offset;
-  }
-  return tail;
-}
-
-#if MUH_PAGED_PREFILL
-// The kernels' view of one part of a fused context plan: `split`, its partials `offset` bytes
-// into `workspace`.
+// The kernels' view of a tail split `split`, its partials `offset` bytes into `workspace`.
 kernels::PrefillTail tail_of(const PrefillSplit& split, void* workspace, std::size_t offset) {
   kernels::PrefillTail tail;
   tail.tail_tiles = split.tail_tiles;
@@ -183,7 +167,11 @@ kernels::PrefillTail tail_of(const PrefillSplit& split, void* workspace, std::si
   tail.ws_lse = tail.ws_o + split.ws_lse_offset;
   return tail;
 }
-#endif
+
+// The kernels' view of the plan's tail split (none: tail_tiles 0), its partials in `workspace`.
+kernels::PrefillTail tail_of(const PrefillPlan& plan, void* workspace) {
+  return plan.split.split() ? tail_of(plan.split, workspace, 0) : kernels::PrefillTail{};
+}
 
 // The kernels' view of the plan's persistent schedule (none: ctas 0), its counter in `workspace`.
 kernels::PrefillSchedule schedule_of(const PrefillPlan& plan, void* workspace) {

@@ -58,6 +58,21 @@ constexpr double kSm80VllmCost = 1.05;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
+// The tail of `s`: R tail tiles of nk key tiles each, dealt c per CTA (prefill_common.cuh,
+// tail_segment), and the workspace their partials take — one slot per (CTA, tile) it meets,
+// CTA j and tile u in slot j + u: ctas + R − 1 slots of block_m rows.
+void set_tail(PrefillSplit* s, long long R, long long nk, long long c, int block_m, int head_dim) {
+  const long long ctas = ceil_div(R * nk, c);
+  s->tail_tiles = static_cast<int>(R);
+  s->key_tiles = static_cast<int>(nk);
+  s->tail_chunk = static_cast<int>(c);
+  s->tail_ctas = static_cast<int>(ctas);
+  s->ws_slots = static_cast<int>(ctas + R - 1);
+  const std::size_t rows = static_cast<std::size_t>(s->ws_slots) * block_m;
+  s->ws_lse_offset = rows * head_dim;
+  s->workspace_bytes = (s->ws_lse_offset + rows) * sizeof(float);
+}
+
 }  // namespace
 
 int prefill_ctas_per_sm(const PrefillPolicy& policy, DType dtype, int head_dim, const HardwareCapability& hw) {
@@ -130,14 +145,8 @@ PrefillSplit plan_prefill_split(const PrefillParams& p, const PrefillPolicy& pol
   const double split = static_cast<double>((N / S) * nk + ceil_div(ctas, S) * c) + kPieceCost * pieces + kMergeCost;
   if (tail_chunk < 0 && split > unsplit - kMinGain) return s;
 
-  s.tail_tiles = static_cast<int>(R);
-  s.tail_chunk = static_cast<int>(c);
-  s.tail_ctas = static_cast<int>(ctas);
-  s.ws_slots = static_cast<int>(ctas + R - 1);
+  set_tail(&s, R, nk, c, policy.block_m, p.head_dim);
   s.est_rounds = split / static_cast<double>(nk);
-  const std::size_t rows = static_cast<std::size_t>(s.ws_slots) * policy.block_m;
-  s.ws_lse_offset = rows * p.head_dim;
-  s.workspace_bytes = (s.ws_lse_offset + rows) * sizeof(float);
   return s;
 }
 
@@ -269,22 +278,12 @@ Status plan_context_prefill(const PrefillParams& prefix, const PrefillParams& ch
   // min(c, its key tiles) — as plan_prefill_split — the chunk's c however many of its q tiles
   // that spans (then one piece a tile: prefill_common.cuh's slot rule, CTA j and tile u → slot
   // j + u, holds for any chunk), so that its few key tiles take few CTAs.
-  auto part = [&](long long nk, long long chunk_tiles, PrefillSplit* s) {
-    *s = pp.split;
-    s->key_tiles = static_cast<int>(nk);
-    s->tail_chunk = static_cast<int>(chunk_tiles);
-    s->tail_ctas = static_cast<int>(ceil_div(R * nk, chunk_tiles));
-    s->ws_slots = static_cast<int>(s->tail_ctas + R - 1);
-    const std::size_t rows = static_cast<std::size_t>(s->ws_slots) * pp.policy.block_m;
-    s->ws_lse_offset = rows * prefix.head_dim;
-    s->workspace_bytes = (s->ws_lse_offset + rows) * sizeof(float);
-  };
-  part(nkp, std::min(c, nkp), &r.prefix_split);
-  part(nkc, c, &r.chunk_split);
+  r.prefix_split = r.chunk_split = pp.split;  // (tiles, slots, est_rounds: the prefix plan's)
+  set_tail(&r.prefix_split, R, nkp, std::min(c, nkp), pp.policy.block_m, prefix.head_dim);
+  set_tail(&r.chunk_split, R, nkc, c, pp.policy.block_m, prefix.head_dim);
   r.chunk_ws_offset = (r.prefix_split.workspace_bytes + 15) / 16 * 16;
   r.workspace_bytes = r.chunk_ws_offset + r.chunk_split.workspace_bytes;
   r.fused = true;
-  r.why = "";
   *plan = r;
   return Status::Ok();
 }

@@ -75,6 +75,23 @@ struct PrefillKernel {
   }
 };
 
+// The merge of a split tail (prefill_merge.cuh): tail tiles × row groups of kPrefillMergeWarps
+// warps, merge<<<…>>>(args..., block_m) on `stream`, launched dependent on the tail kernel before
+// it where pdl (the device runs both kernels' sm_90 code): it waits for the tail first thing.
+template <auto merge, class... Args>
+Status launch_prefill_merge(long long tail_tiles, int block_m, bool pdl, cudaStream_t stream, const Args&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(tail_tiles), (block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
+  cfg.blockDim = dim3(kPrefillMergeWarps * 32);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return launch_status(cudaLaunchKernelEx(&cfg, merge, args..., block_m), "prefill merge launch");
+}
+
 // The tail CTAs and the merge of a split launch (t.tail_tiles > 0, t.main_tiles set), behind the
 // whole-tile kernel on `stream`: tail<<<t.tail_ctas>>>(a, extra..., t), then
 // merge<<<tail tiles × row groups>>>(a, extra..., t, block_m). extra: the paged cache of a paged
@@ -107,13 +124,8 @@ Status launch_tail_and_merge(const PrefillArgs& a, const PrefillTail& t, int dev
   // without waiting.
   cfg.numAttrs = pdl && t.main_tiles > 0 ? 1 : 0;
   MUH_TRY(launch_status(cudaLaunchKernelEx(&cfg, tail, a, extra..., t), "prefill tail launch"));
-  cfg.numAttrs = pdl ? 1 : 0;  // the merge follows the tail kernel: always ours
-  cfg.gridDim = dim3(static_cast<unsigned>(t.tail_tiles),
-                     (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
-  cfg.blockDim = dim3(kPrefillMergeWarps * 32);
-  cfg.dynamicSmemBytes = 0;
-  return launch_status(cudaLaunchKernelEx(&cfg, merge, a, extra..., t, static_cast<int>(K::policy.block_m)),
-                       "prefill merge launch");
+  // The merge follows the tail kernel: always ours.
+  return launch_prefill_merge<merge>(t.tail_tiles, K::policy.block_m, pdl, stream, a, extra..., t);
 }
 
 // Whether tail split `t` fits the grid of `tiles` q tiles of policy K (an internal error if not).
@@ -241,19 +253,8 @@ Status launch_context_prefill(PrefillArgs a, const PrefillPagedKV& kv, PrefillAr
     MUH_TRY(set_max_dynamic_smem(tail, K::smem_bytes, "context prefill"));
     tail<<<static_cast<unsigned>(t.tail_ctas + tc.tail_ctas), K::threads, K::smem_bytes, stream>>>(a, kv, t, c, tc);
     MUH_TRY(launch_status("context prefill launch"));
-    // The merge dependent on the tail kernel where the device runs its sm_90 code, as a split
-    // launch's (launch_tail_and_merge): it waits for the tail first thing.
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(tiles), (K::policy.block_m + kPrefillMergeWarps - 1) / kPrefillMergeWarps);
-    cfg.blockDim = dim3(kPrefillMergeWarps * 32);
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = runs_sm90_code_once<tail>(device_cc) && runs_sm90_code_once<merge>(device_cc) ? 1 : 0;
-    return launch_status(cudaLaunchKernelEx(&cfg, merge, a, kv, t, c, tc, static_cast<int>(K::policy.block_m)),
-                         "context prefill merge launch");
+    const bool pdl = runs_sm90_code_once<tail>(device_cc) && runs_sm90_code_once<merge>(device_cc);
+    return launch_prefill_merge<merge>(tiles, K::policy.block_m, pdl, stream, a, kv, t, c, tc);
   }
 }
 
