@@ -6,7 +6,8 @@
 # sm80-class agent) from the committed kernel (pack pb = 4fc5665) and the new one (pack pn = the
 # working tree) and pack pq (the working tree with PortableVMap::kDims = 1: the address change
 # alone), one process each, order pb pn pq (pb pn again while time lasts); pb, pn, pq: the same
-# lean config (hd 256 fp16, targets 0;90, plain kind, no fp8, no paged prefill).
+# lean config (hd 256 fp16, targets 0;90, plain kind, no fp8, no paged prefill); and
+# fma_floor.cu (built here with the device's nvcc): the FFMA + conversion ceiling on 16 SMs.
 set -u
 source scripts/devcall.sh  # el, run
 L=/tmp/logs45; mkdir -p $L; trap 'tar czf $OUT/logs45.tgz -C $L .' EXIT
@@ -23,6 +24,11 @@ P=/tmp/pt
 export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64
 run decode 150 $P/muh_gpu_decode_tests
 grid pb1; grid pn1; grid pq1
+# The fp32-math ceiling (fma_floor.cu, README): FFMA + cvt alone on the same 16 SMs, beside the
+# floors the grids just measured.
+(cd bench/results/2026-12-08-portable-decode && timeout 60 /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90 -I../../../include \
+  -I../../../check fma_floor.cu -o /tmp/fma_floor) && timeout 60 /tmp/fma_floor > $L/fma_floor.log 2>&1
+echo "fma_floor rc $? at $(el) s"; cat $L/fma_floor.log
 for n in pb1 pn1 pq1; do echo "== $n"; grep -E "16 SMs portable" $L/grid-$n.log | cut -c1-130; done
 run fp8 100 $P/muh_gpu_decode_fp8_tests
 run variants 100 $P/muh_gpu_decode_variants_tests
